@@ -1,0 +1,54 @@
+# The two commands of the README: `make demo` and `make test`. Each installs
+# what it needs, idempotently: Debian packages (apt-get, when root and
+# missing), a virtualenv in .venv, and this package with its dev extras.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEBIAN_PACKAGES := gcc libc6-dev util-linux
+
+.PHONY: demo test lint format bench system-packages install clean
+
+demo: install
+	$(BIN)/python examples/sandbox_tour.py
+
+test: install
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
+	SPROUT_REQUIRE_SANDBOX=$$(scripts/sandbox-available) $(BIN)/pytest -rs
+
+bench: install
+	$(BIN)/sprout bench sandbox --out bench-results/sandbox.json
+
+lint: install
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/mypy
+
+format: install
+	$(BIN)/ruff format src tests benchmarks examples
+	$(BIN)/ruff check --fix src tests benchmarks examples
+
+install: system-packages $(STAMP)
+
+system-packages:
+	@missing=""; for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else \
+	    echo "missing Debian packages:$$missing (install them as root; the overlay sandbox needs a C compiler)"; \
+	  fi; \
+	fi
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+clean:
+	rm -rf $(VENV) bench-results .pytest_cache .ruff_cache .mypy_cache

@@ -1,0 +1,109 @@
+"""The `sprout` command. Each subcommand parses its arguments and calls a module."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from sprout.sandbox import LayerStore, SandboxError
+
+BAD_INPUT = 2
+
+
+class UsageError(Exception):
+    """Bad input found after parsing: printed as one line, exit code 2."""
+
+
+def _benchmarks_dir() -> Path:
+    """benchmarks/ of the source checkout (the package is installed in editable mode)."""
+    configured = os.environ.get("SPROUT_BENCHMARKS")
+    candidates = [Path(configured)] if configured else []
+    candidates += [Path(__file__).resolve().parents[2] / "benchmarks", Path.cwd() / "benchmarks"]
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    raise UsageError(
+        "benchmarks/: not found beside the source tree or in the current directory; "
+        "run from a checkout of sprout-rl or set SPROUT_BENCHMARKS"
+    )
+
+
+def available_benchmarks() -> list[str]:
+    try:
+        return sorted(p.stem for p in _benchmarks_dir().glob("*.py") if not p.stem.startswith("_"))
+    except UsageError:
+        return []
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    path = _benchmarks_dir() / f"{args.name}.py"
+    if not path.is_file():
+        names = ", ".join(available_benchmarks()) or "none found"
+        raise UsageError(f"bench {args.name}: no such benchmark (available: {names})")
+    spec = importlib.util.spec_from_file_location(f"sprout_bench_{args.name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return int(module.main(args.options))
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    if not os.path.isfile(os.path.join(args.store, "store.json")):
+        raise UsageError(f"{args.store}: not a layer store (no store.json)")
+    store = LayerStore(args.store)
+    freed = store.gc(keep=args.keep)
+    print(f"freed {freed / 1e6:.1f} MB; {len(store.layers())} layers kept")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sprout",
+        description="Checkpoint every turn of a coding agent; branch from the turn before "
+        "the mistake.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    bench = commands.add_parser(
+        "bench",
+        help="run a benchmark from benchmarks/ (sandbox: checkpoint, fork, per-call costs)",
+        description="Run benchmarks/NAME.py; options after NAME go to the benchmark "
+        "(try `sprout bench sandbox --help`).",
+    )
+    bench.add_argument("name", metavar="NAME", help="benchmark name, e.g. sandbox")
+    bench.add_argument("options", nargs=argparse.REMAINDER, help="options for the benchmark")
+    bench.set_defaults(func=cmd_bench)
+
+    gc = commands.add_parser(
+        "gc",
+        help="free layers of a layer store that no kept checkpoint stacks on",
+        description="Free every layer that neither a --keep checkpoint nor an open sandbox "
+        "stacks on.",
+    )
+    gc.add_argument("store", metavar="STORE", help="layer store directory")
+    gc.add_argument(
+        "--keep",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="checkpoint id to keep, with all it stacks on (repeatable)",
+    )
+    gc.set_defaults(func=cmd_gc)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (UsageError, SandboxError) as error:
+        print(f"sprout {args.command}: {error}", file=sys.stderr)
+        return BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

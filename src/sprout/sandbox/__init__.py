@@ -1,0 +1,32 @@
+"""Checkpointed sandboxes: per-turn copy-on-write layers, constant-time forks.
+
+The public API other modules use: `LayerStore`, `Sandbox`, `Observation`,
+`Change`, `Limits`, and the errors below.
+"""
+
+from sprout.sandbox.errors import (
+    BadArgument,
+    SandboxError,
+    SandboxSetupFailed,
+    SandboxUnavailable,
+    StoreModeMismatch,
+    UnknownCheckpoint,
+)
+from sprout.sandbox.layers import Layer, LayerStore
+from sprout.sandbox.sandbox import Sandbox
+from sprout.sandbox.types import Change, Limits, Observation
+
+__all__ = [
+    "BadArgument",
+    "Change",
+    "Layer",
+    "LayerStore",
+    "Limits",
+    "Observation",
+    "Sandbox",
+    "SandboxError",
+    "SandboxSetupFailed",
+    "SandboxUnavailable",
+    "StoreModeMismatch",
+    "UnknownCheckpoint",
+]

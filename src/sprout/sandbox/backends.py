@@ -1,0 +1,99 @@
+"""Where a sandbox's calls run: one protocol, chosen by the store's mode."""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol
+
+from sprout.sandbox.layers import LayerStore, StoreMode, current_user_mode
+from sprout.sandbox.types import Observation, SandboxConfig
+
+BASE_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME": "/root",
+    "LANG": "C.UTF-8",
+    "TERM": "dumb",
+}
+"""The environment every call starts from; a sandbox's own `env` is laid over it."""
+
+
+class OpenLayer(Protocol):
+    """What a backend sees of a sandbox: the checkpoint it stands on and the layer it writes."""
+
+    store: LayerStore
+    parent: str
+    upper: str
+    config: SandboxConfig
+
+
+class Backend(Protocol):
+    """Runs calls over a layer stack and turns their writes into the unsealed layer."""
+
+    image_root: str | None
+    """The image's directory as seen by change lookups (None: the backend tracks no image)."""
+
+    def open(self, sandbox: OpenLayer) -> None:
+        """Prepare a writable view of `sandbox.parent` (called once per sandbox)."""
+        ...
+
+    def run(self, sandbox: OpenLayer, command: str, timeout: float) -> Observation:
+        """Run one shell call; nothing it started may outlive it."""
+        ...
+
+    def capture(self, sandbox: OpenLayer) -> None:
+        """Make `sandbox.upper` hold every change since `sandbox.parent`."""
+        ...
+
+    def advance(self, sandbox: OpenLayer, sealed_upper: str) -> None:
+        """Move the writable view onto a fresh upper after `sealed_upper` was sealed."""
+        ...
+
+    def close(self, sandbox: OpenLayer) -> None:
+        """Release what `open` prepared."""
+        ...
+
+
+def overlay_unavailable_reason() -> str | None:
+    """Why the overlay backend cannot run here, or None when it can."""
+    try:
+        with open("/proc/filesystems", encoding="ascii") as handle:
+            if "overlay" not in handle.read():
+                return "the kernel has no overlayfs (modprobe overlay)"
+    except OSError:
+        return "no /proc/filesystems: not a Linux kernel"
+    if current_user_mode() == "rootless":
+        try:
+            with open("/proc/sys/user/max_user_namespaces", encoding="ascii") as handle:
+                if int(handle.read()) == 0:
+                    return "unprivileged user namespaces are disabled (user.max_user_namespaces=0)"
+        except OSError:
+            return "the kernel has no user namespaces"
+    from sprout.sandbox.errors import SandboxUnavailable
+    from sprout.sandbox.helper import helper_path
+
+    try:
+        helper_path()
+    except SandboxUnavailable as error:
+        return str(error)
+    return None
+
+
+def default_mode() -> StoreMode:
+    """The mode a new store gets: overlay when the machine allows it, else the copy fallback."""
+    return "copy" if overlay_unavailable_reason() else current_user_mode()
+
+
+def backend_for(store: LayerStore) -> Backend:
+    """The backend that runs calls over `store`'s layers."""
+    if store.mode == "copy":
+        from sprout.sandbox.copy import CopyBackend
+
+        return CopyBackend()
+    from sprout.sandbox.overlay import OverlayBackend
+
+    return OverlayBackend(store)
+
+
+def shell_for(root: str) -> str:
+    """bash where the image has it (agents write bash), else POSIX sh."""
+    return "/bin/bash" if os.path.exists(os.path.join(root, "bin/bash")) else "/bin/sh"

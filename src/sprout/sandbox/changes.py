@@ -1,0 +1,45 @@
+"""What changed between two checkpoints, read from the layers between them.
+
+Only the paths the newer layers mention are examined (plus the direct children
+of directories they replaced whole), so the cost follows what the turns wrote,
+never the size of the image.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from sprout.sandbox.layerfmt import LayerFormat, lookup, names_below, walk
+from sprout.sandbox.types import Change
+
+
+def diff_layers(
+    above: Sequence[str], below: Sequence[str], image: str | None, fmt: LayerFormat
+) -> list[Change]:
+    """Changes that the `above` layers (top first) make to the view of `below` over `image`."""
+    touched: set[str] = set()
+    replaced_dirs: list[str] = []
+    for layer in above:
+        for rel, item in walk(layer, fmt):
+            touched.add(rel)
+            if item.kind == "opaque":
+                replaced_dirs.append(rel)
+    for rel in replaced_dirs:
+        touched.update(f"{rel}/{name}" for name in names_below(below, image, rel, fmt))
+    current = [*above, *below]
+    changes = []
+    for rel in sorted(touched):
+        now = lookup(current, image, rel, fmt)
+        before = lookup(below, image, rel, fmt)
+        if now is None and before is None:
+            continue
+        if now is None:
+            changes.append(Change("/" + rel, "deleted", 0))
+            continue
+        is_dir = os.path.isdir(now) and not os.path.islink(now)
+        if before is None:
+            changes.append(Change("/" + rel, "added", 0 if is_dir else os.lstat(now).st_size))
+        elif not (is_dir and os.path.isdir(before) and not os.path.islink(before)):
+            changes.append(Change("/" + rel, "modified", 0 if is_dir else os.lstat(now).st_size))
+    return changes

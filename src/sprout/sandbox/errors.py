@@ -1,0 +1,36 @@
+"""Errors raised by the sandbox, each naming the argument or file that caused it."""
+
+
+class SandboxError(Exception):
+    """Base class: the CLI maps these to exit code 2 with a one-line message."""
+
+
+class BadArgument(SandboxError, ValueError):
+    """An argument has the wrong type or value; the message names it and says what fits."""
+
+    def __init__(self, argument: str, problem: str) -> None:
+        super().__init__(f"{argument}: {problem}")
+        self.argument = argument
+
+
+class UnknownCheckpoint(BadArgument, KeyError):
+    """A checkpoint id that the store never sealed (or that GC already freed)."""
+
+    def __init__(self, checkpoint_id: str, store: str) -> None:
+        super().__init__("checkpoint_id", f"no sealed checkpoint {checkpoint_id!r} in {store}")
+        self.checkpoint_id = checkpoint_id
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0])
+
+
+class StoreModeMismatch(SandboxError):
+    """A store written in one mode (root, rootless, copy) opened in another."""
+
+
+class SandboxUnavailable(SandboxError):
+    """The machine lacks what a backend needs (overlayfs, namespaces, a C compiler)."""
+
+
+class SandboxSetupFailed(SandboxError):
+    """The kernel refused a mount or namespace while preparing a call."""

@@ -1,0 +1,377 @@
+"""The layer store: sealed, immutable filesystem layers on disk, and their GC.
+
+Layout under the store's path (names are short on purpose: overlayfs takes
+the whole lower-layer list in one mount option of at most one page):
+
+    store.json        format version and mode (root, rootless or copy)
+    l/ID/             a layer's files, in overlayfs upper form
+    m/ID.json         a sealed layer's metadata; a layer without it is unsealed
+    w/ID/             scratch for an unsealed layer (overlay workdir, mountpoint)
+    h/ID              a hold: an open sandbox writing unsealed layer ID
+
+A checkpoint id is a layer id. Sealing writes the metadata last, atomically,
+so a process killed mid-turn leaves at worst an unsealed directory that GC
+removes, never a half-written checkpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import stat
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Literal, cast
+
+from sprout.sandbox.errors import BadArgument, StoreModeMismatch, UnknownCheckpoint
+from sprout.sandbox.layerfmt import LayerFormat, MarkerFormat, OverlayFormat, disk_usage, merge
+from sprout.sandbox.types import SandboxConfig
+
+StoreMode = Literal["root", "rootless", "copy"]
+STORE_FORMAT = 1
+MODES: tuple[StoreMode, ...] = ("root", "rootless", "copy")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A sealed layer: one turn's writes, stacked on its parent."""
+
+    id: str
+    parent: str | None
+    size: int
+    """Bytes on disk, each inode counted once."""
+    depth: int
+    """Layers from the base layer (which has depth 1)."""
+    created: float
+    config: SandboxConfig
+    flat: str | None = None
+    """A squashed layer holding the whole stack that ends here, when one was made."""
+    squash_of: str | None = None
+    """On a squashed layer: the layer whose stack it holds."""
+    refcount: int = 0
+    """Sealed children plus open sandboxes writing on top (filled in by `layers()`)."""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "parent": self.parent,
+            "size": self.size,
+            "depth": self.depth,
+            "created": self.created,
+            "config": self.config.to_json(),
+            "flat": self.flat,
+            "squash_of": self.squash_of,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> Layer:
+        return cls(
+            id=str(data["id"]),
+            parent=cast("str | None", data["parent"]),
+            size=int(cast(int, data["size"])),
+            depth=int(cast(int, data["depth"])),
+            created=float(cast(float, data["created"])),
+            config=SandboxConfig.from_json(cast("dict[str, object]", data["config"])),
+            flat=cast("str | None", data.get("flat")),
+            squash_of=cast("str | None", data.get("squash_of")),
+        )
+
+
+def current_user_mode() -> StoreMode:
+    """The overlay mode this process can use: root mounts directly, others need a user namespace."""
+    return "root" if os.geteuid() == 0 else "rootless"
+
+
+def _process_start(pid: int) -> str | None:
+    """A process's start time, so that a recycled pid is not mistaken for a live holder."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _write_atomically(path: str, text: str, durable: bool) -> None:
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
+    os.replace(temporary, path)
+    if durable:
+        _fsync_directory(os.path.dirname(path))
+
+
+def _fsync_directory(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def flush_tree(root: str) -> None:
+    """fsync every file and directory under `root`, so a sealed layer survives a crash."""
+    for directory, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            path = os.path.join(directory, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        _fsync_directory(directory)
+
+
+class LayerStore:
+    """Layers on disk, each with an id, a parent, its size and a reference count.
+
+    `durable` fsyncs each layer's files when it is sealed (the flush that makes
+    a checkpoint survive a crash of the machine, not just of the process).
+    `max_stack` is how deep a stack may grow before sealing squashes it into one
+    layer; ids stay valid, since the squashed copy is only used for mounting.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        mode: StoreMode | None = None,
+        *,
+        durable: bool = True,
+        max_stack: int = 100,
+    ) -> None:
+        if mode is not None and mode not in MODES:
+            raise BadArgument("mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
+        if not isinstance(max_stack, int) or not 2 <= max_stack <= 300:
+            raise BadArgument("max_stack", f"expected an int from 2 to 300, got {max_stack!r}")
+        self.path = os.path.abspath(os.fspath(path))
+        self.durable = durable
+        self.max_stack = max_stack
+        self._cache: dict[str, Layer] = {}
+        for sub in ("l", "m", "w", "h"):
+            os.makedirs(os.path.join(self.path, sub), exist_ok=True)
+        self.mode = self._open_mode(mode)
+        self.format: LayerFormat = (
+            MarkerFormat()
+            if self.mode == "copy"
+            else OverlayFormat("trusted" if self.mode == "root" else "user")
+        )
+
+    def _open_mode(self, requested: StoreMode | None) -> StoreMode:
+        meta_path = os.path.join(self.path, "store.json")
+        if not os.path.exists(meta_path):
+            if requested is None:
+                from sprout.sandbox.backends import default_mode
+
+                requested = default_mode()
+            _write_atomically(
+                meta_path, json.dumps({"format": STORE_FORMAT, "mode": requested}), True
+            )
+            return requested
+        with open(meta_path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        stored = data.get("mode")
+        if data.get("format") != STORE_FORMAT or stored not in MODES:
+            raise StoreModeMismatch(f"{meta_path}: unknown store format {data!r}")
+        if requested is not None and requested != stored:
+            raise StoreModeMismatch(
+                f"{meta_path}: store was written in {stored} mode, cannot open it in {requested} mode"
+            )
+        if stored != "copy" and stored != current_user_mode():
+            raise StoreModeMismatch(
+                f"{meta_path}: store was written in {stored} mode but this process is "
+                f"{'root' if os.geteuid() == 0 else 'not root'}; open it as the user that made it"
+            )
+        return cast(StoreMode, stored)
+
+    def diff_dir(self, layer_id: str) -> str:
+        """The directory holding a layer's files (sealed or not)."""
+        return os.path.join(self.path, "l", layer_id)
+
+    def scratch_dir(self, layer_id: str) -> str:
+        """Scratch space of an unsealed layer: the overlay workdir and mountpoint live here."""
+        return os.path.join(self.path, "w", layer_id)
+
+    def layer(self, layer_id: str) -> Layer:
+        """The sealed layer `layer_id`; UnknownCheckpoint when there is none."""
+        cached = self._cache.get(layer_id)
+        if cached is not None:
+            return cached
+        if not isinstance(layer_id, str) or not layer_id.isalnum():
+            raise UnknownCheckpoint(str(layer_id), self.path)
+        try:
+            with open(os.path.join(self.path, "m", f"{layer_id}.json"), encoding="utf-8") as f:
+                found = Layer.from_json(json.load(f))
+        except FileNotFoundError:
+            raise UnknownCheckpoint(layer_id, self.path) from None
+        self._cache[layer_id] = found
+        return found
+
+    def ancestry(self, layer_id: str) -> list[str]:
+        """Every layer from `layer_id` down to its base, top first."""
+        chain = []
+        current: str | None = layer_id
+        while current is not None:
+            chain.append(current)
+            current = self.layer(current).parent
+        return chain
+
+    def stack(self, layer_id: str) -> list[str]:
+        """The layers to mount for `layer_id`, top first, using squashed copies where made."""
+        chain = []
+        current: str | None = layer_id
+        while current is not None:
+            found = self.layer(current)
+            if found.flat is not None:
+                chain.append(found.flat)
+                break
+            chain.append(current)
+            current = found.parent
+        return chain
+
+    def new_layer(self, parent: str | None) -> str:
+        """Start an unsealed layer on top of `parent`, held by this process until sealed."""
+        layer_id = secrets.token_hex(5)
+        hold = {"pid": os.getpid(), "start": _process_start(os.getpid()), "parent": parent}
+        _write_atomically(os.path.join(self.path, "h", layer_id), json.dumps(hold), False)
+        os.mkdir(self.diff_dir(layer_id))
+        return layer_id
+
+    def discard(self, layer_id: str) -> None:
+        """Drop an unsealed layer and its hold (a sealed layer is left to GC)."""
+        if not os.path.exists(os.path.join(self.path, "m", f"{layer_id}.json")):
+            shutil.rmtree(self.diff_dir(layer_id), ignore_errors=True)
+        shutil.rmtree(self.scratch_dir(layer_id), ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(self.path, "h", layer_id))
+
+    def seal(self, layer_id: str, parent: str | None, config: SandboxConfig) -> Layer:
+        """Make an unsealed layer an immutable checkpoint and return it.
+
+        The caller guarantees nothing can still write to it (no process
+        outlives its call). Costs O(bytes the layer holds), plus one squash
+        every `max_stack` layers.
+        """
+        diff = self.diff_dir(layer_id)
+        if self.durable:
+            flush_tree(diff)
+        depth = 1 if parent is None else self.layer(parent).depth + 1
+        sealed = Layer(layer_id, parent, disk_usage(diff), depth, time.time(), config)
+        self._write_meta(sealed)
+        if len(self.stack(layer_id)) > self.max_stack:
+            sealed = self._squash(sealed)
+        return sealed
+
+    def _write_meta(self, layer: Layer) -> None:
+        path = os.path.join(self.path, "m", f"{layer.id}.json")
+        _write_atomically(path, json.dumps(layer.to_json()), self.durable)
+        self._cache[layer.id] = layer
+
+    def _squash(self, layer: Layer) -> Layer:
+        """Merge the stack under `layer` into one new layer, hard-linking its files."""
+        flat_id = secrets.token_hex(5)
+        flat_dir = self.diff_dir(flat_id)
+        os.mkdir(flat_dir)
+        layers = [self.diff_dir(i) for i in self.stack(layer.id)]
+        merge(layers, flat_dir, self.format, keep_markers=True, link_files=True)
+        if self.durable:
+            flush_tree(flat_dir)
+        flat = Layer(
+            flat_id, None, disk_usage(flat_dir), 1, time.time(), layer.config, squash_of=layer.id
+        )
+        self._write_meta(flat)
+        updated = replace(layer, flat=flat_id)
+        self._write_meta(updated)
+        return updated
+
+    def _live_holds(self) -> tuple[dict[str, str | None], list[str]]:
+        """Holds of live processes (layer id -> parent), and the layers of dead ones."""
+        live: dict[str, str | None] = {}
+        dead: list[str] = []
+        hold_dir = os.path.join(self.path, "h")
+        for name in os.listdir(hold_dir):
+            if name.endswith(".tmp"):
+                continue
+            try:
+                with open(os.path.join(hold_dir, name), encoding="utf-8") as handle:
+                    hold = json.load(handle)
+            except (OSError, ValueError):
+                continue
+            alive = hold.get("start") is not None and _process_start(hold["pid"]) == hold["start"]
+            if alive:
+                live[name] = hold.get("parent")
+            else:
+                dead.append(name)
+        return live, dead
+
+    def _sealed_ids(self) -> list[str]:
+        return [n[:-5] for n in os.listdir(os.path.join(self.path, "m")) if n.endswith(".json")]
+
+    def layers(self) -> list[Layer]:
+        """Every sealed layer, with its reference count filled in."""
+        found = [self.layer(i) for i in self._sealed_ids()]
+        counts: dict[str, int] = {}
+        for item in found:
+            if item.parent is not None:
+                counts[item.parent] = counts.get(item.parent, 0) + 1
+        for parent in self._live_holds()[0].values():
+            if parent is not None:
+                counts[parent] = counts.get(parent, 0) + 1
+        return sorted(
+            (replace(item, refcount=counts.get(item.id, 0)) for item in found),
+            key=lambda item: (item.created, item.id),
+        )
+
+    def gc(self, keep: Iterable[str] = ()) -> int:
+        """Free every layer that neither `keep` nor an open sandbox stacks on; return bytes freed.
+
+        Layers under a kept id (its ancestors and their squashed copies) are
+        kept too, so every kept checkpoint can still be forked and diffed.
+        """
+        live, dead = self._live_holds()
+        roots = [self.layer(i).id for i in keep]
+        roots += [parent for parent in live.values() if parent is not None]
+        reachable: set[str] = set()
+        for root in roots:
+            for layer_id in self.ancestry(root):
+                if layer_id in reachable:
+                    break
+                reachable.add(layer_id)
+                flat = self.layer(layer_id).flat
+                if flat is not None:
+                    reachable.add(flat)
+        doomed = [i for i in self._sealed_ids() if i not in reachable]
+        unsealed = set(os.listdir(os.path.join(self.path, "l"))) - set(self._sealed_ids())
+        doomed += [i for i in unsealed if i not in live]
+        freed = _bytes_freed_by_removing([self.diff_dir(i) for i in doomed])
+        for layer_id in doomed:
+            meta = os.path.join(self.path, "m", f"{layer_id}.json")
+            if os.path.exists(meta):
+                os.unlink(meta)
+            self._cache.pop(layer_id, None)
+            shutil.rmtree(self.diff_dir(layer_id), ignore_errors=True)
+            shutil.rmtree(self.scratch_dir(layer_id), ignore_errors=True)
+        for layer_id in dead:
+            self.discard(layer_id)
+        return freed
+
+
+def _bytes_freed_by_removing(roots: list[str]) -> int:
+    """Disk bytes that deleting `roots` releases: a file counts once all its links go."""
+    links_seen: dict[int, int] = {}
+    inodes: dict[int, tuple[int, int, bool]] = {}
+    for root in roots:
+        for directory, dirnames, filenames in os.walk(root):
+            for name in (*dirnames, *filenames):
+                st = os.lstat(os.path.join(directory, name))
+                links_seen[st.st_ino] = links_seen.get(st.st_ino, 0) + 1
+                inodes[st.st_ino] = (st.st_nlink, st.st_blocks * 512, stat.S_ISDIR(st.st_mode))
+    return sum(
+        size for ino, (nlink, size, is_dir) in inodes.items() if is_dir or links_seen[ino] >= nlink
+    )

@@ -1,0 +1,90 @@
+"""The overlay backend: each call in fresh namespaces over the kernel's overlayfs.
+
+The unsealed layer is the overlay's upper directory, so a checkpoint is the
+directory the kernel already wrote: sealing copies nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from sprout.sandbox.backends import BASE_ENV, OpenLayer, shell_for
+from sprout.sandbox.errors import SandboxSetupFailed
+from sprout.sandbox.helper import helper_path
+from sprout.sandbox.layers import LayerStore
+from sprout.sandbox.output import run_captured
+from sprout.sandbox.types import Observation
+
+SETUP_FAILED = 125
+
+
+def _kill_helper(process: subprocess.Popen[bytes]) -> None:
+    """Killing the helper kills its PID namespace, and with it every process of the call."""
+    if process.poll() is None:
+        process.kill()
+
+
+class OverlayBackend:
+    """Runs calls through the `sprout-box` helper; see box.c for the namespace set-up."""
+
+    def __init__(self, store: LayerStore) -> None:
+        self.store = store
+        self.helper = helper_path()
+        self.image_root: str | None = None
+
+    def open(self, sandbox: OpenLayer) -> None:
+        self.image_root = "/" if sandbox.config.image == "host" else sandbox.config.image
+        self.shell = shell_for(self.image_root)
+
+    def run(self, sandbox: OpenLayer, command: str, timeout: float) -> Observation:
+        assert self.image_root is not None, "open() first"
+        scratch = self.store.scratch_dir(sandbox.upper)
+        os.makedirs(os.path.join(scratch, "w"), exist_ok=True)
+        os.makedirs(os.path.join(scratch, "m"), exist_ok=True)
+        lowers = self.store.stack(sandbox.parent)
+        if sandbox.config.image != "host":
+            lowers.append(self.image_root)
+        config = sandbox.config
+        limits = config.limits
+        argv = [
+            self.helper,
+            "--layer-root", os.path.join(self.store.path, "l"),
+            "--lower", ":".join(lowers),
+            "--upper", sandbox.upper,
+            "--work", f"../w/{sandbox.upper}/w",
+            "--mountpoint", os.path.join(scratch, "m"),
+            "--workdir", config.workdir,
+            "--mask", self.store.path,
+            "--nproc", str(limits.processes),
+            "--fsize", str(limits.file_size),
+            "--cpu", str(limits.cpu_seconds),
+            "--nofile", str(limits.open_files),
+        ]  # fmt: skip
+        if sandbox.config.image == "host":
+            argv.append("--host")
+        if self.store.mode == "rootless":
+            argv.append("--userns")
+        if not config.network:
+            argv.append("--no-network")
+        argv += ["--", self.shell, "-c", command]
+        observation = run_captured(
+            argv,
+            env={**BASE_ENV, **config.env},
+            timeout=timeout,
+            output_cap=limits.output_bytes,
+            kill=_kill_helper,
+        )
+        if observation.exit_code == SETUP_FAILED and observation.output.startswith("sprout-box:"):
+            raise SandboxSetupFailed(observation.output.strip().splitlines()[-1])
+        return observation
+
+    def capture(self, sandbox: OpenLayer) -> None:
+        """Nothing to do: the kernel wrote every change into the upper directory already."""
+
+    def advance(self, sandbox: OpenLayer, sealed_upper: str) -> None:
+        shutil.rmtree(self.store.scratch_dir(sealed_upper), ignore_errors=True)
+
+    def close(self, sandbox: OpenLayer) -> None:
+        """Nothing stays mounted between calls, so there is nothing to release."""

@@ -1,0 +1,192 @@
+"""The sandbox: run shell calls, seal a checkpoint after each turn, fork any checkpoint."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from types import TracebackType
+
+from sprout.sandbox.backends import Backend, backend_for
+from sprout.sandbox.changes import diff_layers
+from sprout.sandbox.errors import BadArgument, SandboxError
+from sprout.sandbox.layerfmt import is_empty
+from sprout.sandbox.layers import LayerStore
+from sprout.sandbox.types import Change, Limits, Observation, SandboxConfig
+
+FORBIDDEN_IN_PATHS = (":", ",", "\n")
+"""Characters that overlayfs's option string cannot carry in a layer path."""
+
+
+def _check_config(
+    image: object, workdir: object, env: object, network: object, limits: object
+) -> SandboxConfig:
+    if not isinstance(image, str) or not image:
+        raise BadArgument("image", f'expected "host" or a directory path, got {image!r}')
+    if image != "host":
+        image = os.path.abspath(image)
+        if not os.path.isdir(image):
+            raise BadArgument("image", f"{image} is not a directory holding a root filesystem")
+        if any(c in image for c in FORBIDDEN_IN_PATHS):
+            raise BadArgument("image", f"{image!r} contains one of ':', ',' or a newline")
+    if not isinstance(workdir, str) or not workdir.startswith("/"):
+        raise BadArgument("workdir", f"expected an absolute path, got {workdir!r}")
+    if env is not None and not (
+        isinstance(env, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+    ):
+        raise BadArgument("env", f"expected a dict of str to str, got {env!r}")
+    if not isinstance(network, bool):
+        raise BadArgument("network", f"expected True or False, got {network!r}")
+    if limits is not None and not isinstance(limits, Limits):
+        raise BadArgument("limits", f"expected a sprout.sandbox.Limits, got {limits!r}")
+    return SandboxConfig(
+        image=image,
+        workdir=os.path.normpath(workdir),
+        env=dict(env or {}),
+        network=network,
+        limits=limits or Limits(),
+    )
+
+
+class Sandbox:
+    """A writable filesystem over a sealed checkpoint, where shell calls run in isolation.
+
+    Build one with `Sandbox.create` (a new task environment) or `Sandbox.fork`
+    (any checkpoint). `checkpoint()` after each turn seals what the turn wrote
+    and returns the id that `fork` accepts.
+    """
+
+    def __init__(self, store: LayerStore, parent: str, config: SandboxConfig) -> None:
+        self.store = store
+        self.parent = parent
+        self.config = config
+        self.upper = store.new_layer(parent)
+        self.closed = False
+        self._backend: Backend = backend_for(store)
+        try:
+            self._backend.open(self)
+        except BaseException:
+            store.discard(self.upper)
+            raise
+
+    @classmethod
+    def create(
+        cls,
+        store: LayerStore,
+        image: str = "host",
+        workdir: str = "/workspace",
+        files: str | os.PathLike[str] | None = None,
+        env: dict[str, str] | None = None,
+        network: bool = True,
+        *,
+        limits: Limits | None = None,
+    ) -> Sandbox:
+        """A sandbox over `image`, with the contents of local directory `files` in `workdir`.
+
+        The files go into a base layer of their own, which is checkpoint
+        `sandbox.parent` of the result.
+        """
+        if not isinstance(store, LayerStore):
+            raise BadArgument("store", f"expected a LayerStore, got {store!r}")
+        config = _check_config(image, workdir, env, network, limits)
+        if files is not None and not os.path.isdir(files):
+            raise BadArgument("files", f"{os.fspath(files)} is not a directory")
+        base = store.new_layer(None)
+        try:
+            target = os.path.join(store.diff_dir(base), config.workdir.lstrip("/"))
+            if files is None:
+                os.makedirs(target, exist_ok=True)
+            else:
+                shutil.copytree(files, target, symlinks=True, dirs_exist_ok=True)
+            sealed = store.seal(base, None, config)
+        finally:
+            store.discard(base)
+        return cls(store, sealed.id, config)
+
+    @classmethod
+    def fork(
+        cls,
+        store: LayerStore,
+        checkpoint_id: str,
+        *,
+        env: dict[str, str] | None = None,
+        network: bool | None = None,
+        limits: Limits | None = None,
+    ) -> Sandbox:
+        """A new writable sandbox over checkpoint `checkpoint_id`, isolated from every other.
+
+        O(1) in the size of the environment: nothing is copied. `env`,
+        `network` and `limits` default to the checkpoint's own.
+        """
+        config = store.layer(checkpoint_id).config
+        config = _check_config(
+            config.image,
+            config.workdir,
+            config.env if env is None else env,
+            config.network if network is None else network,
+            limits or config.limits,
+        )
+        return cls(store, checkpoint_id, config)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise SandboxError(f"sandbox over checkpoint {self.parent} is closed")
+
+    def run(self, command: str, timeout: float = 60) -> Observation:
+        """Run `command` with the shell in the sandbox's workdir; kill all of it at `timeout`."""
+        self._check_open()
+        if not isinstance(command, str):
+            raise BadArgument("command", f"expected a str, got {type(command).__name__}")
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+            raise BadArgument("timeout", f"expected a positive number of seconds, got {timeout!r}")
+        return self._backend.run(self, command, float(timeout))
+
+    def checkpoint(self) -> str:
+        """Seal what was written since the last checkpoint and return its id.
+
+        An unchanged sandbox returns the previous id: empty turns add no layer.
+        """
+        self._check_open()
+        self._backend.capture(self)
+        if is_empty(self.store.diff_dir(self.upper)):
+            return self.parent
+        sealed = self.store.seal(self.upper, self.parent, self.config)
+        previous = self.upper
+        self.parent = sealed.id
+        self.upper = self.store.new_layer(sealed.id)
+        self._backend.advance(self, previous)
+        self.store.discard(previous)
+        return sealed.id
+
+    def changes(self, since: str | None = None) -> list[Change]:
+        """Paths added, modified or deleted since checkpoint `since` (default: the last one)."""
+        self._check_open()
+        since = self.parent if since is None else since
+        chain = self.store.ancestry(self.parent)
+        if since not in chain:
+            self.store.layer(since)  # an unknown id gets UnknownCheckpoint
+            raise BadArgument("since", f"checkpoint {since} is not under this sandbox's state")
+        self._backend.capture(self)
+        above = [self.store.diff_dir(self.upper)]
+        above += [self.store.diff_dir(i) for i in chain[: chain.index(since)]]
+        below = [self.store.diff_dir(i) for i in self.store.stack(since)]
+        return diff_layers(above, below, self._backend.image_root, self.store.format)
+
+    def close(self) -> None:
+        """Drop unsaved writes (everything since the last checkpoint) and release the sandbox."""
+        if self.closed:
+            return
+        self.closed = True
+        self._backend.close(self)
+        self.store.discard(self.upper)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
