@@ -7,12 +7,14 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from functools import cache
 from pathlib import Path
 
 from sprout.sandbox.errors import SandboxUnavailable
 
 SOURCE = Path(__file__).with_name("box.c")
+_build_lock = threading.Lock()
 
 
 def _cache_dir() -> Path:
@@ -25,9 +27,14 @@ def _cache_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"sprout-{os.getuid()}"
 
 
-@cache
 def helper_path() -> str:
     """The compiled helper, built into the cache directory if this source version has none."""
+    with _build_lock:
+        return _build_once()
+
+
+@cache
+def _build_once() -> str:
     source = SOURCE.read_bytes()
     target = _cache_dir() / f"sprout-box-{hashlib.sha256(source).hexdigest()[:12]}"
     if target.exists():
@@ -39,7 +46,7 @@ def helper_path() -> str:
             "install gcc (apt-get install gcc) or open the store with mode='copy'"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")  # processes race; rename wins
     result = subprocess.run(
         [compiler, "-O2", "-Wall", "-o", str(temporary), str(SOURCE)],
         capture_output=True,

@@ -181,7 +181,8 @@ class LayerStore:
             raise StoreModeMismatch(f"{meta_path}: unknown store format {data!r}")
         if requested is not None and requested != stored:
             raise StoreModeMismatch(
-                f"{meta_path}: store was written in {stored} mode, cannot open it in {requested} mode"
+                f"{meta_path}: store was written in {stored} mode, "
+                f"cannot open it in {requested} mode"
             )
         if stored != "copy" and stored != current_user_mode():
             raise StoreModeMismatch(
