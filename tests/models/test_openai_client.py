@@ -1,0 +1,146 @@
+"""The openai/ client against a real chat-completions server on loopback."""
+
+from __future__ import annotations
+
+import math
+import socket
+
+import pytest
+
+from sprout.models import ModelError
+from sprout.models.openai_client import OpenAIModel
+from tests.models.chat_server import ChatServer, Reply, completion_body
+
+MESSAGES = [{"role": "user", "content": "hello"}]
+
+
+@pytest.fixture
+def server():
+    with ChatServer() as running:
+        yield running
+
+
+def model_for(server: ChatServer, **kwargs) -> OpenAIModel:
+    return OpenAIModel("test-model", base_url=server.base_url, api_key="k", **kwargs)
+
+
+def test_usage_comes_from_the_server(server):
+    server.replies.append(
+        Reply(body=completion_body("hi", prompt_tokens=120, completion_tokens=7, cached_tokens=64))
+    )
+    completion = model_for(server).complete(MESSAGES)
+    assert completion.text == "hi"
+    assert (completion.prompt_tokens, completion.completion_tokens) == (120, 7)
+    assert completion.cached_tokens == 64
+    assert completion.estimated is False
+    assert server.requests[0]["messages"] == MESSAGES
+    assert server.headers[0]["authorization"] == "Bearer k"
+
+
+def test_missing_usage_is_estimated_and_marked(server):
+    server.replies.append(Reply(body=completion_body("x" * 40, usage=False)))
+    completion = model_for(server).complete(MESSAGES)
+    assert completion.estimated is True
+    assert completion.completion_tokens == 10
+
+
+def test_logprobs_are_requested_and_parsed(server):
+    top = {"a": math.log(0.5), "b": math.log(0.5)}
+    server.replies.append(Reply(body=completion_body("a", logprobs=[("a", math.log(0.5), top)])))
+    completion = model_for(server).complete(MESSAGES, logprobs=True, temperature=0.7)
+    assert server.requests[0]["logprobs"] is True
+    assert server.requests[0]["top_logprobs"] >= 2
+    assert server.requests[0]["temperature"] == 0.7
+    (token,) = completion.logprobs
+    assert token.token == "a"
+    assert token.entropy() == pytest.approx(math.log(2))
+
+
+def test_tool_calls_are_parsed(server):
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "bash", "arguments": '{"command": "ls -la"}'},
+    }
+    server.replies.append(Reply(body=completion_body("", tool_calls=[call])))
+    completion = model_for(server).complete(MESSAGES, tools=[{"type": "function"}])
+    assert completion.tool_calls[0].name == "bash"
+    assert completion.tool_calls[0].arguments == {"command": "ls -la"}
+
+
+def test_invalid_tool_arguments_are_a_malformed_reply(server):
+    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{oops"}}
+    server.replies.append(Reply(body=completion_body("", tool_calls=[call])))
+    with pytest.raises(ModelError) as error:
+        model_for(server).complete(MESSAGES)
+    assert error.value.kind == "malformed"
+    assert "bash" in str(error.value)
+
+
+def test_no_choices_is_a_malformed_reply(server):
+    body = completion_body()
+    body["choices"] = []
+    server.replies.append(Reply(body=body))
+    with pytest.raises(ModelError, match="no choices") as error:
+        model_for(server).complete(MESSAGES)
+    assert error.value.kind == "malformed"
+
+
+def test_429_then_success_is_retried(server):
+    error = {"error": {"message": "slow down", "type": "rate_limit"}}
+    server.replies.append(Reply(status=429, body=error, headers={"retry-after-ms": "10"}))
+    server.replies.append(Reply(status=503, body=error, headers={"retry-after-ms": "10"}))
+    server.replies.append(Reply(body=completion_body("after retries")))
+    assert model_for(server).complete(MESSAGES).text == "after retries"
+    assert len(server.requests) == 3
+
+
+def test_persistent_500_fails_after_bounded_retries(server):
+    error = {"error": {"message": "boom"}}
+    for _ in range(3):
+        server.replies.append(Reply(status=500, body=error, headers={"retry-after-ms": "1"}))
+    with pytest.raises(ModelError) as raised:
+        model_for(server, max_retries=2).complete(MESSAGES)
+    assert raised.value.kind == "server"
+    assert len(server.requests) == 3
+
+
+def test_wrong_key_is_a_clear_error(server):
+    server.replies.append(Reply(status=401, body={"error": {"message": "bad key"}}))
+    with pytest.raises(ModelError, match="API key") as raised:
+        model_for(server).complete(MESSAGES)
+    assert raised.value.kind == "auth"
+    assert len(server.requests) == 1
+
+
+def test_unknown_model_is_named(server):
+    server.replies.append(Reply(status=404, body={"error": {"message": "no such model"}}))
+    with pytest.raises(ModelError, match="test-model") as raised:
+        model_for(server).complete(MESSAGES)
+    assert raised.value.kind == "unknown_model"
+
+
+def test_slow_reply_times_out(server):
+    server.replies.append(Reply(delay_s=2.0))
+    with pytest.raises(ModelError) as raised:
+        model_for(server, timeout=0.3, max_retries=0).complete(MESSAGES)
+    assert raised.value.kind == "unreachable"
+
+
+def test_unreachable_server_is_a_clear_error():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    model = OpenAIModel("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0)
+    with pytest.raises(ModelError, match=str(port)) as raised:
+        model.complete(MESSAGES)
+    assert raised.value.kind == "unreachable"
+
+
+def test_model_strings_resolve_or_name_the_bad_one(server):
+    from sprout.models.resolve import resolve_model
+
+    model = resolve_model("openai/test-model", base_url=server.base_url, api_key="k")
+    assert model.complete(MESSAGES).text == "ok"
+    with pytest.raises(ModelError, match="'nonsense/x'"):
+        resolve_model("nonsense/x")
