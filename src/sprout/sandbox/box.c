@@ -167,14 +167,14 @@ static void assemble_root(const struct options *o) {
         snprintf(empty, sizeof empty, "%s/empty", o->mountpoint);
         snprintf(host_view, sizeof host_view, "%s/host", o->mountpoint);
         if (mkdir(empty, 0755) < 0 || mkdir(host_view, 0755) < 0) die("mkdir in scratch");
-        snprintf(data, sizeof data, "lowerdir=/:%s,redirect_dir=off,index=off,metacopy=off",
+        snprintf(data, sizeof data, "lowerdir=/:%s,redirect_dir=nofollow,index=off,metacopy=off",
                  empty);
         mount_or_die("overlay", host_view, "overlay", MS_RDONLY, data);
     }
     /* volatile: unmounting at namespace teardown must not sync the upper
      * filesystem on every call; checkpoints flush explicitly instead. */
     n = snprintf(data, sizeof data,
-                 "lowerdir=%s%s%s,upperdir=%s,workdir=%s,volatile,redirect_dir=off,"
+                 "lowerdir=%s%s%s,upperdir=%s,workdir=%s,volatile,redirect_dir=nofollow,"
                  "index=off,metacopy=off%s",
                  o->lowerdirs, *o->lowerdirs && o->host ? ":" : "", host_view, o->upper,
                  o->work, o->userns ? ",userxattr" : "");
@@ -296,6 +296,11 @@ int main(int argc, char **argv) {
     int status, alive[2];
 
     parse(argc, argv, &o);
+    /* If the caller dies (kill -9 of the agent process), the call dies with it:
+     * otherwise it would go on writing into a layer that GC will free. */
+    pid_t caller = getppid();
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) die("prctl");
+    if (getppid() != caller) return SETUP_FAILED;
     if (o.userns) flags |= CLONE_NEWUSER;
     if (o.no_network) flags |= CLONE_NEWNET;
     if (unshare(flags) < 0) die("unshare");

@@ -20,7 +20,7 @@ import subprocess
 import warnings
 
 from sprout.sandbox.backends import BASE_ENV, OpenLayer
-from sprout.sandbox.layerfmt import MarkerFormat, merge
+from sprout.sandbox.layerfmt import MarkerFormat, merge, place_file, remove_tree
 from sprout.sandbox.output import run_captured
 from sprout.sandbox.types import Observation
 
@@ -128,10 +128,9 @@ class CopyBackend:
             if stat.S_ISDIR(now[rel][0]):
                 os.makedirs(target, exist_ok=True)
                 shutil.copystat(source, target, follow_symlinks=False)
-            elif stat.S_ISLNK(now[rel][0]):
-                os.symlink(os.readlink(source), target)
+                os.lchown(target, now[rel][1], now[rel][2])
             else:
-                shutil.copy2(source, target, follow_symlinks=False)
+                place_file(source, target, link=False)
         for rel in sorted(set(self.manifest) - set(now)):
             parent = os.path.dirname(rel)
             if parent and parent not in now:
@@ -146,4 +145,4 @@ class CopyBackend:
         self.manifest = _manifest(self._tree(sandbox))
 
     def close(self, sandbox: OpenLayer) -> None:
-        shutil.rmtree(sandbox.store.scratch_dir(sandbox.upper), ignore_errors=True)
+        remove_tree(sandbox.store.scratch_dir(sandbox.upper))

@@ -16,6 +16,7 @@ goes through one ``LayerFormat`` so that both backends share one code path.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -207,6 +208,22 @@ def disk_usage(root: str) -> int:
     return total
 
 
+def remove_tree(path: str) -> None:
+    """Delete a directory tree, including the mode-000 directories overlayfs leaves in its
+    workdir, which an unprivileged owner must make writable before it can empty them."""
+
+    def make_writable_and_retry(function: object, failed: str, _error: object) -> None:
+        os.chmod(os.path.dirname(failed), 0o700)
+        if os.path.isdir(failed) and not os.path.islink(failed):
+            os.chmod(failed, 0o700)
+            shutil.rmtree(failed, onerror=make_writable_and_retry)
+        else:
+            os.unlink(failed)
+
+    if os.path.lexists(path):
+        shutil.rmtree(path, onerror=make_writable_and_retry)
+
+
 def _remove(path: str) -> None:
     if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path)
@@ -228,21 +245,25 @@ def merge(
     *,
     keep_markers: bool,
     link_files: bool,
+    image: str | None = None,
 ) -> None:
     """Apply `layers` (top first) onto `target`, bottom layer first.
 
-    `keep_markers` keeps whiteouts and opaque markers in `target` (squashing:
-    the result is itself a layer over the same image); without it deletions
-    are applied and forgotten (materialising a working tree). `link_files`
-    hard-links files instead of copying them, which is safe only when nothing
-    will ever write to `target` in place (sealed layers are immutable).
+    `keep_markers` keeps deletions in `target` as whiteouts where `image` still
+    holds the path, and opaque markers (squashing: the result is itself a layer
+    over `image`); a whiteout over nothing is dropped, since the kernel would
+    list it as an entry of a directory no other layer holds. Without
+    `keep_markers` deletions are applied and forgotten (materialising a
+    working tree). `link_files` hard-links files instead of copying them, which
+    is safe only when nothing will ever write to `target` in place (sealed
+    layers are immutable).
     """
     for layer in reversed(layers):
         for rel, item in walk(layer, fmt):
             destination = os.path.join(target, rel)
             if item.kind == "whiteout":
                 _remove(destination)
-                if keep_markers:
+                if keep_markers and image is not None and os.path.lexists(os.path.join(image, rel)):
                     fmt.write_whiteout(destination)
             elif item.kind in ("dir", "opaque"):
                 replace = item.kind == "opaque" or not (
@@ -256,10 +277,10 @@ def merge(
                 _copy_dir_attributes(item.path, destination)
             else:
                 _remove(destination)
-                _place_file(item.path, destination, link_files)
+                place_file(item.path, destination, link_files)
 
 
-def _place_file(source: str, destination: str, link: bool) -> None:
+def place_file(source: str, destination: str, link: bool) -> None:
     """Put a non-directory entry of a layer at `destination`, keeping its owner and mode."""
     if link:
         os.link(source, destination, follow_symlinks=False)
@@ -271,4 +292,6 @@ def _place_file(source: str, destination: str, link: bool) -> None:
         shutil.copy2(source, destination, follow_symlinks=False)
     else:  # fifos, sockets, devices: recreate rather than read from them
         os.mknod(destination, st.st_mode, st.st_rdev)
-    os.lchown(destination, st.st_uid, st.st_gid)
+    # Only root can give a file away; an unprivileged copy keeps its own uid.
+    with contextlib.suppress(PermissionError):
+        os.lchown(destination, st.st_uid, st.st_gid)

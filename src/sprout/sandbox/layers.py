@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import secrets
-import shutil
 import stat
 import time
 from collections.abc import Iterable
@@ -28,7 +27,14 @@ from dataclasses import dataclass, replace
 from typing import Literal, cast
 
 from sprout.sandbox.errors import BadArgument, StoreModeMismatch, UnknownCheckpoint
-from sprout.sandbox.layerfmt import LayerFormat, MarkerFormat, OverlayFormat, disk_usage, merge
+from sprout.sandbox.layerfmt import (
+    LayerFormat,
+    MarkerFormat,
+    OverlayFormat,
+    disk_usage,
+    merge,
+    remove_tree,
+)
 from sprout.sandbox.types import SandboxConfig
 
 StoreMode = Literal["root", "rootless", "copy"]
@@ -191,6 +197,12 @@ class LayerStore:
             )
         return cast(StoreMode, stored)
 
+    def image_root(self, config: SandboxConfig) -> str | None:
+        """The directory under a stack's bottom layer (None: the copy backend has none)."""
+        if self.mode == "copy":
+            return None
+        return "/" if config.image == "host" else config.image
+
     def diff_dir(self, layer_id: str) -> str:
         """The directory holding a layer's files (sealed or not)."""
         return os.path.join(self.path, "l", layer_id)
@@ -247,8 +259,8 @@ class LayerStore:
     def discard(self, layer_id: str) -> None:
         """Drop an unsealed layer and its hold (a sealed layer is left to GC)."""
         if not os.path.exists(os.path.join(self.path, "m", f"{layer_id}.json")):
-            shutil.rmtree(self.diff_dir(layer_id), ignore_errors=True)
-        shutil.rmtree(self.scratch_dir(layer_id), ignore_errors=True)
+            remove_tree(self.diff_dir(layer_id))
+        remove_tree(self.scratch_dir(layer_id))
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(self.path, "h", layer_id))
 
@@ -280,7 +292,14 @@ class LayerStore:
         flat_dir = self.diff_dir(flat_id)
         os.mkdir(flat_dir)
         layers = [self.diff_dir(i) for i in self.stack(layer.id)]
-        merge(layers, flat_dir, self.format, keep_markers=True, link_files=True)
+        merge(
+            layers,
+            flat_dir,
+            self.format,
+            keep_markers=True,
+            link_files=True,
+            image=self.image_root(layer.config),
+        )
         if self.durable:
             flush_tree(flat_dir)
         flat = Layer(
@@ -356,8 +375,8 @@ class LayerStore:
             if os.path.exists(meta):
                 os.unlink(meta)
             self._cache.pop(layer_id, None)
-            shutil.rmtree(self.diff_dir(layer_id), ignore_errors=True)
-            shutil.rmtree(self.scratch_dir(layer_id), ignore_errors=True)
+            remove_tree(self.diff_dir(layer_id))
+            remove_tree(self.scratch_dir(layer_id))
         for layer_id in dead:
             self.discard(layer_id)
         return freed

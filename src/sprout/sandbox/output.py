@@ -111,6 +111,13 @@ def run_captured(
             if not chunk:
                 break
             output.feed(chunk)
+    if not timed_out:
+        # The pipe can close before the command exits (it closed its output).
+        try:
+            process.wait(timeout=max(deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    kill(process)  # whatever the command left behind goes too
     process.stdout.close()
     returncode = process.wait()
     return Observation(

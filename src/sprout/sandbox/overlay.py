@@ -7,7 +7,6 @@ directory the kernel already wrote: sealing copies nothing.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 
 from sprout.sandbox.backends import BASE_ENV, OpenLayer, shell_for
@@ -84,7 +83,7 @@ class OverlayBackend:
         """Nothing to do: the kernel wrote every change into the upper directory already."""
 
     def advance(self, sandbox: OpenLayer, sealed_upper: str) -> None:
-        shutil.rmtree(self.store.scratch_dir(sealed_upper), ignore_errors=True)
+        """Nothing to move: the next call mounts the new upper; the old scratch goes with it."""
 
     def close(self, sandbox: OpenLayer) -> None:
         """Nothing stays mounted between calls, so there is nothing to release."""

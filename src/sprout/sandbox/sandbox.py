@@ -89,6 +89,12 @@ class Sandbox:
         if not isinstance(store, LayerStore):
             raise BadArgument("store", f"expected a LayerStore, got {store!r}")
         config = _check_config(image, workdir, env, network, limits)
+        if config.image == "host" and store.mode == "rootless":
+            raise BadArgument(
+                "image",
+                '"host" needs root: a user namespace cannot mount an overlay of / while its '
+                "submounts are locked; pass a root-filesystem directory (e.g. from docker export)",
+            )
         if files is not None and not os.path.isdir(files):
             raise BadArgument("files", f"{os.fspath(files)} is not a directory")
         base = store.new_layer(None)

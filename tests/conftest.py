@@ -1,0 +1,189 @@
+"""Shared fixtures: layer stores for each backend, a minimal root filesystem, process scans.
+
+Sandbox tests need kernel overlayfs and namespaces. Where the machine lacks
+them they skip with the reason, except under SPROUT_REQUIRE_SANDBOX=1 (set by
+`make test` on a machine that has them), where a skip would hide a broken
+sandbox and so fails instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sprout.sandbox import LayerStore
+from sprout.sandbox.backends import overlay_unavailable_reason
+
+COPY_WARNING = "ignore:sprout. the copy sandbox backend gives NO isolation:RuntimeWarning"
+"""The copy backend warns once per process; test_copy_backend.py checks the warning itself."""
+
+ROOTFS_TOOLS = ("env", "ls", "cat", "mkdir", "rm", "echo", "mv", "ln", "sleep", "stat", "chmod")
+"""Programs copied into the minimal root filesystem, besides /bin/sh."""
+
+
+def require_overlay() -> None:
+    """Skip (or, under SPROUT_REQUIRE_SANDBOX=1, fail) when the overlay backend cannot run."""
+    reason = overlay_unavailable_reason()
+    if reason is None:
+        return
+    if os.environ.get("SPROUT_REQUIRE_SANDBOX") == "1":
+        pytest.fail(f"SPROUT_REQUIRE_SANDBOX=1 but the overlay sandbox cannot run: {reason}")
+    pytest.skip(f"overlay sandbox unavailable: {reason}")
+
+
+def require_host_image() -> None:
+    """The `host` image is an overlay of this machine's root, which only root can mount."""
+    require_overlay()
+    if os.geteuid() != 0:
+        pytest.skip("the host image needs root; test_rootless.py covers unprivileged users")
+
+
+@pytest.fixture
+def overlay_available() -> None:
+    """Skips (or fails, see `require_overlay`) unless the overlay backend can run here."""
+    require_overlay()
+
+
+def _new_overlay_store(path: Path) -> LayerStore:
+    require_host_image()
+    store = LayerStore(path)
+    assert store.mode == "root", "a root process with overlayfs should get a root-mode store"
+    return store
+
+
+@pytest.fixture
+def overlay_store(tmp_path: Path) -> LayerStore:
+    """A fresh overlay-mode layer store (tests using it run over the host image)."""
+    return _new_overlay_store(tmp_path / "store")
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("overlay", marks=pytest.mark.sandbox),
+        pytest.param("copy", marks=pytest.mark.filterwarnings(COPY_WARNING)),
+    ]
+)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> LayerStore:
+    """A fresh layer store of each backend, for behaviour both promise."""
+    if request.param == "overlay":
+        return _new_overlay_store(tmp_path / "store")
+    return LayerStore(tmp_path / "store", mode="copy")
+
+
+@pytest.fixture
+def marker() -> str:
+    """A number no other process on the machine has in its command line: `sleep 1000.NNN`."""
+    return f"1000.{secrets.randbelow(10**12):012d}"
+
+
+class ProcessWatch:
+    """Finds processes by a marker in their command line, from the host's /proc.
+
+    Whatever still matches a marker it was asked about is killed (by pid) when
+    the test ends, so a failing test leaves nothing running.
+    """
+
+    def __init__(self) -> None:
+        self.texts: set[str] = set()
+
+    def matching(self, text: str) -> list[int]:
+        """Pids of live (non-zombie) processes whose command line contains `text`."""
+        found = []
+        needle = text.encode()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    cmdline = handle.read()
+            except OSError:
+                continue
+            if needle in cmdline:
+                found.append(int(entry))
+        self.texts.add(text)
+        return found
+
+    def survivors(self, text: str, grace_s: float = 3.0) -> list[int]:
+        """Processes with `text` still alive after `grace_s` (the kernel tears a PID namespace
+        down asynchronously, so a killed process may linger for a moment)."""
+        deadline = time.monotonic() + grace_s
+        while True:
+            found = self.matching(text)
+            if not found or time.monotonic() >= deadline:
+                return found
+            time.sleep(0.05)
+
+    def kill_all(self) -> None:
+        """Kill what still matches (a fresh scan, so a recycled pid is never hit)."""
+        for text in self.texts:
+            for pid in self.matching(text):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def procs() -> Iterator[ProcessWatch]:
+    """A `ProcessWatch` that kills what it found alive when the test ends."""
+    watch = ProcessWatch()
+    yield watch
+    watch.kill_all()
+
+
+def _shared_libraries(program: str) -> list[str]:
+    output = subprocess.run(["ldd", program], capture_output=True, text=True).stdout
+    return re.findall(r"(/\S+) \(0x[0-9a-f]+\)", output)
+
+
+def build_rootfs(root: Path) -> None:
+    """A minimal root filesystem: dash as /bin/sh, a few coreutils and their libraries."""
+    for sub in ("bin", "lib", "lib64", "usr/bin", "etc", "proc", "dev", "tmp", "root"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    programs = {"sh": shutil.which("dash") or "/bin/sh"}
+    for tool in ROOTFS_TOOLS:
+        found = shutil.which(tool)
+        if found is None:
+            pytest.skip(f"{tool} is not installed on this machine; the minimal rootfs needs it")
+        programs[tool] = found
+    libraries: set[str] = set()
+    for name, program in programs.items():
+        shutil.copy(os.path.realpath(program), root / "bin" / name)
+        libraries.update(_shared_libraries(program))
+    for library in libraries:
+        target = root / library.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(os.path.realpath(library), target)
+    (root / "usr/bin/env").symlink_to("/bin/env")
+    (root / "etc/hostname").write_text("image\n")
+    (root / "tmp").chmod(0o1777)
+    subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
+
+
+@pytest.fixture(scope="session")
+def shared_tmp() -> Iterator[Path]:
+    """A world-readable temporary directory (pytest's own is private to root, and an
+    unprivileged user must reach the image and its store)."""
+    path = Path(tempfile.mkdtemp(prefix="sprout-tests-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def minimal_rootfs(shared_tmp: Path) -> Path:
+    """A directory image any user can read, with /bin/sh and a handful of tools."""
+    if shutil.which("ldd") is None:
+        pytest.skip("ldd is needed to find the libraries of the minimal rootfs")
+    root = shared_tmp / "rootfs"
+    build_rootfs(root)
+    return root

@@ -1,0 +1,101 @@
+"""A checkpoint survives the process that made it being killed mid-turn."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sprout.sandbox import LayerStore, Sandbox, UnknownCheckpoint
+
+pytestmark = pytest.mark.sandbox
+
+WRITER = """
+import sys
+from sprout.sandbox import LayerStore, Sandbox
+
+store = LayerStore(sys.argv[1])
+sandbox = Sandbox.create(store)
+sandbox.run("echo kept > kept && mkdir dir && echo inner > dir/inner")
+print(sandbox.checkpoint(), sandbox.upper, flush=True)
+# a long turn: writes for a while, then waits to be killed
+sandbox.run(
+    "for i in $(seq 1 20000); do echo line$i >> big; done; echo written > written; "
+    "sleep " + sys.argv[2],
+    timeout=300,
+)
+"""
+
+
+def start_writer(store_path: Path, marker: str) -> tuple[subprocess.Popen[str], str, str]:
+    """The writer process, the checkpoint it sealed, and the unsealed layer it is writing."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(store_path), marker],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        process.wait()
+        pytest.fail(f"the writer died before its checkpoint: {process.stderr.read()}")
+    checkpoint, upper = line.split()
+    big = store_path / "l" / upper / "workspace" / "big"
+    deadline = time.monotonic() + 30
+    while not (big.exists() and big.stat().st_size > 1000):
+        assert time.monotonic() < deadline, "the long write never started"
+        time.sleep(0.01)
+    return process, checkpoint, upper
+
+
+def kill(process: subprocess.Popen[str]) -> None:
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    process.stdout.close()
+    process.stderr.close()
+
+
+def test_checkpoint_survives_kill_9_mid_turn(overlay_available, tmp_path, procs, marker):
+    if os.geteuid() != 0:
+        pytest.skip("the writer uses the host image, which needs root")
+    store_path = tmp_path / "store"
+    process, checkpoint, upper = start_writer(store_path, marker)
+    kill(process)
+    # the orphaned call must not write on while we look (test_killed_caller_leaves_no_call_running)
+    procs.matching(marker)
+    procs.kill_all()
+    assert procs.survivors(marker) == []
+
+    store = LayerStore(store_path)
+    assert (store_path / "l" / upper).exists(), "the unsealed layer is still on disk"
+    assert upper not in {layer.id for layer in store.layers()}
+    with pytest.raises(UnknownCheckpoint):
+        store.layer(upper)
+    with Sandbox.fork(store, checkpoint) as fork:
+        assert fork.run("cat kept dir/inner; ls").output == "kept\ninner\ndir\nkept\n"
+
+    freed = store.gc(keep=[checkpoint])
+    assert freed > 0, "the killed turn's unsealed layer was not freed"
+    assert not (store_path / "l" / upper).exists()
+    assert not (store_path / "w" / upper).exists()
+    assert os.listdir(store_path / "h") == []
+    with Sandbox.fork(store, checkpoint) as fork:
+        assert fork.run("ls").output == "dir\nkept\n"
+
+
+def test_killed_caller_leaves_no_call_running(overlay_available, tmp_path, procs, marker):
+    """No process outlives its call, even when the caller dies: otherwise the orphaned call
+    keeps writing into a layer that gc() (seeing a dead holder) deletes under it."""
+    if os.geteuid() != 0:
+        pytest.skip("the writer uses the host image, which needs root")
+    process, _, _ = start_writer(tmp_path / "store", marker)
+    kill(process)
+    assert procs.survivors(marker) == [], (
+        "the call's processes (sprout-box and its command) outlived the killed caller"
+    )

@@ -1,0 +1,133 @@
+"""The layer store: reference counts, squashing, and GC that never loses a kept checkpoint."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sprout.sandbox import LayerStore, Sandbox, UnknownCheckpoint
+
+
+def build_tree(store: LayerStore) -> dict[str, str]:
+    """base -> first -> {left, right}, each layer holding one file; all sandboxes closed."""
+    ids: dict[str, str] = {}
+    with Sandbox.create(store) as sandbox:
+        ids["base"] = sandbox.parent
+        sandbox.run("echo first > first")
+        ids["first"] = sandbox.checkpoint()
+    for side in ("left", "right"):
+        with Sandbox.fork(store, ids["first"]) as fork:
+            fork.run(f"head -c 100000 /dev/zero > {side}")
+            ids[side] = fork.checkpoint()
+    return ids
+
+
+def refcounts(store: LayerStore) -> dict[str, int]:
+    return {layer.id: layer.refcount for layer in store.layers()}
+
+
+def test_refcount_counts_children_and_open_sandboxes(store):
+    ids = build_tree(store)
+    counts = refcounts(store)
+    assert counts[ids["base"]] == 1
+    assert counts[ids["first"]] == 2
+    assert counts[ids["left"]] == 0
+    assert counts[ids["right"]] == 0
+    with Sandbox.fork(store, ids["left"]), Sandbox.fork(store, ids["left"]):
+        assert refcounts(store)[ids["left"]] == 2
+    assert refcounts(store)[ids["left"]] == 0
+
+
+def test_layers_report_size_and_depth(store):
+    ids = build_tree(store)
+    layers = {layer.id: layer for layer in store.layers()}
+    assert set(layers) == set(ids.values())
+    assert layers[ids["left"]].size >= 100_000
+    assert layers[ids["first"]].size < 100_000
+    assert [layers[ids[name]].depth for name in ("base", "first", "left")] == [1, 2, 3]
+    assert layers[ids["left"]].parent == ids["first"]
+
+
+def test_gc_frees_unreferenced_layers_and_keeps_ancestors(store):
+    ids = build_tree(store)
+    freed = store.gc(keep=[ids["left"]])
+    assert freed >= 100_000
+    assert not os.path.exists(store.diff_dir(ids["right"]))
+    with pytest.raises(UnknownCheckpoint):
+        store.layer(ids["right"])
+    with pytest.raises(UnknownCheckpoint):
+        Sandbox.fork(store, ids["right"])
+    assert {layer.id for layer in store.layers()} == {ids["base"], ids["first"], ids["left"]}
+    with Sandbox.fork(store, ids["left"]) as fork:
+        assert fork.run("ls").output == "first\nleft\n"
+        assert [c.path for c in fork.changes(since=ids["base"])] == [
+            "/workspace/first",
+            "/workspace/left",
+        ]
+    assert store.gc(keep=[ids["left"]]) == 0, "a second GC found more to free"
+
+
+def test_gc_keeps_what_open_sandboxes_stand_on(store):
+    ids = build_tree(store)
+    with Sandbox.fork(store, ids["right"]) as open_fork:
+        open_fork.run("echo unsaved > unsaved")
+        store.gc(keep=[])
+        assert {layer.id for layer in store.layers()} == {ids["base"], ids["first"], ids["right"]}
+        assert open_fork.run("ls").output == "first\nright\nunsaved\n"
+        kept = open_fork.checkpoint()
+    assert store.gc(keep=[]) > 0
+    assert store.layers() == []
+    with pytest.raises(UnknownCheckpoint):
+        Sandbox.fork(store, kept)
+    assert os.listdir(os.path.join(store.path, "l")) == []
+
+
+def test_gc_of_an_unknown_keep_id_fails_before_freeing_anything(store):
+    ids = build_tree(store)
+    with pytest.raises(UnknownCheckpoint, match="0123456789"):
+        store.gc(keep=[ids["left"], "0123456789"])
+    assert {layer.id for layer in store.layers()} == set(ids.values())
+
+
+def test_closed_sandboxes_leave_no_scratch(store):
+    build_tree(store)
+    assert os.listdir(os.path.join(store.path, "w")) == []
+    assert os.listdir(os.path.join(store.path, "h")) == []
+
+
+def test_squashing_keeps_every_checkpoint_exact(store, tmp_path):
+    squashing = LayerStore(tmp_path / "squashing", mode=store.mode, max_stack=3)
+    ids = []
+    with Sandbox.create(squashing) as sandbox:
+        for command in [
+            "echo 1 > a && mkdir d && echo x > d/x",
+            "echo 2 > b",
+            "rm a",
+            "rm -r d && mkdir d && echo y > d/y",
+            "echo 3 > c && ln -s c link",
+            "rm b link",
+            "echo 4 > a",
+        ]:
+            sandbox.run(command)
+            ids.append(sandbox.checkpoint())
+        assert sandbox.run("ls; ls d").output == "a\nc\nd\ny\n"
+    assert any(layer.flat for layer in squashing.layers()), "max_stack=3 should have squashed"
+    assert all(len(squashing.stack(i)) <= 3 for i in ids)
+    expected = [
+        "a\nd\nx\n",
+        "a\nb\nd\nx\n",
+        "b\nd\nx\n",
+        "b\nd\ny\n",
+        "b\nc\nd\nlink\ny\n",
+        "c\nd\ny\n",
+        "a\nc\nd\ny\n",
+    ]
+    for checkpoint, listing in zip(ids, expected, strict=True):
+        with Sandbox.fork(squashing, checkpoint) as fork:
+            observation = fork.run("ls; ls d")
+            assert (observation.output, observation.exit_code) == (listing, 0), checkpoint
+    squashing.gc(keep=[ids[-1]])
+    for checkpoint, listing in zip(ids, expected, strict=True):
+        with Sandbox.fork(squashing, checkpoint) as fork:
+            assert fork.run("ls; ls d").output == listing, checkpoint
