@@ -47,6 +47,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     spec = importlib.util.spec_from_file_location(f"sprout_bench_{args.name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it loads
     spec.loader.exec_module(module)
     return int(module.main(args.options))
 

@@ -121,10 +121,14 @@ def _fsync_directory(path: str) -> None:
         os.close(fd)
 
 
-def flush_tree(root: str) -> None:
-    """fsync every file and directory under `root`, so a sealed layer survives a crash."""
+def flush_tree(root: str, *, files: bool = True) -> None:
+    """fsync every file and directory under `root`, so a sealed layer survives a crash.
+
+    `files=False` flushes directories only: right for a squashed layer, whose
+    files are hard links to data that was flushed when its own layer was sealed.
+    """
     for directory, _dirnames, filenames in os.walk(root):
-        for name in filenames:
+        for name in filenames if files else ():
             path = os.path.join(directory, name)
             if os.path.isfile(path) and not os.path.islink(path):
                 fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -301,7 +305,7 @@ class LayerStore:
             image=self.image_root(layer.config),
         )
         if self.durable:
-            flush_tree(flat_dir)
+            flush_tree(flat_dir, files=False)
         flat = Layer(
             flat_id, None, disk_usage(flat_dir), 1, time.time(), layer.config, squash_of=layer.id
         )
