@@ -41,6 +41,7 @@ from typing import Any
 
 import sprout.sandbox
 from sprout.sandbox import LayerStore, Observation, Sandbox
+from sprout.sandbox.layerfmt import disk_usage
 from sprout.sandbox.layers import flush_tree
 
 
@@ -187,19 +188,6 @@ def make_tree(path: str, total: int, file_bytes: int = ENV_FILE_BYTES) -> tuple[
         with open(os.path.join(directory, f"f{i:06d}.bin"), "wb") as handle:
             handle.write(i.to_bytes(8, "little") + pattern[8:])
     return count, count * file_bytes
-
-
-def disk_bytes(root: str) -> int:
-    """Disk bytes of everything under `root` (blocks, each inode once), like `du`."""
-    seen: set[int] = set()
-    total = 0
-    for directory, dirnames, filenames in os.walk(root):
-        for name in (*dirnames, *filenames):
-            st = os.lstat(os.path.join(directory, name))
-            if st.st_ino not in seen:
-                seen.add(st.st_ino)
-                total += st.st_blocks * 512
-    return total
 
 
 def content_bytes(root: str) -> int:
@@ -664,9 +652,9 @@ def bench_squash(ctx: Context, big: Env, seal_p50_ms: float) -> None:
             sb.checkpoint()  # stack of 2: no squash yet
             must(sb.run("echo b > squash_b"), "turn")
             os.sync()
-            before = disk_bytes(store.path)
+            before = disk_usage(store.path)
             t, cid = timed(sb.checkpoint)
-            after = disk_bytes(store.path)
+            after = disk_usage(store.path)
             sb.close()
             flat = store.layer(cid).flat
             if flat is None:
@@ -717,7 +705,7 @@ def bench_stored(ctx: Context) -> None:
     plain_dir = ctx.path("plain")
     os.makedirs(plain_dir)
     subprocess.run(["/bin/bash", "-c", new_cmd], cwd=plain_dir, check=True)
-    plain_disk = disk_bytes(plain_dir)
+    plain_disk = disk_usage(plain_dir)
     remove(plain_dir)
     os.sync()
 
@@ -750,7 +738,7 @@ def bench_stored(ctx: Context) -> None:
     small_written = sz.small_files * 1000
     os.makedirs(plain_dir)
     subprocess.run(["/bin/bash", "-c", small_cmd], cwd=plain_dir, check=True)
-    small_plain = disk_bytes(plain_dir)
+    small_plain = disk_usage(plain_dir)
     remove(plain_dir)
     sb = Sandbox.fork(store, base)
     must(sb.run(small_cmd), "write small files")
