@@ -1,0 +1,263 @@
+"""The actor loop: ask the model for a turn, run its calls, seal a checkpoint, commit, repeat.
+
+One linear message list per attempt; with no persistent shell, the whole state
+at a turn boundary is (messages, counters) plus the sandbox's filesystem, and
+both are committed when the turn ends. So `run` resumes any attempt, killed or
+new, from its last committed turn: a branch is just an attempt whose first
+turns are inherited.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from sprout.agent.config import ActorConfig
+from sprout.agent.parse import FormatError, parse_calls
+from sprout.agent.prompts import render
+from sprout.models import Completion, Model, ModelError
+from sprout.sandbox import LayerStore, Sandbox, SandboxError
+from sprout.tree import (
+    Attempt,
+    Author,
+    CallRecord,
+    Message,
+    ModelCallRecord,
+    RolloutTree,
+    Turn,
+)
+
+BASH_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "bash",
+        "description": "Run one non-interactive bash command in the repository's directory.",
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string", "description": "the command"}},
+            "required": ["command"],
+        },
+    },
+}
+
+
+class AttemptEnded(Exception):
+    """Control flow that ends an attempt, carrying the status and the reason to record."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class Actor:
+    """Plays attempts of one model on sandboxes of one layer store, recording into a tree."""
+
+    def __init__(
+        self,
+        model: Model,
+        tree: RolloutTree,
+        layers: LayerStore,
+        config: ActorConfig | None = None,
+    ) -> None:
+        self.model = model
+        self.tree = tree
+        self.layers = layers
+        self.config = config or ActorConfig()
+
+    def _render(self, name: str, **context: Any) -> str:
+        config = self.config
+        return render(
+            name,
+            config.templates,
+            call_format=config.call_format,
+            max_calls=config.max_calls_per_turn,
+            submit_sentinel=config.submit_sentinel,
+            **context,
+        )
+
+    def prefix(self, instruction: str, workdir: str) -> list[Message]:
+        """The messages before a root's first turn: the system prompt and the task."""
+        return [
+            {"role": "system", "content": self._render("system", workdir=workdir)},
+            {
+                "role": "user",
+                "content": self._render("instance", instruction=instruction, workdir=workdir),
+            },
+        ]
+
+    def run(self, attempt: Attempt | int) -> Attempt:
+        """Play `attempt` from its last committed turn until it submits or hits a limit."""
+        attempt = self.tree.attempt(attempt if isinstance(attempt, int) else attempt.id)
+        if attempt.status != "running":
+            return attempt
+        index = self.tree.last_index(attempt)
+        messages = self.tree.messages(attempt)
+        try:
+            with Sandbox.fork(self.layers, self.tree.checkpoint(attempt, index)) as sandbox:
+                if attempt.starting_turn is not None and index == attempt.boundary:
+                    index = self._play(
+                        attempt,
+                        sandbox,
+                        messages,
+                        index + 1,
+                        "reviewer",
+                        attempt.starting_turn,
+                        None,
+                        0.0,
+                    )
+                while True:
+                    self._check_limits(attempt, index)
+                    completion = self._ask(attempt, messages, index + 1)
+                    index = self._play(
+                        attempt,
+                        sandbox,
+                        messages,
+                        index + 1,
+                        "actor",
+                        completion.text,
+                        completion,
+                        completion.latency_s,
+                    )
+        except AttemptEnded as ended:
+            self.tree.store.finish_attempt(attempt.id, ended.status, ended.reason)
+        except SandboxError as error:
+            self.tree.store.finish_attempt(attempt.id, "error", f"sandbox: {error}")
+        return self.tree.attempt(attempt.id)
+
+    def _ask(self, attempt: Attempt, messages: list[Message], index: int) -> Completion:
+        config = self.config
+        try:
+            completion = self.model.complete(
+                messages,
+                temperature=config.temperature,
+                logprobs=config.logprobs,
+                tools=[BASH_TOOL] if config.call_format == "tool_calls" else None,
+            )
+        except ModelError as error:
+            raise AttemptEnded("error", f"model {self.model.name}: {error}") from None
+        self.tree.store.add_model_call(
+            ModelCallRecord(
+                role="actor",
+                task_id=attempt.task_id,
+                attempt_id=attempt.id,
+                turn_index=index,
+                prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens,
+                cached_tokens=completion.cached_tokens,
+                estimated=completion.estimated,
+                latency_s=completion.latency_s,
+            )
+        )
+        return completion
+
+    def _check_limits(self, attempt: Attempt, index: int) -> None:
+        config = self.config
+        if index >= config.max_turns:
+            raise AttemptEnded("limit", f"turn limit: {index} of {config.max_turns} turns")
+        own = self.tree.own_turns(attempt)
+        if config.max_tokens is not None:
+            spent = self.tree.tokens(attempt_id=attempt.id).spent
+            if spent >= config.max_tokens:
+                raise AttemptEnded("limit", f"token limit: {spent} of {config.max_tokens}")
+        if config.max_context_tokens is not None and own:
+            context = own[-1].prompt_tokens + own[-1].completion_tokens
+            if context >= config.max_context_tokens:
+                raise AttemptEnded(
+                    "limit", f"context limit: {context} of {config.max_context_tokens} tokens"
+                )
+        if config.max_wall_s is not None:
+            elapsed = sum(turn.duration_s for turn in own)
+            if elapsed >= config.max_wall_s:
+                raise AttemptEnded("limit", f"wall-time limit: {elapsed:.0f} s")
+
+    def _play(
+        self,
+        attempt: Attempt,
+        sandbox: Sandbox,
+        messages: list[Message],
+        index: int,
+        author: Author,
+        text: str,
+        completion: Completion | None,
+        model_latency: float,
+    ) -> int:
+        """Run one turn's calls, seal its checkpoint and commit it; return its index."""
+        started = time.monotonic()
+        config = self.config
+        reply: Message = {"role": "assistant", "content": text}
+        records: list[CallRecord] = []
+        try:
+            calls = parse_calls(
+                completion,
+                text,
+                call_format=config.call_format,
+                max_calls=config.max_calls_per_turn,
+            )
+        except FormatError as error:
+            added = [
+                reply,
+                {"role": "user", "content": self._render("format_error", problem=str(error))},
+            ]
+        else:
+            for command, _ in calls:
+                observation = sandbox.run(command, timeout=config.call_timeout_s)
+                records.append(
+                    CallRecord(
+                        command,
+                        observation.output,
+                        observation.exit_code,
+                        observation.timed_out,
+                        observation.truncated,
+                        observation.duration_s,
+                    )
+                )
+            added = self._observation_messages(reply, calls, records)
+        checkpoint = sandbox.checkpoint()
+        tokens = completion.logprobs if completion is not None else None
+        turn = Turn(
+            attempt_id=attempt.id,
+            index=index,
+            author=author,
+            text=text,
+            calls=tuple(records),
+            messages=tuple(added),
+            checkpoint=checkpoint,
+            prompt_tokens=completion.prompt_tokens if completion else 0,
+            completion_tokens=completion.completion_tokens if completion else 0,
+            cached_tokens=completion.cached_tokens if completion else None,
+            estimated=completion.estimated if completion else False,
+            entropy=sum(t.entropy() for t in tokens) / len(tokens) if tokens else None,
+            duration_s=time.monotonic() - started + model_latency,
+            format_error=not records,
+        )
+        self.tree.store.add_turn(turn)
+        messages.extend(added)
+        sentinel = config.submit_sentinel
+        if any(sentinel in record.output.splitlines() for record in records):
+            raise AttemptEnded("submitted", f"turn {index} printed {sentinel}")
+        return index
+
+    def _observation_messages(
+        self, reply: Message, calls: list[tuple[str, str | None]], records: list[CallRecord]
+    ) -> list[Message]:
+        """The reply and its observations, as the model's protocol expects them."""
+        if all(call_id is not None for _, call_id in calls):
+            reply["tool_calls"] = [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": json.dumps({"command": command})},
+                }
+                for command, call_id in calls
+            ]
+            return [reply] + [
+                {
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "content": self._render("observation", calls=[record]),
+                }
+                for (_, call_id), record in zip(calls, records, strict=True)
+            ]
+        return [reply, {"role": "user", "content": self._render("observation", calls=records)}]

@@ -1,0 +1,52 @@
+"""The actor's settings: limits, call format, prompts. Loadable from a TOML file."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class ActorConfig(BaseModel):
+    """How the actor talks to the model and when an attempt ends."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    call_format: Literal["bash_blocks", "tool_calls"] = "bash_blocks"
+    """Fenced ```bash blocks in the reply (default), or OpenAI tool calls to one `bash` tool."""
+    max_calls_per_turn: int = Field(4, ge=1)
+    """More calls than this in one reply is a format error (the turn still counts)."""
+    call_timeout_s: float = Field(120.0, gt=0)
+    """Timeout of each shell call."""
+    submit_sentinel: str = Field("SPROUT_SUBMIT", min_length=1)
+    """A call whose output's first line is this ends the attempt as submitted."""
+    max_turns: int = Field(50, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+    """Tokens spent by this attempt's model calls (prompt + completion)."""
+    max_context_tokens: int | None = Field(None, ge=1)
+    """The longest context (prompt + reply) a call may reach."""
+    max_wall_s: float | None = Field(None, gt=0)
+    """Wall time of the attempt's turns, model calls included."""
+    temperature: float | None = None
+    logprobs: bool = False
+    """Ask for per-token log-probabilities (needed by the entropy schedule)."""
+    templates: dict[str, str] = Field(default_factory=dict)
+    """Overrides of the packaged Jinja templates, by name: system, instance, observation,
+    format_error."""
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ActorConfig:
+        """Read the `[actor]` table of a TOML file; errors name the file and the field."""
+        path = Path(path)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as error:
+            raise ValueError(f"{path}: {error}") from None
+        try:
+            return cls.model_validate(data.get("actor", {}))
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = ".".join(str(part) for part in first["loc"])
+            raise ValueError(f"{path}: actor.{field}: {first['msg']}") from None

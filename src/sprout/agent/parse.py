@@ -1,0 +1,42 @@
+"""Reading shell calls out of a model reply."""
+
+from __future__ import annotations
+
+import re
+
+from sprout.models import Completion
+
+BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)```", re.DOTALL)
+
+
+class FormatError(Exception):
+    """The reply holds no call, too many, or a malformed one; the message tells the model."""
+
+
+def bash_blocks(text: str) -> list[str]:
+    """The fenced code blocks of `text`, each one shell call."""
+    return [block.strip("\n") for block in BASH_BLOCK.findall(text) if block.strip()]
+
+
+def parse_calls(
+    completion: Completion | None, text: str, *, call_format: str, max_calls: int
+) -> list[tuple[str, str | None]]:
+    """(command, tool-call id) for each call the reply makes; FormatError when it breaks the
+    rules. A reviewer's starting turn (no completion) is always read as fenced blocks."""
+    if call_format == "tool_calls" and completion is not None:
+        calls: list[tuple[str, str | None]] = []
+        for call in completion.tool_calls:
+            command = call.arguments.get("command")
+            if call.name != "bash" or not isinstance(command, str):
+                raise FormatError(
+                    f"tool call {call.name!r} with arguments {call.arguments!r}: "
+                    "expected the bash tool with a string `command`"
+                )
+            calls.append((command, call.id))
+    else:
+        calls = [(block, None) for block in bash_blocks(text)]
+    if not calls:
+        raise FormatError("the reply runs no command")
+    if len(calls) > max_calls:
+        raise FormatError(f"the reply runs {len(calls)} commands; at most {max_calls} per turn")
+    return calls

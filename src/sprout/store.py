@@ -1,0 +1,338 @@
+"""SQLite persistence of a run: one file (WAL), a schema version, and migrations.
+
+The only module that writes SQL. Every turn is committed in one transaction
+when it ends, so a run killed at any moment loses at most the turn in flight.
+Everything is stored as plain data (JSON columns), never pickles, so a store
+written by one version is read by the next.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sprout.tree import Attempt, CallRecord, ModelCallRecord, Turn
+
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        spec TEXT NOT NULL,
+        created REAL NOT NULL
+    );
+    CREATE TABLE attempts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        task_id TEXT NOT NULL REFERENCES tasks(id),
+        parent_id INTEGER REFERENCES attempts(id),
+        boundary INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('root', 'branch')),
+        round INTEGER NOT NULL,
+        method TEXT NOT NULL,
+        guided INTEGER NOT NULL,
+        starting_turn TEXT,
+        prefix TEXT NOT NULL,
+        base_checkpoint TEXT,
+        status TEXT NOT NULL,
+        end_reason TEXT,
+        reward REAL,
+        diagnostics TEXT,
+        patch TEXT,
+        created REAL NOT NULL,
+        finished REAL
+    );
+    CREATE TABLE turns (
+        attempt_id INTEGER NOT NULL REFERENCES attempts(id),
+        idx INTEGER NOT NULL,
+        author TEXT NOT NULL CHECK (author IN ('actor', 'reviewer')),
+        text TEXT NOT NULL,
+        calls TEXT NOT NULL,
+        messages TEXT NOT NULL,
+        checkpoint TEXT NOT NULL,
+        prompt_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        cached_tokens INTEGER,
+        estimated INTEGER NOT NULL,
+        entropy REAL,
+        duration_s REAL NOT NULL,
+        format_error INTEGER NOT NULL,
+        created REAL NOT NULL,
+        PRIMARY KEY (attempt_id, idx)
+    );
+    CREATE TABLE model_calls (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        task_id TEXT NOT NULL,
+        attempt_id INTEGER REFERENCES attempts(id),
+        role TEXT NOT NULL CHECK (role IN ('actor', 'analyst', 'reviewer')),
+        turn_idx INTEGER,
+        prompt_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        cached_tokens INTEGER,
+        estimated INTEGER NOT NULL,
+        latency_s REAL NOT NULL,
+        created REAL NOT NULL
+    );
+    CREATE INDEX attempts_by_task ON attempts(task_id);
+    CREATE INDEX calls_by_task ON model_calls(task_id);
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class StoreError(Exception):
+    """The database file cannot be used (newer schema, not a sprout store)."""
+
+
+class Store:
+    """One run's rollout tree in SQLite, safe to share between threads."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self._lock:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: schema version {version} is newer than this sprout "
+                    f"({SCHEMA_VERSION}); upgrade sprout-rl to read it"
+                )
+            for number in range(version, SCHEMA_VERSION):
+                with self.transaction():
+                    for statement in MIGRATIONS[number].split(";"):
+                        if statement.strip():
+                            self._db.execute(statement)
+                    self._db.execute(f"PRAGMA user_version={number + 1}")
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # tasks
+
+    def add_task(self, task_id: str, spec: dict[str, Any]) -> None:
+        """Record a task once; a rerun with the same id keeps the first record."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO tasks (id, spec, created) VALUES (?, ?, ?)",
+                (task_id, json.dumps(spec), time.time()),
+            )
+
+    def task_spec(self, task_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db.execute("SELECT spec FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        return None if row is None else json.loads(row["spec"])
+
+    # attempts
+
+    def add_attempt(self, attempt: Attempt) -> Attempt:
+        """Insert `attempt` (its id is assigned here) and return it with that id."""
+        created = time.time()
+        with self.transaction() as db:
+            cursor = db.execute(
+                """INSERT INTO attempts (task_id, parent_id, boundary, kind, round, method,
+                   guided, starting_turn, prefix, base_checkpoint, status, created)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)""",
+                (
+                    attempt.task_id,
+                    attempt.parent_id,
+                    attempt.boundary,
+                    attempt.kind,
+                    attempt.round,
+                    attempt.method,
+                    int(attempt.guided),
+                    attempt.starting_turn,
+                    json.dumps(list(attempt.prefix)),
+                    attempt.base_checkpoint,
+                    created,
+                ),
+            )
+        assert cursor.lastrowid is not None
+        return dataclasses.replace(attempt, id=cursor.lastrowid, created=created)
+
+    def finish_attempt(self, attempt_id: int, status: str, reason: str | None) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE attempts SET status = ?, end_reason = ?, finished = ? WHERE id = ?",
+                (status, reason, time.time(), attempt_id),
+            )
+
+    def set_outcome(
+        self, attempt_id: int, reward: float, diagnostics: dict[str, Any], patch: str | None
+    ) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE attempts SET reward = ?, diagnostics = ?, patch = ? WHERE id = ?",
+                (reward, json.dumps(diagnostics), patch, attempt_id),
+            )
+
+    def get_attempt(self, attempt_id: int) -> Attempt | None:
+        with self._lock:
+            row = self._db.execute("SELECT * FROM attempts WHERE id = ?", (attempt_id,)).fetchone()
+        return None if row is None else _attempt(row)
+
+    def attempts(self, task_id: str | None = None, status: str | None = None) -> list[Attempt]:
+        query = (
+            "SELECT * FROM attempts WHERE (? IS NULL OR task_id = ?) AND (? IS NULL OR status = ?)"
+        )
+        with self._lock:
+            rows = self._db.execute(
+                query + " ORDER BY id", (task_id, task_id, status, status)
+            ).fetchall()
+        return [_attempt(row) for row in rows]
+
+    # turns
+
+    def add_turn(self, turn: Turn) -> None:
+        """Commit a finished turn: from now on it is never redone."""
+        calls = [dataclasses.asdict(call) for call in turn.calls]
+        with self.transaction() as db:
+            db.execute(
+                """INSERT INTO turns (attempt_id, idx, author, text, calls, messages, checkpoint,
+                   prompt_tokens, completion_tokens, cached_tokens, estimated, entropy,
+                   duration_s, format_error, created)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    turn.attempt_id,
+                    turn.index,
+                    turn.author,
+                    turn.text,
+                    json.dumps(calls),
+                    json.dumps(list(turn.messages)),
+                    turn.checkpoint,
+                    turn.prompt_tokens,
+                    turn.completion_tokens,
+                    turn.cached_tokens,
+                    int(turn.estimated),
+                    turn.entropy,
+                    turn.duration_s,
+                    int(turn.format_error),
+                    time.time(),
+                ),
+            )
+
+    def turns(self, attempt_id: int) -> list[Turn]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM turns WHERE attempt_id = ? ORDER BY idx", (attempt_id,)
+            ).fetchall()
+        return [_turn(row) for row in rows]
+
+    def checkpoints(self) -> set[str]:
+        """Every sandbox layer the tree references: what layer GC must keep."""
+        with self._lock:
+            turns = self._db.execute("SELECT DISTINCT checkpoint FROM turns").fetchall()
+            roots = self._db.execute(
+                "SELECT DISTINCT base_checkpoint FROM attempts WHERE base_checkpoint IS NOT NULL"
+            ).fetchall()
+        return {row[0] for row in (*turns, *roots)}
+
+    # model calls
+
+    def add_model_call(self, call: ModelCallRecord) -> None:
+        with self.transaction() as db:
+            db.execute(
+                """INSERT INTO model_calls (task_id, attempt_id, role, turn_idx, prompt_tokens,
+                   completion_tokens, cached_tokens, estimated, latency_s, created)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    call.task_id,
+                    call.attempt_id,
+                    call.role,
+                    call.turn_index,
+                    call.prompt_tokens,
+                    call.completion_tokens,
+                    call.cached_tokens,
+                    int(call.estimated),
+                    call.latency_s,
+                    time.time(),
+                ),
+            )
+
+    def model_calls(
+        self, *, task_id: str | None = None, attempt_id: int | None = None
+    ) -> list[ModelCallRecord]:
+        query = (
+            "SELECT * FROM model_calls WHERE (? IS NULL OR task_id = ?) "
+            "AND (? IS NULL OR attempt_id = ?) ORDER BY id"
+        )
+        with self._lock:
+            rows = self._db.execute(query, (task_id, task_id, attempt_id, attempt_id)).fetchall()
+        return [
+            ModelCallRecord(
+                role=row["role"],
+                task_id=row["task_id"],
+                attempt_id=row["attempt_id"],
+                turn_index=row["turn_idx"],
+                prompt_tokens=row["prompt_tokens"],
+                completion_tokens=row["completion_tokens"],
+                cached_tokens=row["cached_tokens"],
+                estimated=bool(row["estimated"]),
+                latency_s=row["latency_s"],
+            )
+            for row in rows
+        ]
+
+
+def _attempt(row: sqlite3.Row) -> Attempt:
+    return Attempt(
+        id=row["id"],
+        task_id=row["task_id"],
+        parent_id=row["parent_id"],
+        boundary=row["boundary"],
+        kind=row["kind"],
+        status=row["status"],
+        end_reason=row["end_reason"],
+        round=row["round"],
+        method=row["method"],
+        guided=bool(row["guided"]),
+        starting_turn=row["starting_turn"],
+        prefix=tuple(json.loads(row["prefix"])),
+        base_checkpoint=row["base_checkpoint"],
+        reward=row["reward"],
+        diagnostics=json.loads(row["diagnostics"]) if row["diagnostics"] else None,
+        patch=row["patch"],
+        created=row["created"],
+    )
+
+
+def _turn(row: sqlite3.Row) -> Turn:
+    return Turn(
+        attempt_id=row["attempt_id"],
+        index=row["idx"],
+        author=row["author"],
+        text=row["text"],
+        calls=tuple(CallRecord(**call) for call in json.loads(row["calls"])),
+        messages=tuple(json.loads(row["messages"])),
+        checkpoint=row["checkpoint"],
+        prompt_tokens=row["prompt_tokens"],
+        completion_tokens=row["completion_tokens"],
+        cached_tokens=row["cached_tokens"],
+        estimated=bool(row["estimated"]),
+        entropy=row["entropy"],
+        duration_s=row["duration_s"],
+        format_error=bool(row["format_error"]),
+    )
