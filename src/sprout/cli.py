@@ -9,7 +9,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from sprout.sandbox import LayerStore, SandboxError
+from sprout.runfolder import RunFolder, RunFolderError, parse_checkpoint_ref
+from sprout.sandbox import LayerStore, Sandbox, SandboxError
+from sprout.store import StoreError
+from sprout.tree import TreeError
 
 BAD_INPUT = 2
 
@@ -61,6 +64,25 @@ def cmd_gc(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_shell(args: argparse.Namespace) -> int:
+    attempt_id, boundary = parse_checkpoint_ref(args.checkpoint)
+    run = RunFolder.open(args.run)
+    try:
+        tree = run.tree
+        attempt = tree.attempt(attempt_id)
+        boundary = tree.last_index(attempt) if boundary is None else boundary
+        checkpoint = tree.checkpoint(attempt, boundary)
+        with Sandbox.fork(run.layers, checkpoint) as sandbox:
+            print(
+                f"sprout shell: attempt {attempt_id} after turn {boundary} (layer {checkpoint}), "
+                f"in {sandbox.config.workdir}; a throw-away fork: changes go when you exit",
+                file=sys.stderr,
+            )
+            return sandbox.shell()
+    finally:
+        run.close()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sprout",
@@ -94,6 +116,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="checkpoint id to keep, with all it stacks on (repeatable)",
     )
     gc.set_defaults(func=cmd_gc)
+
+    shell = commands.add_parser(
+        "shell",
+        help="an interactive shell in a throw-away fork of any stored checkpoint",
+        description="Open a shell in a throw-away fork of checkpoint ATTEMPT:k of a run "
+        "(k = 0 is the untouched task; ATTEMPT alone means its last turn). "
+        "Nothing you do there is saved.",
+    )
+    shell.add_argument("run", metavar="RUN", help="run folder (holds sprout.db and layers/)")
+    shell.add_argument("checkpoint", metavar="ATTEMPT:k", help="attempt id and turn boundary")
+    shell.set_defaults(func=cmd_shell)
     return parser
 
 
@@ -101,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (UsageError, SandboxError) as error:
+    except (UsageError, SandboxError, TreeError, RunFolderError, StoreError) as error:
         print(f"sprout {args.command}: {error}", file=sys.stderr)
         return BAD_INPUT
 

@@ -40,6 +40,10 @@ class Backend(Protocol):
         """Run one shell call; nothing it started may outlive it."""
         ...
 
+    def interactive(self, sandbox: OpenLayer) -> int:
+        """Run the image's shell on this terminal (stdin, stdout, stderr inherited)."""
+        ...
+
     def capture(self, sandbox: OpenLayer) -> None:
         """Make `sandbox.upper` hold every change since `sandbox.parent`."""
         ...

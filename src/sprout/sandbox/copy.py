@@ -44,6 +44,10 @@ def _warn_once() -> None:
         )
 
 
+def _shell() -> str:
+    return "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+
+
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     """The command leads its own session: kill the group so no background child outlives it."""
     with contextlib.suppress(ProcessLookupError):
@@ -89,7 +93,7 @@ class CopyBackend:
         workdir = os.path.join(self._tree(sandbox), sandbox.config.workdir.lstrip("/"))
         limits = sandbox.config.limits
         prlimit = shutil.which("prlimit")
-        argv = ["/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh", "-c", command]
+        argv = [_shell(), "-c", command]
         if prlimit:
             argv = [
                 prlimit,
@@ -111,6 +115,11 @@ class CopyBackend:
             cwd=workdir if os.path.isdir(workdir) else self._tree(sandbox),
             new_session=True,
         )
+
+    def interactive(self, sandbox: OpenLayer) -> int:
+        workdir = os.path.join(self._tree(sandbox), sandbox.config.workdir.lstrip("/"))
+        env = {**os.environ, **sandbox.config.env, "SPROUT_WORKDIR": workdir}
+        return subprocess.run([_shell()], cwd=workdir, env=env, check=False).returncode
 
     def capture(self, sandbox: OpenLayer) -> None:
         """Rewrite the unsealed layer as the difference between the tree and the manifest."""

@@ -38,6 +38,23 @@ class OverlayBackend:
         self.shell = shell_for(self.image_root)
 
     def run(self, sandbox: OpenLayer, command: str, timeout: float) -> Observation:
+        observation = run_captured(
+            self._argv(sandbox, ["-c", command]),
+            env={**BASE_ENV, **sandbox.config.env},
+            timeout=timeout,
+            output_cap=sandbox.config.limits.output_bytes,
+            kill=_kill_helper,
+        )
+        if observation.exit_code == SETUP_FAILED and observation.output.startswith("sprout-box:"):
+            raise SandboxSetupFailed(observation.output.strip().splitlines()[-1])
+        return observation
+
+    def interactive(self, sandbox: OpenLayer) -> int:
+        env = {**BASE_ENV, "TERM": os.environ.get("TERM", "xterm"), **sandbox.config.env}
+        return subprocess.run(self._argv(sandbox, []), env=env, check=False).returncode
+
+    def _argv(self, sandbox: OpenLayer, shell_arguments: list[str]) -> list[str]:
+        """The helper's command line for one call of the shell with `shell_arguments`."""
         assert self.image_root is not None, "open() first"
         scratch = self.store.scratch_dir(sandbox.upper)
         os.makedirs(os.path.join(scratch, "w"), exist_ok=True)
@@ -67,17 +84,7 @@ class OverlayBackend:
             argv.append("--userns")
         if not config.network:
             argv.append("--no-network")
-        argv += ["--", self.shell, "-c", command]
-        observation = run_captured(
-            argv,
-            env={**BASE_ENV, **config.env},
-            timeout=timeout,
-            output_cap=limits.output_bytes,
-            kill=_kill_helper,
-        )
-        if observation.exit_code == SETUP_FAILED and observation.output.startswith("sprout-box:"):
-            raise SandboxSetupFailed(observation.output.strip().splitlines()[-1])
-        return observation
+        return [*argv, "--", self.shell, *shell_arguments]
 
     def capture(self, sandbox: OpenLayer) -> None:
         """Nothing to do: the kernel wrote every change into the upper directory already."""

@@ -147,6 +147,11 @@ class Sandbox:
             raise BadArgument("timeout", f"expected a positive number of seconds, got {timeout!r}")
         return self._backend.run(self, command, float(timeout))
 
+    def shell(self) -> int:
+        """An interactive shell on this terminal, for a person to look around; its exit code."""
+        self._check_open()
+        return self._backend.interactive(self)
+
     def checkpoint(self) -> str:
         """Seal what was written since the last checkpoint and return its id.
 

@@ -1,0 +1,303 @@
+"""The oracle and the noisy oracle, driven the way the actor drives a model."""
+
+from __future__ import annotations
+
+import copy
+import re
+import threading
+from collections import Counter
+
+import pytest
+
+from sprout.models import ModelError
+from sprout.models.estimate import estimate_tokens
+from sprout.models.oracle import (
+    SUBMIT_COMMAND,
+    OracleModel,
+    OracleNoiseModel,
+    Step,
+    next_step,
+    parse_noise_spec,
+)
+from sprout.models.resolve import resolve_model
+
+COMMANDS = ["mkdir -p out", "echo hello > out/a.txt", "cp out/a.txt out/b.txt", "ls out"]
+STEPS = [Step(command) for command in COMMANDS]
+START = [
+    {"role": "system", "content": "You solve tasks in a shell."},
+    {"role": "user", "content": "Create out/a.txt and out/b.txt."},
+]
+FENCE = "```"
+
+
+def command_of(reply: str) -> str:
+    """What the actor would run: the body of the reply's bash block."""
+    match = re.search(r"```bash\n(.*)\n```", reply, re.DOTALL)
+    assert match, reply
+    return match.group(1)
+
+
+def observe(messages: list, reply: str) -> str:
+    """Append `reply` and the observation of its command, as the actor does."""
+    command = command_of(reply)
+    messages.append({"role": "assistant", "content": reply})
+    messages.append({"role": "user", "content": f"$ {command}\n(exit 0)"})
+    return command
+
+
+def run_attempt(model, messages=None, limit=20) -> tuple[list[str], list]:
+    """Drive `model` until it submits; the commands it ran and the final messages."""
+    messages = copy.deepcopy(START) if messages is None else messages
+    commands = []
+    for _ in range(limit):
+        command = observe(messages, model.complete(messages).text)
+        commands.append(command)
+        if command == model.submit_command:
+            return commands, messages
+    raise AssertionError(f"no submission after {limit} turns: {commands}")
+
+
+def foreign(text: str) -> dict:
+    return {"role": "assistant", "content": text}
+
+
+def test_oracle_plays_every_step_in_order_then_submits():
+    model = OracleModel(STEPS)
+    assert model.name == "oracle"
+    commands, messages = run_attempt(model)
+    assert commands == [*COMMANDS, SUBMIT_COMMAND]
+    replies = [m["content"] for m in messages if m["role"] == "assistant"]
+    assert replies[0] == (
+        "Following the reference solution, step 1/4.\n\n```bash\nmkdir -p out\n```"
+    )
+    assert replies[-1] == (
+        f"Following the reference solution: all 4 steps done.\n\n```bash\n{SUBMIT_COMMAND}\n```"
+    )
+
+
+def test_submit_command_and_plain_string_steps():
+    model = OracleModel(["true"], submit_command="submit")
+    assert model.steps == (Step("true"),)
+    commands, _ = run_attempt(model)
+    assert commands == ["true", "submit"]
+    with pytest.raises(ModelError, match="step 2: expected a Step"):
+        OracleModel(["true", 3])  # type: ignore[list-item]
+
+
+def test_decisions_come_from_the_context_alone():
+    _, messages = run_attempt(OracleModel(STEPS))
+    for cut in range(len(START), len(messages), 2):
+        prefix = copy.deepcopy(messages[:cut])
+        recorded = messages[cut]["content"]
+        assert OracleModel(STEPS).complete(prefix).text == recorded
+        assert OracleModel(STEPS).complete(copy.deepcopy(prefix)).text == recorded
+
+
+def test_a_corrective_turn_that_runs_a_step_moves_past_it():
+    model = OracleModel(STEPS)
+    messages = copy.deepcopy(START)
+    observe(messages, model.complete(messages).text)
+    # The reviewer's starting turn runs step 3 (index 2), with its own spacing.
+    messages.append(
+        foreign(f"I will copy the file now.\n\n{FENCE}bash\ncp  out/a.txt\tout/b.txt\n{FENCE}")
+    )
+    messages.append({"role": "user", "content": "(exit 0)"})
+    reply = model.complete(messages).text
+    assert reply.startswith("Following the reference solution, step 4/4.")
+    assert command_of(reply) == "ls out"
+
+
+@pytest.mark.parametrize("fence", ["sh", "", "bash"])
+def test_the_last_matching_shell_block_of_a_corrective_turn_wins(fence):
+    turn = (
+        f"{FENCE}python\nprint('ls out')\n{FENCE}\n"
+        f"{FENCE}{fence}\nmkdir -p out\n{FENCE}\n"
+        f"{FENCE}{fence}\necho hello > out/a.txt\n{FENCE}\n"
+        f"{FENCE}{fence}\nsomething unrelated\n{FENCE}\n"
+    )
+    assert next_step([*START, foreign(turn)], STEPS) == 2
+
+
+def test_a_corrective_turn_that_announces_a_step_is_obeyed():
+    model = OracleModel(STEPS)
+    _, messages = run_attempt(model)
+    messages = messages[: len(START) + 6]  # steps 1-3 were played
+    messages.append(foreign("Step 2 wrote the wrong text. Let me redo step 2 properly."))
+    reply = model.complete(messages).text
+    assert reply.startswith("Following the reference solution, step 2/4.")
+    assert command_of(reply) == COMMANDS[1]
+    commands, _ = run_attempt(model, messages)
+    assert commands == [*COMMANDS[1:], SUBMIT_COMMAND]
+
+
+def test_a_corrective_turn_with_neither_leaves_the_position_alone():
+    messages = copy.deepcopy(START)
+    observe(messages, OracleModel(STEPS).complete(messages).text)
+    messages.append(foreign(f"Let me look around.\n\n{FENCE}bash\npwd\n{FENCE}"))
+    assert next_step(messages, STEPS) == 1
+    messages.append(foreign("On to step 9, which does not exist."))
+    assert next_step(messages, STEPS) == 1
+
+
+def test_noise_with_p_zero_is_the_oracle():
+    noisy = OracleNoiseModel(STEPS, p=0, seed=7)
+    assert noisy.name == "oracle-noise:p=0,seed=7"
+    for _ in range(3):
+        assert run_attempt(noisy) == run_attempt(OracleModel(STEPS))
+
+
+def test_noise_with_p_one_skips_steps_without_wrong_variants():
+    commands, messages = run_attempt(OracleNoiseModel(STEPS, p=1))
+    # Step 1 is skipped (step 2 runs), then step 3 is skipped (step 4 runs).
+    assert commands == [COMMANDS[1], COMMANDS[3], SUBMIT_COMMAND]
+    labels = [m["content"].split("\n")[0] for m in messages if m["role"] == "assistant"]
+    assert labels[:2] == [
+        "Following the reference solution, step 2/4.",
+        "Following the reference solution, step 4/4.",
+    ]
+    assert set(COMMANDS) - set(commands) == {COMMANDS[0], COMMANDS[2]}
+
+
+def test_noise_with_p_one_plays_wrong_variants():
+    steps = [Step(c, wrong=(f"{c} --wrong-a", f"{c} --wrong-b")) for c in COMMANDS]
+    commands, messages = run_attempt(OracleNoiseModel(steps, p=1, seed=3))
+    assert len(commands) == len(COMMANDS) + 1
+    for command, right in zip(commands, COMMANDS, strict=False):
+        assert command in (f"{right} --wrong-a", f"{right} --wrong-b")
+    labels = [m["content"].split("\n")[0] for m in messages if m["role"] == "assistant"]
+    assert labels[:4] == [f"Following the reference solution, step {s}/4." for s in (1, 2, 3, 4)]
+    assert commands[-1] == SUBMIT_COMMAND
+
+
+def test_noise_resumes_from_a_corrective_turn():
+    model = OracleNoiseModel(STEPS, p=1)
+    messages = copy.deepcopy(START)
+    assert observe(messages, model.complete(messages).text) == COMMANDS[1]  # skipped step 1
+    messages.append(foreign(f"I skipped a step.\n\n{FENCE}bash\n{COMMANDS[0]}\n{FENCE}"))
+    messages.append({"role": "user", "content": "(exit 0)"})
+    # The step after a correction is played as the reference does, even with p=1;
+    # the one after that may go wrong again.
+    assert observe(messages, model.complete(messages).text) == COMMANDS[1]
+    assert command_of(model.complete(messages).text) == COMMANDS[3]
+
+
+def test_same_seed_and_calls_reproduce_across_fresh_instances():
+    def session(model):
+        return [run_attempt(model) for _ in range(4)]
+
+    first = session(OracleNoiseModel(STEPS, p=0.5, seed=11))
+    assert first == session(OracleNoiseModel(STEPS, p=0.5, seed=11))
+
+
+def test_independent_roots_can_differ_and_reproduce():
+    def two_roots(seed):
+        model = OracleNoiseModel(STEPS, p=0.3, seed=seed)
+        return run_attempt(model)[0], run_attempt(model)[0]
+
+    differing = [seed for seed in range(1, 51) if len(set(map(tuple, two_roots(seed)))) == 2]
+    assert differing, "no seed in 1..50 gives two different roots"
+    seed = differing[0]
+    first, second = two_roots(seed)
+    assert first != second
+    assert two_roots(seed) == (first, second)
+
+
+def test_n_choices_take_consecutive_draws():
+    steps = [Step(c, wrong=(f"{c} --w1", f"{c} --w2", f"{c} --w3")) for c in COMMANDS]
+    together = OracleNoiseModel(steps, p=0.5, seed=2).complete(START, n=6)
+    one_by_one = OracleNoiseModel(steps, p=0.5, seed=2)
+    assert [c.text for c in together.choices] == [one_by_one.complete(START).text for _ in range(6)]
+    assert OracleModel(STEPS).complete(START, n=3).choices == (
+        OracleModel(STEPS).complete(START).choices * 3
+    )
+
+
+def test_draws_are_counted_safely_across_threads():
+    steps = [Step(c, wrong=tuple(f"{c} --w{k}" for k in range(5))) for c in COMMANDS]
+    sequential = OracleNoiseModel(steps, p=0.5, seed=4)
+    expected = Counter(sequential.complete(START).text for _ in range(200))
+    shared = OracleNoiseModel(steps, p=0.5, seed=4)
+    replies: list[str] = []
+
+    def worker():
+        for _ in range(25):
+            text = shared.complete(START).text
+            replies.append(text)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert Counter(replies) == expected
+
+
+@pytest.mark.parametrize("model", [OracleModel(STEPS), OracleNoiseModel(STEPS, p=0.5)])
+def test_token_counts_are_estimates_and_there_are_no_logprobs(model):
+    messages = [*START, {"role": "assistant", "content": None, "tool_calls": []}]
+    completion = model.complete(messages, n=2, logprobs=True, temperature=0.9, tools=[])
+    assert completion.estimated is True
+    prompt = "".join(m["content"] for m in START)
+    assert completion.prompt_tokens == estimate_tokens(prompt)
+    assert completion.completion_tokens == sum(estimate_tokens(c.text) for c in completion.choices)
+    assert all(c.logprobs is None for c in completion.choices)
+    assert completion.cached_tokens is None
+    assert completion.latency_s >= 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("oracle-noise", (0.3, 1)),
+        ("oracle-noise:p=0.5", (0.5, 1)),
+        ("oracle-noise:seed=9", (0.3, 9)),
+        ("oracle-noise:p=1,seed=-2", (1.0, -2)),
+        ("oracle-noise:seed=3, p=0", (0.0, 3)),
+    ],
+)
+def test_noise_specs_parse(spec, expected):
+    assert parse_noise_spec(spec) == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("oracle-noise:p=2", "--model oracle-noise:p=2: p must be in [0, 1]"),
+        ("oracle-noise:p=nan", "p must be in [0, 1]"),
+        ("oracle-noise:p=lots", "p must be a number in [0, 1]"),
+        ("oracle-noise:seed=1.5", "seed must be an integer"),
+        ("oracle-noise:q=1", "unknown option 'q'"),
+        ("oracle-noise:p", "p needs a value"),
+        ("oracle-noise:p=0.1,", "unknown option ''"),
+        ("oracle-noise:p=0.1,p=0.2", "p is given twice"),
+    ],
+)
+def test_bad_noise_specs_name_the_bad_key_or_value(spec, message):
+    with pytest.raises(ModelError, match=re.escape(message)) as raised:
+        resolve_model(spec, steps=COMMANDS)
+    assert raised.value.kind == "bad_input"
+
+
+def test_oracle_specs_resolve_with_steps():
+    oracle = resolve_model("oracle", steps=COMMANDS)
+    assert isinstance(oracle, OracleModel)
+    assert oracle.steps == tuple(STEPS)
+    noisy = resolve_model("oracle-noise:p=0.25,seed=5", steps=[*STEPS[:2], "ls"])
+    assert isinstance(noisy, OracleNoiseModel)
+    assert noisy.name == "oracle-noise:p=0.25,seed=5"
+    assert noisy.steps == (*STEPS[:2], Step("ls"))
+    assert resolve_model("oracle-noise", steps=COMMANDS).name == "oracle-noise:p=0.3,seed=1"
+
+
+@pytest.mark.parametrize("spec", ["oracle", "oracle-noise:p=0.1"])
+def test_oracle_specs_without_steps_say_what_is_missing(spec):
+    with pytest.raises(ModelError, match=re.escape(f"--model {spec}: needs a task's")) as raised:
+        resolve_model(spec)
+    assert raised.value.kind == "bad_input"
+
+
+def test_unknown_specs_list_the_oracles():
+    with pytest.raises(ModelError, match=r"'oracle-nosie'.*oracle, oracle-noise"):
+        resolve_model("oracle-nosie", steps=COMMANDS)
+    with pytest.raises(ModelError, match="oracle-noise"):
+        OracleNoiseModel(STEPS, p=-0.1)
