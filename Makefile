@@ -12,6 +12,8 @@ DEBIAN_PACKAGES := gcc libc6-dev util-linux
 
 demo: install
 	$(BIN)/python examples/sandbox_tour.py
+	@echo
+	$(BIN)/python examples/branch_tour.py
 
 test: install
 	$(BIN)/ruff check src tests benchmarks examples
