@@ -97,13 +97,20 @@ class Store:
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._migrate()
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except sqlite3.DatabaseError as error:
+            self._db.close()
+            raise StoreError(f"{self.path}: not a sprout store ({error})") from None
 
     def _migrate(self) -> None:
         with self._lock:
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            tables = self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if version == 0 and tables:
+                raise StoreError(f"{self.path}: not a sprout store (it holds other tables)")
             if version > SCHEMA_VERSION:
                 raise StoreError(
                     f"{self.path}: schema version {version} is newer than this sprout "

@@ -256,13 +256,37 @@ class RolloutTree:
             by_role[call.role] = by_role.get(call.role, 0) + total
             estimated = estimated or call.estimated
             if call.role == "actor" and call.attempt_id is not None and call.turn_index:
-                if call.attempt_id not in paths:
-                    paths[call.attempt_id] = self.path(self.attempt(call.attempt_id))
-                held = _context_before(paths[call.attempt_id], call.turn_index)
+                held = self._context_held(call.attempt_id, call.turn_index, paths)
                 prefix_once += call.completion_tokens + max(call.prompt_tokens - held, 0)
             else:
                 prefix_once += total
         return TokenTotals(spent, prefix_once, estimated, by_role)
+
+    def _context_held(self, attempt_id: int, turn_index: int, paths: dict[int, list[Turn]]) -> int:
+        """Tokens of this call's prompt that earlier calls in the tree already paid for.
+
+        On the path: the whole context of the previous actor call. For a
+        branch's first actor call, also the prompt of the parent's call right
+        after the boundary, which held the same messages up to the boundary's
+        observation.
+        """
+
+        def path_of(known: int) -> list[Turn]:
+            if known not in paths:
+                paths[known] = self.path(self.attempt(known))
+            return paths[known]
+
+        path = path_of(attempt_id)
+        held = _context_before(path, turn_index)
+        attempt = self.attempt(attempt_id)
+        first_own_actor = next(
+            (t.index for t in path if t.attempt_id == attempt_id and t.author == "actor"), None
+        )
+        if attempt.parent_id is not None and first_own_actor == turn_index:
+            after = [t for t in path_of(attempt.parent_id) if t.index == attempt.boundary + 1]
+            if after and after[0].author == "actor":
+                held = max(held, after[0].prompt_tokens)
+        return held
 
 
 def _context_before(path: list[Turn], turn_index: int) -> int:

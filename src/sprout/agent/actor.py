@@ -70,7 +70,7 @@ class Actor:
         config = self.config
         return render(
             name,
-            config.templates,
+            config.templates.model_dump(exclude_none=True),
             call_format=config.call_format,
             max_calls=config.max_calls_per_turn,
             submit_sentinel=config.submit_sentinel,
@@ -153,24 +153,35 @@ class Actor:
         return completion
 
     def _check_limits(self, attempt: Attempt, index: int) -> None:
+        """End the attempt before the next model call when a limit is reached; the
+        reason names the setting to raise."""
         config = self.config
         if index >= config.max_turns:
-            raise AttemptEnded("limit", f"turn limit: {index} of {config.max_turns} turns")
-        own = self.tree.own_turns(attempt)
+            raise AttemptEnded(
+                "limit", f"turn limit (max_turns): {index} of {config.max_turns} turns"
+            )
         if config.max_tokens is not None:
             spent = self.tree.tokens(attempt_id=attempt.id).spent
             if spent >= config.max_tokens:
-                raise AttemptEnded("limit", f"token limit: {spent} of {config.max_tokens}")
-        if config.max_context_tokens is not None and own:
-            context = own[-1].prompt_tokens + own[-1].completion_tokens
+                raise AttemptEnded(
+                    "limit", f"token limit (max_tokens): {spent} of {config.max_tokens} spent"
+                )
+        if config.max_context_tokens is not None:
+            asked = [t for t in self.tree.path(attempt) if t.prompt_tokens or t.completion_tokens]
+            context = asked[-1].prompt_tokens + asked[-1].completion_tokens if asked else 0
             if context >= config.max_context_tokens:
                 raise AttemptEnded(
-                    "limit", f"context limit: {context} of {config.max_context_tokens} tokens"
+                    "limit",
+                    f"context limit (max_context_tokens): {context} of "
+                    f"{config.max_context_tokens} tokens",
                 )
         if config.max_wall_s is not None:
-            elapsed = sum(turn.duration_s for turn in own)
+            elapsed = sum(turn.duration_s for turn in self.tree.own_turns(attempt))
             if elapsed >= config.max_wall_s:
-                raise AttemptEnded("limit", f"wall-time limit: {elapsed:.0f} s")
+                raise AttemptEnded(
+                    "limit",
+                    f"wall-time limit (max_wall_s): {elapsed:.1f} s of {config.max_wall_s:g} s",
+                )
 
     def _play(
         self,
@@ -235,7 +246,7 @@ class Actor:
         self.tree.store.add_turn(turn)
         messages.extend(added)
         sentinel = config.submit_sentinel
-        if any(sentinel in record.output.splitlines() for record in records):
+        if any(record.output.lstrip().partition("\n")[0].strip() == sentinel for record in records):
             raise AttemptEnded("submitted", f"turn {index} printed {sentinel}")
         return index
 

@@ -6,7 +6,34 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import jinja2
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class TemplateOverrides(BaseModel):
+    """Jinja sources that replace the packaged templates of the same name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    system: str | None = None
+    """The system prompt: how to call the shell, how to submit."""
+    instance: str | None = None
+    """The task message: `instruction`, `workdir`."""
+    observation: str | None = None
+    """What the model sees after its calls: `calls` (command, output, exit_code, ...)."""
+    format_error: str | None = None
+    """The reply to a turn with no call or too many: `problem`."""
+
+    @field_validator("*")
+    @classmethod
+    def _parses(cls, source: str | None) -> str | None:
+        """A broken template is refused when the config loads, not at the first turn."""
+        if source is not None:
+            try:
+                jinja2.Environment().parse(source)
+            except jinja2.TemplateSyntaxError as error:
+                raise ValueError(f"line {error.lineno}: {error.message}") from None
+        return source
 
 
 class ActorConfig(BaseModel):
@@ -32,9 +59,8 @@ class ActorConfig(BaseModel):
     temperature: float | None = None
     logprobs: bool = False
     """Ask for per-token log-probabilities (needed by the entropy schedule)."""
-    templates: dict[str, str] = Field(default_factory=dict)
-    """Overrides of the packaged Jinja templates, by name: system, instance, observation,
-    format_error."""
+    templates: TemplateOverrides = Field(default_factory=lambda: TemplateOverrides())
+    """Replacements for the packaged Jinja templates."""
 
     @classmethod
     def from_file(cls, path: str | Path) -> ActorConfig:

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
+from sprout.fences import shell_blocks
 from sprout.models import Completion
-
-BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
 class FormatError(Exception):
     """The reply holds no call, too many, or a malformed one; the message tells the model."""
-
-
-def bash_blocks(text: str) -> list[str]:
-    """The fenced code blocks of `text`, each one shell call."""
-    return [block.strip("\n") for block in BASH_BLOCK.findall(text) if block.strip()]
 
 
 def parse_calls(
@@ -34,7 +26,7 @@ def parse_calls(
                 )
             calls.append((command, call.id))
     else:
-        calls = [(block, None) for block in bash_blocks(text)]
+        calls = [(block, None) for block in shell_blocks(text)]
     if not calls:
         raise FormatError("the reply runs no command")
     if len(calls) > max_calls:

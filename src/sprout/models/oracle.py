@@ -37,6 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sprout.fences import shell_blocks
 from sprout.models.estimate import estimate_tokens
 from sprout.models.types import Choice, Completion, Message, ModelError
 
@@ -49,7 +50,6 @@ DEFAULT_SEED = 1
 _OWN_STEP = re.compile(r"Following the reference solution, step (\d+)/(\d+)\.")
 _OWN_DONE = re.compile(r"Following the reference solution: all (\d+) steps done\.")
 _STEP_MENTION = re.compile(r"\bstep\s+(\d+)\b", re.IGNORECASE)
-_SHELL_INFO = ("", "bash", "sh")
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ def _follows_corrective_turn(messages: list[Message]) -> bool:
 
 
 def _after_corrective_turn(content: str, commands: list[str], following: int) -> int:
-    for block in reversed(_shell_blocks(content)):
+    for block in reversed(shell_blocks(content)):
         matches = [j for j, command in enumerate(commands) if command == _normalise(block)]
         if matches:
             ahead = [j for j in matches if j >= following]
@@ -129,24 +129,6 @@ def _after_corrective_turn(content: str, commands: list[str], following: int) ->
         if 1 <= int(mention) <= len(commands):
             return int(mention) - 1
     return following
-
-
-def _shell_blocks(text: str) -> list[str]:
-    """The bodies of the fenced blocks tagged bash, sh or nothing, in order."""
-    blocks: list[str] = []
-    body: list[str] | None = None
-    info = ""
-    for line in text.splitlines():
-        fence = line.strip().startswith("```")
-        if body is None and fence:
-            body, info = [], line.strip()[3:].strip().lower()
-        elif body is not None and fence:
-            if info in _SHELL_INFO:
-                blocks.append("\n".join(body))
-            body = None
-        elif body is not None:
-            body.append(line)
-    return blocks
 
 
 def _normalise(command: str) -> str:

@@ -1,0 +1,125 @@
+"""ActorConfig from a TOML file: overrides reach the prompts; bad input names file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sprout.agent import Actor, ActorConfig
+from sprout.sandbox import LayerStore
+from sprout.store import Store
+from sprout.tree import RolloutTree
+from tests.agent.helpers import ScriptedModel, bash
+
+CUSTOM = """
+[actor]
+max_turns = 7
+submit_sentinel = "FINISHED_OK"
+call_format = "tool_calls"
+
+[actor.templates]
+system = "Custom system for {{ workdir }}; print {{ submit_sentinel }} when done."
+observation = "{% for call in calls %}rc={{ call.exit_code }} out={{ call.output }}{% endfor %}"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "sprout.toml"
+    path.write_text(text)
+    return path
+
+
+def prefix_of(config: ActorConfig, tmp_path: Path) -> list[dict]:
+    tree = RolloutTree(Store(tmp_path / "sprout.db"))
+    actor = Actor(ScriptedModel([]), tree, LayerStore(tmp_path / "layers", mode="copy"), config)
+    return actor.prefix("Make the tests pass.", "/repo")
+
+
+def test_the_actor_table_overrides_defaults_and_templates(tmp_path):
+    config = ActorConfig.from_file(write(tmp_path, CUSTOM))
+    assert config.max_turns == 7
+    assert config.submit_sentinel == "FINISHED_OK"
+    assert config.call_format == "tool_calls"
+    assert config.max_calls_per_turn == ActorConfig().max_calls_per_turn
+
+    system, instance = prefix_of(config, tmp_path)
+    assert system == {
+        "role": "system",
+        "content": "Custom system for /repo; print FINISHED_OK when done.",
+    }
+    # templates not overridden keep the packaged text
+    assert instance["content"].startswith("Make the tests pass.")
+    assert "/repo" in instance["content"]
+
+
+def test_a_file_without_an_actor_table_gives_the_defaults(tmp_path):
+    assert ActorConfig.from_file(write(tmp_path, "[other]\nx = 1\n")) == ActorConfig()
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ("[actor]\nmax_turns = 0\n", "actor.max_turns"),
+        ('[actor]\nmax_turns = "many"\n', "actor.max_turns"),
+        ('[actor]\ncall_format = "xml"\n', "actor.call_format"),
+        ("[actor]\ncolour = 1\n", "actor.colour"),
+        ("[actor]\ncall_timeout_s = -1\n", "actor.call_timeout_s"),
+        ("[actor.templates]\nsystem = 3\n", "actor.templates.system"),
+    ],
+)
+def test_a_bad_field_names_the_file_and_the_field(tmp_path, body, field):
+    path = write(tmp_path, body)
+    with pytest.raises(ValueError) as raised:
+        ActorConfig.from_file(path)
+    assert str(path) in str(raised.value)
+    assert field in str(raised.value)
+
+
+def test_a_misspelt_template_name_is_refused(tmp_path):
+    """`templates` takes only the names the actor renders; a typo would silently keep the
+    packaged prompt, which is exactly what the user tried to replace."""
+    path = write(tmp_path, '[actor.templates]\nsytem = "You are terse."\n')
+    with pytest.raises(ValueError) as raised:
+        ActorConfig.from_file(path)
+    assert str(path) in str(raised.value)
+    assert "actor.templates" in str(raised.value)
+    assert "sytem" in str(raised.value)
+
+
+def test_a_template_that_does_not_parse_is_refused_when_loading(tmp_path):
+    """A Jinja syntax error is bad input in the file, not a crash at the first turn."""
+    path = write(tmp_path, '[actor.templates]\nsystem = "In {{ workdir "\n')
+    with pytest.raises(ValueError) as raised:
+        ActorConfig.from_file(path)
+    assert str(path) in str(raised.value)
+    assert "actor.templates.system" in str(raised.value)
+
+
+def test_unreadable_toml_and_missing_files_name_the_file(tmp_path):
+    broken = write(tmp_path, "[actor\nmax_turns = 3\n")
+    with pytest.raises(ValueError, match=str(broken)):
+        ActorConfig.from_file(broken)
+    missing = tmp_path / "nope.toml"
+    with pytest.raises(ValueError, match=str(missing)):
+        ActorConfig.from_file(missing)
+
+
+@pytest.mark.sandbox
+def test_file_settings_drive_a_real_attempt(world, tmp_path):
+    text = """
+[actor]
+submit_sentinel = "FINISHED_OK"
+[actor.templates]
+system = "Terse system; finish with {{ submit_sentinel }}."
+observation = "{% for call in calls %}rc={{ call.exit_code }} out={{ call.output }}{% endfor %}"
+"""
+    config = ActorConfig.from_file(write(tmp_path, text))
+    model = ScriptedModel([bash("printf hi"), bash("echo SPROUT_SUBMIT"), bash("echo FINISHED_OK")])
+    actor = world.actor(model, config)
+    attempt = actor.run(world.root(actor))
+
+    assert attempt.status == "submitted"
+    assert model.seen[0][0]["content"] == "Terse system; finish with FINISHED_OK."
+    assert model.seen[1][-1] == {"role": "user", "content": "rc=0 out=hi"}
+    assert len(world.tree.own_turns(attempt)) == 3
