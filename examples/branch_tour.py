@@ -30,7 +30,7 @@ STEPS = [
     Step("python3 -c 'from calc.ops import add; print(add(2, 3))'"),
 ]
 CHECK = "python3 -c 'from calc.ops import add; assert add(2, 3) == 5' && echo PASS || echo FAIL"
-SEED = 6
+SEED = 7
 """A seed whose first attempt goes wrong, so the tour has something to repair."""
 
 

@@ -195,9 +195,11 @@ class OracleNoiseModel:
     Later steps may go wrong again with probability `p`.
 
     Randomness: each choice uses ``random.Random(f"{seed}:{digest}:{draw}")``,
-    where `digest` is the SHA-256 of the messages as canonical JSON and `draw`
-    counts, per instance and thread-safely, the choices already drawn for that
-    exact context. Independent roots of one task start from identical contexts
+    where `digest` is the SHA-256 of the context's decisions (the messages
+    other than observations: the prompts and every reply, as canonical JSON;
+    observations hold timestamps and timings that would make runs differ) and
+    `draw` counts, per instance and thread-safely, the choices already drawn
+    for that context. Independent roots of one task start from identical contexts
     and still differ (draws 0, 1, ...), while a fresh instance that receives
     the same sequence of calls replays the same replies. A branch that rebuilds
     an earlier context gets that context's next draw, not a copy of the first.
@@ -293,8 +295,9 @@ def parse_noise_spec(spec: str) -> tuple[float, int]:
 
 
 def _fingerprint(messages: list[Message]) -> str:
+    decisions = [m for i, m in enumerate(messages) if i < 2 or m.get("role") == "assistant"]
     canonical = json.dumps(
-        messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+        decisions, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
     )
     return hashlib.sha256(canonical.encode()).hexdigest()
 
