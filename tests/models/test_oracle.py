@@ -301,3 +301,20 @@ def test_unknown_specs_list_the_oracles():
         resolve_model("oracle-nosie", steps=COMMANDS)
     with pytest.raises(ModelError, match="oracle-noise"):
         OracleNoiseModel(STEPS, p=-0.1)
+
+
+def test_noise_ignores_what_observations_say():
+    """Observations carry timestamps and timings; the same decisions must replay anyway."""
+
+    def session(stamp: str) -> list[str]:
+        model = OracleNoiseModel(STEPS, p=0.5, seed=4)
+        messages = copy.deepcopy(START)
+        commands = []
+        for _ in range(len(STEPS) + 1):
+            reply = model.complete(messages).text
+            commands.append(command_of(reply))
+            messages.append({"role": "assistant", "content": reply})
+            messages.append({"role": "user", "content": f"ran at {stamp}"})
+        return commands
+
+    assert session("10:00:01") == session("23:59:59")
