@@ -44,6 +44,10 @@ class Backend(Protocol):
         """Run the image's shell on this terminal (stdin, stdout, stderr inherited)."""
         ...
 
+    def put(self, sandbox: OpenLayer, source: str, destination: str) -> None:
+        """Copy local `source` to absolute `destination` inside, replacing what was there."""
+        ...
+
     def capture(self, sandbox: OpenLayer) -> None:
         """Make `sandbox.upper` hold every change since `sandbox.parent`."""
         ...

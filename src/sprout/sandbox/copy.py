@@ -20,6 +20,7 @@ import subprocess
 import warnings
 
 from sprout.sandbox.backends import BASE_ENV, OpenLayer
+from sprout.sandbox.errors import BadArgument
 from sprout.sandbox.layerfmt import MarkerFormat, merge, place_file, remove_tree
 from sprout.sandbox.output import run_captured
 from sprout.sandbox.types import Observation
@@ -120,6 +121,22 @@ class CopyBackend:
         workdir = os.path.join(self._tree(sandbox), sandbox.config.workdir.lstrip("/"))
         env = {**os.environ, **sandbox.config.env, "SPROUT_WORKDIR": workdir}
         return subprocess.run([_shell()], cwd=workdir, env=env, check=False).returncode
+
+    def put(self, sandbox: OpenLayer, source: str, destination: str) -> None:
+        """Only the workdir is materialised: `destination` must lie inside it."""
+        workdir = sandbox.config.workdir.rstrip("/") + "/"
+        if not (destination + "/").startswith(workdir):
+            raise BadArgument(
+                "destination", f"{destination}: the copy backend only holds {workdir}"
+            )
+        target = os.path.join(self._tree(sandbox), destination.lstrip("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if os.path.lexists(target):
+            remove_tree(target) if os.path.isdir(target) else os.unlink(target)
+        if os.path.isdir(source):
+            shutil.copytree(source, target, symlinks=True)
+        else:
+            shutil.copy2(source, target)
 
     def capture(self, sandbox: OpenLayer) -> None:
         """Rewrite the unsealed layer as the difference between the tree and the manifest."""

@@ -8,6 +8,7 @@ the whole lower-layer list in one mount option of at most one page):
     m/ID.json         a sealed layer's metadata; a layer without it is unsealed
     w/ID/             scratch for an unsealed layer (overlay workdir, mountpoint)
     h/ID              a hold: an open sandbox writing unsealed layer ID
+    r/NAME            a named checkpoint (e.g. a task's cached base layer), kept by GC
 
 A checkpoint id is a layer id. Sealing writes the metadata last, atomically,
 so a process killed mid-turn leaves at worst an unsealed directory that GC
@@ -164,7 +165,7 @@ class LayerStore:
         self.durable = durable
         self.max_stack = max_stack
         self._cache: dict[str, Layer] = {}
-        for sub in ("l", "m", "w", "h"):
+        for sub in ("l", "m", "w", "h", "r"):
             os.makedirs(os.path.join(self.path, sub), exist_ok=True)
         self.mode = self._open_mode(mode)
         self.format: LayerFormat = (
@@ -251,6 +252,23 @@ class LayerStore:
             chain.append(current)
             current = found.parent
         return chain
+
+    def ref(self, name: str) -> str | None:
+        """The checkpoint saved under `name`, or None (also when GC or a crash lost it)."""
+        try:
+            with open(os.path.join(self.path, "r", _ref_name(name)), encoding="ascii") as handle:
+                layer_id = handle.read().strip()
+        except FileNotFoundError:
+            return None
+        try:
+            return self.layer(layer_id).id
+        except UnknownCheckpoint:
+            return None
+
+    def set_ref(self, name: str, layer_id: str) -> None:
+        """Save checkpoint `layer_id` under `name`; GC keeps it and all it stacks on."""
+        self.layer(layer_id)
+        _write_atomically(os.path.join(self.path, "r", _ref_name(name)), layer_id, self.durable)
 
     def new_layer(self, parent: str | None) -> str:
         """Start an unsealed layer on top of `parent`, held by this process until sealed."""
@@ -360,6 +378,11 @@ class LayerStore:
         """
         live, dead = self._live_holds()
         roots = [self.layer(i).id for i in keep]
+        roots += [
+            ref
+            for name in os.listdir(os.path.join(self.path, "r"))
+            if not name.endswith(".tmp") and (ref := self.ref(name)) is not None
+        ]
         roots += [parent for parent in live.values() if parent is not None]
         reachable: set[str] = set()
         for root in roots:
@@ -384,6 +407,12 @@ class LayerStore:
         for layer_id in dead:
             self.discard(layer_id)
         return freed
+
+
+def _ref_name(name: str) -> str:
+    if not name or not all(c.isalnum() or c in "._-" for c in name) or name.startswith("."):
+        raise BadArgument("name", f"{name!r}: use letters, digits, '.', '_' and '-'")
+    return name
 
 
 def _bytes_freed_by_removing(roots: list[str]) -> int:

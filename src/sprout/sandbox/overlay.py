@@ -7,11 +7,13 @@ directory the kernel already wrote: sealing copies nothing.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 
 from sprout.sandbox.backends import BASE_ENV, OpenLayer, shell_for
 from sprout.sandbox.errors import SandboxSetupFailed
 from sprout.sandbox.helper import helper_path
+from sprout.sandbox.layerfmt import remove_tree
 from sprout.sandbox.layers import LayerStore
 from sprout.sandbox.output import run_captured
 from sprout.sandbox.types import Observation
@@ -85,6 +87,29 @@ class OverlayBackend:
         if not config.network:
             argv.append("--no-network")
         return [*argv, "--", self.shell, *shell_arguments]
+
+    def put(self, sandbox: OpenLayer, source: str, destination: str) -> None:
+        """Write straight into the upper directory: between calls nothing is mounted.
+
+        Whiteouts on the way are cleared, and a copied directory is marked opaque
+        so that it replaces, rather than merges with, what lower layers hold.
+        """
+        fmt = self.store.format
+        current = self.store.diff_dir(sandbox.upper)
+        for part in [p for p in os.path.dirname(destination).split("/") if p]:
+            current = os.path.join(current, part)
+            if fmt.entry(current) == "whiteout":
+                os.unlink(current)
+            if not os.path.isdir(current):
+                os.mkdir(current, 0o755)
+        target = os.path.join(current, os.path.basename(destination))
+        if fmt.entry(target) is not None:
+            remove_tree(target) if fmt.entry(target) in ("dir", "opaque") else os.unlink(target)
+        if os.path.isdir(source):
+            shutil.copytree(source, target, symlinks=True)
+            fmt.write_opaque(target)
+        else:
+            shutil.copy2(source, target)
 
     def capture(self, sandbox: OpenLayer) -> None:
         """Nothing to do: the kernel wrote every change into the upper directory already."""

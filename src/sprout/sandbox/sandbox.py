@@ -147,6 +147,19 @@ class Sandbox:
             raise BadArgument("timeout", f"expected a positive number of seconds, got {timeout!r}")
         return self._backend.run(self, command, float(timeout))
 
+    def put(self, source: str | os.PathLike[str], destination: str) -> None:
+        """Copy a local file or directory to absolute path `destination` inside, between calls.
+
+        For task set-up (COPY) and for handing the verifier its hidden tests;
+        it replaces whatever `destination` held.
+        """
+        self._check_open()
+        if not os.path.exists(source):
+            raise BadArgument("source", f"{os.fspath(source)} does not exist")
+        if not isinstance(destination, str) or not destination.startswith("/"):
+            raise BadArgument("destination", f"expected an absolute path, got {destination!r}")
+        self._backend.put(self, os.fspath(source), os.path.normpath(destination))
+
     def shell(self) -> int:
         """An interactive shell on this terminal, for a person to look around; its exit code."""
         self._check_open()

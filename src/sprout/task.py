@@ -1,0 +1,67 @@
+"""The task model: what sprout needs to run, verify and replay one task, whatever its source."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ResultsFormat = Literal["auto", "reward", "ctrf", "junit", "pytest", "tap", "exit-code"]
+
+
+class TaskError(ValueError):
+    """A task that cannot be read; the message names the task, the file and the field."""
+
+
+class SetupStep(BaseModel):
+    """One step that builds the task's base layer (from the Dockerfile, or given directly)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["run", "copy"]
+    command: str = ""
+    """For `run`: a shell command, run in `workdir`."""
+    source: str = ""
+    """For `copy`: a path relative to the task's environment folder."""
+    destination: str = ""
+    """For `copy`: an absolute path inside the sandbox."""
+    workdir: str = "/"
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class SolutionStep(BaseModel):
+    """One turn of the reference solution, with the wrong variants a task may offer."""
+
+    model_config = ConfigDict(frozen=True)
+
+    command: str
+    wrong: tuple[str, ...] = ()
+
+
+class Task(BaseModel):
+    """A task: an instruction, an environment, a reference solution and hidden tests."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    path: Path
+    instruction: str
+    image: str = "host"
+    """"host" or the path of a root-filesystem folder."""
+    setup: tuple[SetupStep, ...] = ()
+    environment_dir: Path | None = None
+    """Where COPY sources are read from."""
+    workdir: str = "/workspace"
+    env: dict[str, str] = Field(default_factory=dict)
+    network: bool = True
+    solution: tuple[SolutionStep, ...] = ()
+    tests_dir: Path | None = None
+    """Copied to /tests on the verifier's fork only, never visible to the agent."""
+    verifier_command: str = "bash /tests/test.sh"
+    verifier_timeout_s: float = 900.0
+    agent_timeout_s: float | None = None
+    results: ResultsFormat = "auto"
+    required_tests: tuple[str, ...] | None = None
+    warnings: tuple[str, ...] = ()
+    """What the loader had to guess (an unmapped FROM image, say), to show the user."""

@@ -1,0 +1,177 @@
+"""The native task folder: the Terminal-Bench 2 / Harbor layout plus a `[sprout]` table.
+
+    TASK/instruction.md        what the agent is asked to do
+    TASK/task.toml             [verifier] timeout_sec, [agent] timeout_sec, [sprout] (below)
+    TASK/environment/          Dockerfile and the files it copies
+    TASK/solution/solve.sh     the reference solution; `# step` lines split it into turns
+    TASK/tests/test.sh         hidden tests, copied to /tests on the verifier's fork only
+
+See docs/tasks.md for every field.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from sprout.task import ResultsFormat, SetupStep, SolutionStep, Task, TaskError
+from sprout.tasks.dockerfile import plan_dockerfile
+
+STEP_MARKER = "# step"
+WRONG_MARKER = "# wrong:"
+
+
+class SproutTable(BaseModel):
+    """The `[sprout]` table of task.toml: what sprout needs beyond the harness's fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    image: str | None = None
+    """"host" or a root-filesystem folder (relative to the task); default: from FROM."""
+    workdir: str | None = None
+    """The agent's directory; default: the Dockerfile's last WORKDIR, else /workspace."""
+    network: bool = True
+    results: ResultsFormat = "auto"
+    required_tests: list[str] | None = None
+    verifier_command: str | None = None
+    """Replaces `bash /tests/test.sh`, e.g. to run the test files with a local pytest offline."""
+    setup: list[str] = []
+    """Extra shell steps after the Dockerfile's."""
+    env: dict[str, str] = {}
+
+
+def _toml(path: Path, task_id: str) -> dict[str, object]:
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise TaskError(f"{task_id}: {path}: {error}") from None
+
+
+def _timeout(data: dict[str, object], table: str, path: Path, task_id: str) -> float | None:
+    section = data.get(table, {})
+    value = section.get("timeout_sec") if isinstance(section, dict) else None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise TaskError(f"{task_id}: {path}: {table}.timeout_sec: expected a positive number")
+    return float(value)
+
+
+def split_solution(text: str) -> tuple[SolutionStep, ...]:
+    """The reference solution as the oracle's turns.
+
+    Lines `# step` start a new turn; `# wrong: COMMAND` inside a step offers a
+    wrong variant of it (for oracle-noise). Commands before the first marker
+    (`set -e`, `cd /app`) are repeated at the head of every step, since each
+    turn runs in a fresh shell. Without markers the whole script is one turn.
+    """
+    preamble: list[str] = []
+    steps: list[tuple[list[str], list[str]]] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#!"):
+            continue
+        if stripped.lower().startswith(STEP_MARKER):
+            steps.append(([], []))
+        elif stripped.lower().startswith(WRONG_MARKER) and steps:
+            steps[-1][1].append(stripped[len(WRONG_MARKER) :].strip())
+        elif steps:
+            steps[-1][0].append(line)
+        elif stripped and not stripped.startswith("#"):
+            preamble.append(line)
+    if not steps:
+        body = "\n".join(preamble).strip()
+        return (SolutionStep(command=body),) if body else ()
+    head = "\n".join(preamble).strip()
+    result = []
+    for lines, wrong in steps:
+        body = "\n".join(lines).strip()
+        if not body:
+            continue
+        joined = f"{head}\n{body}" if head else body
+        variants = tuple(f"{head}\n{w}" if head else w for w in wrong)
+        result.append(SolutionStep(command=joined, wrong=variants))
+    return tuple(result)
+
+
+def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) -> Task:
+    """Read a task folder; TaskError names the task, the file and the field at fault."""
+    path = Path(path).resolve()
+    task_id = path.name
+    instruction_file = path / "instruction.md"
+    if not instruction_file.is_file():
+        raise TaskError(f"{task_id}: {instruction_file}: missing (every task needs one)")
+    toml_path = path / "task.toml"
+    data = _toml(toml_path, task_id)
+    try:
+        sprout = SproutTable.model_validate(data.get("sprout", {}))
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise TaskError(f"{task_id}: {toml_path}: sprout.{field}: {first['msg']}") from None
+
+    environment = path / "environment"
+    dockerfile = environment / "Dockerfile"
+    plan = (
+        plan_dockerfile(
+            dockerfile.read_text(encoding="utf-8"),
+            where=str(dockerfile),
+            images=images,
+            context=environment,
+        )
+        if dockerfile.is_file()
+        else None
+    )
+    image = sprout.image or (plan.image if plan else "host")
+    if image != "host":
+        image = str((path / image).resolve())
+        if not Path(image).is_dir():
+            raise TaskError(f"{task_id}: {toml_path}: sprout.image: {image} is not a folder")
+    workdir = sprout.workdir or (plan.workdir if plan and plan.workdir else "/workspace")
+    if not workdir.startswith("/"):
+        raise TaskError(f"{task_id}: {toml_path}: sprout.workdir: {workdir!r} is not absolute")
+    steps = list(plan.steps if plan else [])
+    env = {**(plan.env if plan else {}), **sprout.env}
+    steps += [SetupStep(kind="run", command=c, workdir=workdir, env=env) for c in sprout.setup]
+    for step in steps:
+        if step.kind == "copy" and not (environment / step.source).exists():
+            raise TaskError(
+                f"{task_id}: {dockerfile}: COPY {step.source}: no such file in {environment}"
+            )
+
+    solution_file = path / "solution" / "solve.sh"
+    solution = (
+        split_solution(solution_file.read_text(encoding="utf-8"))
+        if (solution_file.is_file())
+        else ()
+    )
+    tests_dir = path / "tests"
+    if sprout.verifier_command is None and not (tests_dir / "test.sh").is_file():
+        raise TaskError(
+            f"{task_id}: {tests_dir / 'test.sh'}: missing, and task.toml sets no "
+            "sprout.verifier_command"
+        )
+    return Task(
+        id=task_id,
+        path=path,
+        instruction=instruction_file.read_text(encoding="utf-8").strip(),
+        image=image,
+        setup=tuple(steps),
+        environment_dir=environment if environment.is_dir() else None,
+        workdir=workdir,
+        env=env,
+        network=sprout.network,
+        solution=solution,
+        tests_dir=tests_dir if tests_dir.is_dir() else None,
+        verifier_command=sprout.verifier_command or "bash /tests/test.sh",
+        verifier_timeout_s=_timeout(data, "verifier", toml_path, task_id) or 900.0,
+        agent_timeout_s=_timeout(data, "agent", toml_path, task_id),
+        results=sprout.results,
+        required_tests=tuple(sprout.required_tests) if sprout.required_tests else None,
+        warnings=tuple(plan.warnings if plan else ()),
+    )

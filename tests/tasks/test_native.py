@@ -1,0 +1,139 @@
+"""Reading native task folders, translating Dockerfiles, and building cached base layers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sprout.sandbox import LayerStore, Sandbox
+from sprout.task import TaskError
+from sprout.tasks import base_checkpoint, load_native, split_solution
+from sprout.tasks.dockerfile import plan_dockerfile
+
+DOCKERFILE = """\
+FROM python:3.11-slim
+ARG GREETING=hello
+ENV APP_MODE=test \\
+    OTHER=1
+WORKDIR /app
+COPY src/ /app/src/
+COPY setup.cfg .
+RUN echo "$GREETING $APP_MODE" > built.txt && date +%s%N > stamp
+"""
+
+
+def make_task(root: Path, dockerfile: str = DOCKERFILE, toml: str = "") -> Path:
+    task = root / "fix-calc"
+    (task / "environment" / "src").mkdir(parents=True)
+    (task / "environment" / "Dockerfile").write_text(dockerfile)
+    (task / "environment" / "src" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (task / "environment" / "setup.cfg").write_text("[metadata]\nname = calc\n")
+    (task / "instruction.md").write_text("Fix add() in src/calc.py.\n")
+    (task / "task.toml").write_text('version = "1.0"\n[verifier]\ntimeout_sec = 60\n' + toml)
+    (task / "solution").mkdir()
+    (task / "solution" / "solve.sh").write_text(
+        "#!/bin/bash\nset -e\n# step\ncat src/calc.py\n# step\n"
+        "sed -i 's/a - b/a + b/' src/calc.py\n# wrong: sed -i 's/a - b/a * b/' src/calc.py\n"
+    )
+    (task / "tests").mkdir()
+    (task / "tests" / "test.sh").write_text("python3 -c 'import sys'\n")
+    return task
+
+
+def test_native_folder_is_read_with_dockerfile_steps(tmp_path):
+    task = load_native(make_task(tmp_path))
+    assert task.id == "fix-calc"
+    assert task.instruction == "Fix add() in src/calc.py."
+    assert task.workdir == "/app"
+    assert task.image == "host"
+    assert any("python:3.11-slim" in w for w in task.warnings)
+    assert task.env == {"APP_MODE": "test", "OTHER": "1"}
+    kinds = [(s.kind, s.destination or s.command) for s in task.setup]
+    assert kinds[0] == ("copy", "/app/src")
+    assert kinds[1] == ("copy", "/app/setup.cfg")
+    assert kinds[2][0] == "run" and task.setup[2].workdir == "/app"
+    assert task.setup[2].env["GREETING"] == "hello"
+    assert task.verifier_timeout_s == 60
+    assert [s.command for s in task.solution] == [
+        "set -e\ncat src/calc.py",
+        "set -e\nsed -i 's/a - b/a + b/' src/calc.py",
+    ]
+    assert task.solution[1].wrong == ("set -e\nsed -i 's/a - b/a * b/' src/calc.py",)
+
+
+def test_from_maps_to_a_root_filesystem_folder(tmp_path):
+    rootfs = tmp_path / "rootfs"
+    rootfs.mkdir()
+    plan = plan_dockerfile("FROM debian:12\n", where="D", images={"debian": str(rootfs)})
+    assert plan.image == str(rootfs)
+    assert plan.warnings == []
+
+
+@pytest.mark.parametrize("instruction", ["CMD", "ENTRYPOINT", "ADD", "USER"])
+def test_unsupported_instructions_are_named(tmp_path, instruction):
+    task = make_task(tmp_path, DOCKERFILE + f"{instruction} something\n")
+    with pytest.raises(
+        TaskError, match=f"Dockerfile:9: unsupported Dockerfile instruction {instruction}"
+    ):
+        load_native(task)
+
+
+@pytest.mark.parametrize(
+    ("toml", "field"),
+    [
+        ("[sprout]\nnetwork = 'maybe'\n", "sprout.network"),
+        ("[sprout]\nresults = 'xml'\n", "sprout.results"),
+        ("[sprout]\nimagee = 'host'\n", "sprout.imagee"),
+        ("[sprout]\nworkdir = 'app'\n", "sprout.workdir"),
+    ],
+)
+def test_bad_sprout_fields_name_task_file_and_field(tmp_path, toml, field):
+    with pytest.raises(TaskError) as raised:
+        load_native(make_task(tmp_path, toml=toml))
+    message = str(raised.value)
+    assert message.startswith("fix-calc: ")
+    assert "task.toml" in message
+    assert field in message
+
+
+def test_missing_files_are_named(tmp_path):
+    task = make_task(tmp_path)
+    (task / "tests" / "test.sh").unlink()
+    with pytest.raises(TaskError, match=r"test\.sh: missing"):
+        load_native(task)
+    (task / "instruction.md").unlink()
+    with pytest.raises(TaskError, match=r"instruction\.md: missing"):
+        load_native(task)
+
+
+def test_a_copy_of_a_missing_file_is_named(tmp_path):
+    with pytest.raises(TaskError, match="COPY nothere"):
+        load_native(make_task(tmp_path, DOCKERFILE + "COPY nothere /app/\n"))
+
+
+def test_solution_without_markers_is_one_turn():
+    assert [s.command for s in split_solution("#!/bin/sh\necho a\necho b\n")] == ["echo a\necho b"]
+
+
+@pytest.mark.sandbox
+def test_base_layer_is_built_once_and_hides_the_tests(overlay_store: LayerStore, tmp_path):
+    task = load_native(make_task(tmp_path))
+    first = base_checkpoint(task, overlay_store)
+    again = base_checkpoint(task, overlay_store)
+    assert again == first  # cached: the RUN step (which stamps the time) did not run again
+    with Sandbox.fork(overlay_store, first) as sandbox:
+        seen = sandbox.run("pwd; cat built.txt; ls src; echo $APP_MODE; ls /tests 2>&1 | head -1")
+    lines = seen.output.splitlines()
+    assert lines[:4] == ["/app", "hello test", "calc.py", "test"]
+    assert "No such file" in lines[4]
+    overlay_store.gc()  # a named base layer survives GC with nothing else kept
+    with Sandbox.fork(overlay_store, first) as sandbox:
+        assert sandbox.run("cat built.txt").output == "hello test\n"
+
+
+@pytest.mark.sandbox
+def test_a_failing_setup_step_names_the_task_and_step(overlay_store: LayerStore, tmp_path):
+    task = load_native(make_task(tmp_path, DOCKERFILE + "RUN echo broken >&2 && exit 7\n"))
+    with pytest.raises(TaskError, match=r"fix-calc: set-up step 4 .* exit code 7: broken"):
+        base_checkpoint(task, overlay_store)
