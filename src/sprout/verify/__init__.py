@@ -1,0 +1,21 @@
+"""The verifier: hidden tests run on a fork of the final checkpoint, read into a reward."""
+
+from sprout.verify.parsers import parse_ctrf, parse_junit_xml, parse_pytest_summary, read_reward
+from sprout.verify.results import FORMATS, diagnose, read_results, score
+from sprout.verify.tap import parse_tap
+from sprout.verify.types import Diagnostics, ResultsError, TestResult
+
+__all__ = [
+    "FORMATS",
+    "Diagnostics",
+    "ResultsError",
+    "TestResult",
+    "diagnose",
+    "parse_ctrf",
+    "parse_junit_xml",
+    "parse_pytest_summary",
+    "parse_tap",
+    "read_results",
+    "read_reward",
+    "score",
+]

@@ -1,0 +1,325 @@
+"""From what a verifier run left behind to a reward and diagnostics.
+
+`read_results` picks the results format, `score` applies the reward rule, and `diagnose`
+packs the evidence (capped) with a one-line summary for people and the analyst.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+from sprout.verify.parsers import (
+    decode,
+    has_pytest_summary,
+    parse_ctrf,
+    parse_junit_xml,
+    parse_pytest_summary,
+    read_reward,
+)
+from sprout.verify.tap import has_tap, parse_tap
+from sprout.verify.types import Diagnostics, ResultsError, TestResult
+
+FORMATS = ("auto", "reward", "ctrf", "junit", "pytest", "tap", "exit-code")
+"""The values a task's results format may take; "auto" tries them in the order below."""
+PER_TEST_FORMATS = ("ctrf", "junit", "pytest", "tap")
+"""Formats that name tests, in the order "auto" tries them: files first, then the log."""
+REWARD_FILES = ("reward.txt", "reward.json")
+MESSAGE_CAP = 2000
+LOG_TAIL_CAP = 4000
+_LISTED = 5  # failing tests named in a summary
+
+
+def score(
+    tests: Sequence[TestResult], required: Sequence[str] | None = None
+) -> tuple[float, tuple[str, ...]]:
+    """The binary reward for these results, and the required tests that none of them matched.
+
+    With required names: 1.0 only if each one matches at least one result and every result it
+    matches passed. A name matches a test with exactly that name or, failing that, one whose
+    id ends with it, comparing whole parts: "test_b", "TestA::test_b" and "t.py::TestA::test_b"
+    all match "tests/t.py::TestA::test_b" (and JUnit's "tests.t.TestA::test_b"); a name
+    without "[...]" also matches every parametrization. With no names (None or empty): 1.0
+    only if at least one test passed and none failed or errored; skips count neither way.
+    """
+    if required is not None and isinstance(required, str):
+        raise ResultsError(f"required: expected a list of test names, got the string {required!r}")
+    if not required:
+        outcomes = {test.outcome for test in tests}
+        passed = "passed" in outcomes and not outcomes & {"failed", "error"}
+        return (1.0 if passed else 0.0), ()
+    parts = [(_parts(test.name), _parts(_unparametrized(test.name)), test) for test in tests]
+    missing: list[str] = []
+    reward = 1.0
+    for name in required:
+        matched = [test for test in tests if test.name == name]
+        if not matched:
+            want = _parts(name)
+            matched = [
+                test
+                for full, bare, test in parts
+                if _ends_with(full, want) or ("[" not in want[-1] and _ends_with(bare, want))
+            ]
+        if not matched:
+            missing.append(name)
+            reward = 0.0
+        elif any(test.outcome != "passed" for test in matched):
+            reward = 0.0
+    return reward, tuple(missing)
+
+
+def _parts(name: str) -> tuple[str, ...]:
+    """ "tests/t.py::A::b" and "tests.t.A::b" both as ("tests", "t", "A", "b")."""
+    *scopes, last = name.split("::")
+    out: list[str] = []
+    for scope in scopes:
+        scope = scope.removeprefix("./").removesuffix(".py")
+        out.extend(part for part in re.split(r"[/.]", scope) if part)
+    return (*out, last)
+
+
+def _unparametrized(name: str) -> str:
+    return re.sub(r"\[.*\]$", "", name)
+
+
+def _ends_with(parts: tuple[str, ...], suffix: tuple[str, ...]) -> bool:
+    return len(suffix) <= len(parts) and parts[len(parts) - len(suffix) :] == suffix
+
+
+def diagnose(
+    tests: Sequence[TestResult],
+    *,
+    source: str,
+    log: str = "",
+    exit_code: int | None = 0,
+    required: Sequence[str] | None = None,
+    reward: float | None = None,
+    notes: Sequence[str] = (),
+    message_cap: int = MESSAGE_CAP,
+    log_tail_cap: int = LOG_TAIL_CAP,
+) -> Diagnostics:
+    """Diagnostics for one verifier run.
+
+    The reward is `reward` when a reward file or the exit code decided it, otherwise
+    `score(tests, required)`; an `exit_code` of None means the verifier timed out, which makes
+    it 0 whatever the results say. Each message is cut to `message_cap` characters and the log
+    to its last `log_tail_cap`. `notes` (ignored files and the like) end the summary.
+    """
+    if message_cap < 1 or log_tail_cap < 1:
+        raise ResultsError(f"caps must be positive, got {message_cap=} and {log_tail_cap=}")
+    scored, missing = score(tests, required)
+    decided = scored if reward is None else reward
+    if exit_code is None:
+        decided = 0.0
+    kept = tuple(
+        test
+        if len(test.message) <= message_cap
+        else TestResult(test.name, test.outcome, cap(test.message, message_cap))
+        for test in tests
+    )
+    counts = {outcome: sum(t.outcome == outcome for t in tests) for outcome in _OUTCOME_ORDER}
+    parts = ["the verifier timed out, so the reward is 0"] if exit_code is None else []
+    ran = counts["passed"] + counts["failed"] + counts["error"]
+    if tests:
+        line = f"{counts['passed']} of {ran} tests passed"
+        parts.append(line + (f" ({counts['skipped']} skipped)" if counts["skipped"] else ""))
+        parts.extend(_failures(tests, "failed", "failed"))
+        parts.extend(_failures(tests, "error", "errors"))
+    elif reward is None:
+        parts.append("no tests were collected")
+    if required and scored == 1.0:
+        parts.append(f"all {len(required)} required tests passed")
+    if missing:
+        shown = ", ".join(missing[:10]) + (
+            f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        )
+        parts.append(f"required tests missing: {shown}")
+    origin = source.split("+")[0]
+    if reward is not None and exit_code is not None and origin.startswith(("reward:", "exit-")):
+        label = "the exit code" if origin == "exit-code" else origin.removeprefix("reward:")
+        parts.append(f"reward {reward:g} from {label}")
+    parts.extend(cap(note, 300) for note in notes)
+    return Diagnostics(
+        reward=float(decided),
+        tests=kept,
+        passed=counts["passed"],
+        failed=counts["failed"],
+        errored=counts["error"],
+        skipped=counts["skipped"],
+        required_missing=missing,
+        source=source,
+        log_tail=tail(decode(log), log_tail_cap),
+        summary="; ".join(parts),
+    )
+
+
+_OUTCOME_ORDER = ("passed", "failed", "error", "skipped")
+
+
+def _failures(tests: Sequence[TestResult], outcome: str, label: str) -> list[str]:
+    bad = [test for test in tests if test.outcome == outcome]
+    if not bad:
+        return []
+    shown = []
+    for test in bad[:_LISTED]:
+        first = next((line.strip() for line in test.message.splitlines() if line.strip()), "")
+        first = first if len(first) <= 100 else first[:97] + "..."
+        shown.append(f"{test.name} ({first})" if first else test.name)
+    more = f" and {len(bad) - _LISTED} more" if len(bad) > _LISTED else ""
+    return [f"{label}: {', '.join(shown)}{more}"]
+
+
+def cap(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, saying how long it was."""
+    if len(text) <= limit:
+        return text
+    marker = f" [... cut, {len(text)} characters in all]"
+    if limit <= len(marker):
+        return text[:limit]
+    return text[: limit - len(marker)] + marker
+
+
+def tail(log: str, limit: int) -> str:
+    """The last `limit` characters of a log, starting at a whole line where one is near."""
+    if len(log) <= limit:
+        return log
+    marker = f"[... the first part of {len(log)} characters is cut]\n"
+    if limit <= len(marker):
+        return log[-limit:]
+    body = log[-(limit - len(marker)) :]
+    newline = body.find("\n")
+    if 0 <= newline < len(body) // 2:
+        body = body[newline + 1 :]
+    return marker + body
+
+
+def read_results(
+    files: Mapping[str, bytes],
+    log: str,
+    exit_code: int | None,
+    *,
+    format: str = "auto",
+    required: Sequence[str] | None = None,
+    task: str | None = None,
+) -> Diagnostics:
+    """Reward and diagnostics from the files a verifier run left and its log.
+
+    `files` maps paths (such as "/logs/verifier/junit.xml") to contents; `exit_code` is None
+    when the verifier timed out. `format` is one of FORMATS. "auto" reads the first per-test
+    format present (CTRF "*ctrf*.json", JUnit "*.xml", pytest's summary in the log, TAP in the
+    log); then a reward file (reward.txt, reward.json), if any, decides the reward and the
+    tests are diagnostics only; with neither, the exit code does (1 iff 0). A per-test file
+    that cannot be read is skipped with a note in the summary.
+
+    A named format is the only one that decides: when its results are missing or unreadable
+    the reward is 0 and the summary says why; "reward" and "exit-code" still show whatever
+    per-test results exist. Raises ResultsError for an unknown format and for a reward file
+    that holds no number (a broken task, not a failed attempt), naming the task and file.
+    """
+    where = f"task {task}: " if task else ""
+    if format not in FORMATS:
+        raise ResultsError(f"{where}results format {format!r} is unknown; use one of {FORMATS}")
+    readers = _readers(files, log)
+
+    def done(
+        tests: Sequence[TestResult],
+        source: str,
+        reward: float | None = None,
+        notes: Sequence[str] = (),
+    ) -> Diagnostics:
+        if required and "pytest-counts" in source:
+            unnamed = "pytest ran without -rA, so its passing tests have no names to match"
+            notes = [*notes, unnamed]
+        return diagnose(
+            tests,
+            source=source,
+            log=log,
+            exit_code=exit_code,
+            required=required,
+            reward=reward,
+            notes=notes,
+        )
+
+    if format in PER_TEST_FORMATS:
+        try:
+            found = readers[format]()
+        except ResultsError as error:
+            return done([], format, reward=0.0, notes=[f"{format} results unreadable: {error}"])
+        if found is None:
+            return done([], format, reward=0.0, notes=[f"no {format} results: {_WHERE[format]}"])
+        return done(found[0], found[1])
+    notes: list[str] = []
+    tests: list[TestResult] = []
+    test_source = ""
+    for name in PER_TEST_FORMATS:
+        try:
+            found = readers[name]()
+        except ResultsError as error:
+            notes.append(f"ignored unreadable {name} results: {error}")
+            continue
+        if found is not None:
+            tests, test_source = found
+            break
+    reward_path = _reward_file(files)
+    if format in ("auto", "reward") and reward_path:
+        try:
+            reward = read_reward(files[reward_path], source=reward_path)
+        except ResultsError as error:
+            raise ResultsError(f"{where}{error}") from None
+        source = "+".join(s for s in (f"reward:{reward_path}", test_source) if s)
+        return done(tests, source, reward=reward, notes=notes)
+    if format == "reward":
+        missing = f"no reward file ({' or '.join(REWARD_FILES)}) among the verifier's files"
+        return done(tests, "reward", reward=0.0, notes=[missing, *notes])
+    if format == "auto" and test_source:
+        return done(tests, test_source, notes=notes)
+    source = "+".join(s for s in ("exit-code", test_source) if s)
+    if exit_code is not None:
+        notes.insert(0, f"the verifier exited with {exit_code}")
+    if not tests:
+        notes.insert(0, "no per-test results")
+    return done(tests, source, reward=1.0 if exit_code == 0 else 0.0, notes=notes)
+
+
+_WHERE = {
+    "ctrf": "no *ctrf*.json file among the verifier's files",
+    "junit": "no *.xml file among the verifier's files",
+    "pytest": "the log has no pytest summary (run pytest with -rA)",
+    "tap": "the log has no TAP (no 'TAP version' or '1..N' plan line)",
+}
+
+_Found = tuple[list[TestResult], str] | None
+
+
+def _readers(files: Mapping[str, bytes], log: str) -> dict[str, Callable[[], _Found]]:
+    def from_files(kind: str, parse: Callable[..., list[TestResult]], match: str) -> _Found:
+        paths = sorted(path for path in files if re.search(match, posixpath.basename(path), re.I))
+        if not paths:
+            return None
+        tests = [test for path in paths for test in parse(files[path], source=path)]
+        return tests, f"{kind}:{','.join(paths)}"
+
+    def pytest() -> _Found:
+        if not has_pytest_summary(log):
+            return None
+        tests = parse_pytest_summary(log, source="the verifier's log")
+        named = not any(test.name.startswith("<unnamed ") for test in tests)
+        return tests, "pytest-rA" if named else "pytest-counts"
+
+    return {
+        "ctrf": lambda: from_files("ctrf", parse_ctrf, r"ctrf.*\.json$"),
+        "junit": lambda: from_files("junit", parse_junit_xml, r"\.xml$"),
+        "pytest": pytest,
+        "tap": lambda: (
+            (parse_tap(log, source="the verifier's log"), "tap") if has_tap(log) else None
+        ),
+    }
+
+
+def _reward_file(files: Mapping[str, bytes]) -> str | None:
+    for name in REWARD_FILES:
+        paths = sorted(path for path in files if posixpath.basename(path) == name)
+        if paths:
+            return paths[0]
+    return None
