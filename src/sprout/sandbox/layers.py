@@ -33,6 +33,7 @@ from sprout.sandbox.layerfmt import (
     MarkerFormat,
     OverlayFormat,
     disk_usage,
+    lookup,
     merge,
     remove_tree,
 )
@@ -269,6 +270,19 @@ class LayerStore:
         """Save checkpoint `layer_id` under `name`; GC keeps it and all it stacks on."""
         self.layer(layer_id)
         _write_atomically(os.path.join(self.path, "r", _ref_name(name)), layer_id, self.durable)
+
+    def read(self, layer_id: str, path: str, *, upper: str | None = None) -> bytes | None:
+        """The bytes of file `path` as checkpoint `layer_id` (plus an unsealed `upper`) holds
+        it, read from the layers without running anything; None when it is not a file."""
+        stack = [self.diff_dir(i) for i in self.stack(layer_id)]
+        if upper is not None:
+            stack.insert(0, self.diff_dir(upper))
+        rel = os.path.normpath(path).lstrip("/")
+        found = lookup(stack, self.image_root(self.layer(layer_id).config), rel, self.format)
+        if found is None or not os.path.isfile(found):
+            return None
+        with open(found, "rb") as handle:
+            return handle.read()
 
     def new_layer(self, parent: str | None) -> str:
         """Start an unsealed layer on top of `parent`, held by this process until sealed."""

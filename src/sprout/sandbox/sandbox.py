@@ -160,6 +160,12 @@ class Sandbox:
             raise BadArgument("destination", f"expected an absolute path, got {destination!r}")
         self._backend.put(self, os.fspath(source), os.path.normpath(destination))
 
+    def read(self, path: str) -> bytes | None:
+        """The bytes of file `path` inside, as the last call left it; None when it is no file."""
+        self._check_open()
+        self._backend.capture(self)
+        return self.store.read(self.parent, path, upper=self.upper)
+
     def shell(self) -> int:
         """An interactive shell on this terminal, for a person to look around; its exit code."""
         self._check_open()

@@ -2,6 +2,7 @@
 
 from sprout.verify.parsers import parse_ctrf, parse_junit_xml, parse_pytest_summary, read_reward
 from sprout.verify.results import FORMATS, diagnose, read_results, score
+from sprout.verify.runner import Verdict, run_verifier, workdir_patch
 from sprout.verify.tap import parse_tap
 from sprout.verify.types import Diagnostics, ResultsError, TestResult
 
@@ -10,6 +11,7 @@ __all__ = [
     "Diagnostics",
     "ResultsError",
     "TestResult",
+    "Verdict",
     "diagnose",
     "parse_ctrf",
     "parse_junit_xml",
@@ -17,5 +19,7 @@ __all__ = [
     "parse_tap",
     "read_results",
     "read_reward",
+    "run_verifier",
     "score",
+    "workdir_patch",
 ]

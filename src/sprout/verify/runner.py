@@ -1,0 +1,87 @@
+"""Running a task's hidden tests on a throw-away fork of an attempt's final checkpoint."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+
+from sprout.sandbox import LayerStore, Sandbox
+from sprout.task import Task
+from sprout.verify.results import read_results
+from sprout.verify.types import Diagnostics
+
+LOGS = "/logs/verifier"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The verifier's reward and diagnostics, and the attempt's patch."""
+
+    diagnostics: Diagnostics
+    patch: str
+
+    @property
+    def reward(self) -> float:
+        return self.diagnostics.reward
+
+
+def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base: str) -> Verdict:
+    """Copy the hidden tests into a fork of `checkpoint`, run the verifier, read its results.
+
+    The fork is thrown away: the tests never reach a layer the agent can see.
+    """
+    with Sandbox.fork(layers, checkpoint, network=True) as sandbox:
+        if task.tests_dir is not None:
+            sandbox.put(os.fspath(task.tests_dir), "/tests")
+        sandbox.run(f"mkdir -p {LOGS}")
+        observation = sandbox.run(task.verifier_command, timeout=task.verifier_timeout_s)
+        files: dict[str, bytes] = {}
+        for change in sandbox.changes(since=checkpoint):
+            if change.path.startswith(LOGS + "/") and change.kind != "deleted":
+                content = sandbox.read(change.path)
+                if content is not None:
+                    files[change.path] = content
+    diagnostics = read_results(
+        files,
+        observation.output,
+        None if observation.timed_out else observation.exit_code,
+        format=task.results,
+        required=task.required_tests,
+        task=task.id,
+    )
+    return Verdict(diagnostics, workdir_patch(layers, base, checkpoint, task.workdir))
+
+
+def workdir_patch(layers: LayerStore, base: str, checkpoint: str, workdir: str) -> str:
+    """A unified diff of the workdir from checkpoint `base` to `checkpoint`, read from layers."""
+    with Sandbox.fork(layers, checkpoint) as sandbox:
+        changes = sandbox.changes(since=base)
+    prefix = workdir.rstrip("/") + "/"
+    hunks = []
+    for change in changes:
+        if not change.path.startswith(prefix):
+            continue
+        before = layers.read(base, change.path)
+        after = layers.read(checkpoint, change.path)
+        if before is None and after is None:
+            continue
+        name = change.path[len(prefix) :]
+        hunks.append(_diff(name, before, after))
+    return "".join(hunks)
+
+
+def _diff(name: str, before: bytes | None, after: bytes | None) -> str:
+    old = (before or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
+    new = (after or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
+    if b"\0" in (before or b"") + (after or b""):
+        return f"Binary file {name} differs\n"
+    lines = difflib.unified_diff(
+        old,
+        new,
+        fromfile="/dev/null" if before is None else f"a/{name}",
+        tofile="/dev/null" if after is None else f"b/{name}",
+    )
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )

@@ -1,0 +1,91 @@
+"""The verifier on a sandbox: hidden tests on a throw-away fork, reward, diagnostics, patch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sprout.sandbox import LayerStore, Sandbox
+from sprout.tasks import base_checkpoint, load_native
+
+pytestmark = pytest.mark.sandbox
+
+TEST_SH = """\
+cd /app
+if python3 -c 'from src.calc import add; assert add(2, 3) == 5' 2>/dev/null; then
+  echo '1..2'; echo 'ok 1 - imports'; echo 'ok 2 - add'
+else
+  echo '1..2'; echo 'ok 1 - imports'; echo 'not ok 2 - add'
+  echo '  ---'; echo '  message: add(2, 3) != 5'; echo '  ...'
+fi
+"""
+
+
+def make_task(root: Path, results: str = "tap") -> Path:
+    task = root / "calc"
+    (task / "environment" / "src").mkdir(parents=True)
+    (task / "environment" / "Dockerfile").write_text("FROM x\nWORKDIR /app\nCOPY src/ /app/src/\n")
+    (task / "environment" / "src" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (task / "instruction.md").write_text("Fix add().\n")
+    (task / "task.toml").write_text(
+        f'[verifier]\ntimeout_sec = 30\n[sprout]\nresults = "{results}"\n'
+    )
+    (task / "tests").mkdir()
+    (task / "tests" / "test.sh").write_text(TEST_SH)
+    return task
+
+
+def fixed(layers: LayerStore, base: str) -> str:
+    with Sandbox.fork(layers, base) as sandbox:
+        sandbox.run("sed -i 's/a - b/a + b/' src/calc.py && echo notes > NOTES")
+        return sandbox.checkpoint()
+
+
+def test_untouched_task_fails_and_a_fix_passes(overlay_store: LayerStore, tmp_path):
+    from sprout.verify import run_verifier
+
+    task = load_native(make_task(tmp_path))
+    base = base_checkpoint(task, overlay_store)
+    untouched = run_verifier(task, overlay_store, base, base)
+    assert untouched.reward == 0
+    assert untouched.diagnostics.passed == 1 and untouched.diagnostics.failed == 1
+    assert "add(2, 3) != 5" in untouched.diagnostics.summary + str(untouched.diagnostics.tests)
+    assert untouched.patch == ""
+
+    checkpoint = fixed(overlay_store, base)
+    verdict = run_verifier(task, overlay_store, checkpoint, base)
+    assert verdict.reward == 1
+    assert verdict.diagnostics.passed == 2
+    assert "-    return a - b\n+    return a + b\n" in verdict.patch
+    assert "--- /dev/null\n+++ b/NOTES\n" in verdict.patch
+
+
+def test_hidden_tests_never_reach_an_agent_visible_layer(overlay_store: LayerStore, tmp_path):
+    from sprout.verify import run_verifier
+
+    task = load_native(make_task(tmp_path))
+    base = base_checkpoint(task, overlay_store)
+    checkpoint = fixed(overlay_store, base)
+    run_verifier(task, overlay_store, checkpoint, base)
+    for layer in (base, checkpoint):
+        assert overlay_store.read(layer, "/tests/test.sh") is None
+        with Sandbox.fork(overlay_store, layer) as sandbox:
+            assert sandbox.run("ls /tests /logs 2>&1 | wc -l; ls /tests").exit_code != 0
+    every_file = [p for p in Path(overlay_store.path, "l").rglob("*") if p.name == "test.sh"]
+    assert every_file == [], "the verifier's fork left its layer behind"
+
+
+def test_exit_code_results_and_timeouts(overlay_store: LayerStore, tmp_path):
+    from sprout.verify import run_verifier
+
+    path = make_task(tmp_path, results="exit-code")
+    (path / "tests" / "test.sh").write_text("cd /app && grep -q 'a + b' src/calc.py\n")
+    task = load_native(path)
+    base = base_checkpoint(task, overlay_store)
+    assert run_verifier(task, overlay_store, base, base).reward == 0
+    assert run_verifier(task, overlay_store, fixed(overlay_store, base), base).reward == 1
+    slow = task.model_copy(update={"verifier_command": "sleep 30", "verifier_timeout_s": 0.5})
+    verdict = run_verifier(slow, overlay_store, base, base)
+    assert verdict.reward == 0
+    assert "timed out" in verdict.diagnostics.summary
