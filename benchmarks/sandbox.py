@@ -41,8 +41,8 @@ from typing import Any
 
 import sprout.sandbox
 from sprout.sandbox import LayerStore, Observation, Sandbox
+from sprout.sandbox.durable import flush_tree
 from sprout.sandbox.layerfmt import disk_usage
-from sprout.sandbox.layers import flush_tree
 
 
 def _load_sibling(name: str) -> ModuleType:

@@ -21,12 +21,12 @@ import contextlib
 import json
 import os
 import secrets
-import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal, cast
 
+from sprout.sandbox.durable import bytes_freed_by_removing, flush_tree, write_atomically
 from sprout.sandbox.errors import BadArgument, StoreModeMismatch, UnknownCheckpoint
 from sprout.sandbox.layerfmt import (
     LayerFormat,
@@ -103,44 +103,6 @@ def _process_start(pid: int) -> str | None:
         return None
 
 
-def _write_atomically(path: str, text: str, durable: bool) -> None:
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        if durable:
-            handle.flush()
-            os.fsync(handle.fileno())
-    os.replace(temporary, path)
-    if durable:
-        _fsync_directory(os.path.dirname(path))
-
-
-def _fsync_directory(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def flush_tree(root: str, *, files: bool = True) -> None:
-    """fsync every file and directory under `root`, so a sealed layer survives a crash.
-
-    `files=False` flushes directories only: right for a squashed layer, whose
-    files are hard links to data that was flushed when its own layer was sealed.
-    """
-    for directory, _dirnames, filenames in os.walk(root):
-        for name in filenames if files else ():
-            path = os.path.join(directory, name)
-            if os.path.isfile(path) and not os.path.islink(path):
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-        _fsync_directory(directory)
-
-
 class LayerStore:
     """Layers on disk, each with an id, a parent, its size and a reference count.
 
@@ -182,7 +144,7 @@ class LayerStore:
                 from sprout.sandbox.backends import default_mode
 
                 requested = default_mode()
-            _write_atomically(
+            write_atomically(
                 meta_path, json.dumps({"format": STORE_FORMAT, "mode": requested}), True
             )
             return requested
@@ -269,7 +231,7 @@ class LayerStore:
     def set_ref(self, name: str, layer_id: str) -> None:
         """Save checkpoint `layer_id` under `name`; GC keeps it and all it stacks on."""
         self.layer(layer_id)
-        _write_atomically(os.path.join(self.path, "r", _ref_name(name)), layer_id, self.durable)
+        write_atomically(os.path.join(self.path, "r", _ref_name(name)), layer_id, self.durable)
 
     def read(self, layer_id: str, path: str, *, upper: str | None = None) -> bytes | None:
         """The bytes of file `path` as checkpoint `layer_id` (plus an unsealed `upper`) holds
@@ -288,7 +250,7 @@ class LayerStore:
         """Start an unsealed layer on top of `parent`, held by this process until sealed."""
         layer_id = secrets.token_hex(5)
         hold = {"pid": os.getpid(), "start": _process_start(os.getpid()), "parent": parent}
-        _write_atomically(os.path.join(self.path, "h", layer_id), json.dumps(hold), False)
+        write_atomically(os.path.join(self.path, "h", layer_id), json.dumps(hold), False)
         os.mkdir(self.diff_dir(layer_id))
         return layer_id
 
@@ -319,7 +281,7 @@ class LayerStore:
 
     def _write_meta(self, layer: Layer) -> None:
         path = os.path.join(self.path, "m", f"{layer.id}.json")
-        _write_atomically(path, json.dumps(layer.to_json()), self.durable)
+        write_atomically(path, json.dumps(layer.to_json()), self.durable)
         self._cache[layer.id] = layer
 
     def _squash(self, layer: Layer) -> Layer:
@@ -410,7 +372,7 @@ class LayerStore:
         doomed = [i for i in self._sealed_ids() if i not in reachable]
         unsealed = set(os.listdir(os.path.join(self.path, "l"))) - set(self._sealed_ids())
         doomed += [i for i in unsealed if i not in live]
-        freed = _bytes_freed_by_removing([self.diff_dir(i) for i in doomed])
+        freed = bytes_freed_by_removing([self.diff_dir(i) for i in doomed])
         for layer_id in doomed:
             meta = os.path.join(self.path, "m", f"{layer_id}.json")
             if os.path.exists(meta):
@@ -427,18 +389,3 @@ def _ref_name(name: str) -> str:
     if not name or not all(c.isalnum() or c in "._-" for c in name) or name.startswith("."):
         raise BadArgument("name", f"{name!r}: use letters, digits, '.', '_' and '-'")
     return name
-
-
-def _bytes_freed_by_removing(roots: list[str]) -> int:
-    """Disk bytes that deleting `roots` releases: a file counts once all its links go."""
-    links_seen: dict[int, int] = {}
-    inodes: dict[int, tuple[int, int, bool]] = {}
-    for root in roots:
-        for directory, dirnames, filenames in os.walk(root):
-            for name in (*dirnames, *filenames):
-                st = os.lstat(os.path.join(directory, name))
-                links_seen[st.st_ino] = links_seen.get(st.st_ino, 0) + 1
-                inodes[st.st_ino] = (st.st_nlink, st.st_blocks * 512, stat.S_ISDIR(st.st_mode))
-    return sum(
-        size for ino, (nlink, size, is_dir) in inodes.items() if is_dir or links_seen[ino] >= nlink
-    )
