@@ -21,7 +21,13 @@ import warnings
 
 from sprout.sandbox.backends import BASE_ENV, OpenLayer
 from sprout.sandbox.errors import BadArgument
-from sprout.sandbox.layerfmt import MarkerFormat, merge, place_file, remove_tree
+from sprout.sandbox.layerfmt import (
+    MarkerFormat,
+    merge,
+    place_file,
+    remove_tree,
+    replace_with_copy,
+)
 from sprout.sandbox.output import run_captured
 from sprout.sandbox.types import Observation
 
@@ -131,12 +137,7 @@ class CopyBackend:
             )
         target = os.path.join(self._tree(sandbox), destination.lstrip("/"))
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        if os.path.lexists(target):
-            remove_tree(target) if os.path.isdir(target) else os.unlink(target)
-        if os.path.isdir(source):
-            shutil.copytree(source, target, symlinks=True)
-        else:
-            shutil.copy2(source, target)
+        replace_with_copy(source, target)
 
     def capture(self, sandbox: OpenLayer) -> None:
         """Rewrite the unsealed layer as the difference between the tree and the manifest."""

@@ -224,6 +224,18 @@ def remove_tree(path: str) -> None:
         shutil.rmtree(path, onerror=make_writable_and_retry)
 
 
+def replace_with_copy(source: str, target: str) -> None:
+    """Put a copy of local file or directory `source` at `target`, removing what was there."""
+    if os.path.isdir(target) and not os.path.islink(target):
+        remove_tree(target)
+    elif os.path.lexists(target):
+        os.unlink(target)
+    if os.path.isdir(source):
+        shutil.copytree(source, target, symlinks=True)
+    else:
+        shutil.copy2(source, target)
+
+
 def _remove(path: str) -> None:
     if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path)

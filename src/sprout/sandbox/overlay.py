@@ -7,13 +7,12 @@ directory the kernel already wrote: sealing copies nothing.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 
 from sprout.sandbox.backends import BASE_ENV, OpenLayer, shell_for
 from sprout.sandbox.errors import SandboxSetupFailed
 from sprout.sandbox.helper import helper_path
-from sprout.sandbox.layerfmt import remove_tree
+from sprout.sandbox.layerfmt import replace_with_copy
 from sprout.sandbox.layers import LayerStore
 from sprout.sandbox.output import run_captured
 from sprout.sandbox.types import Observation
@@ -103,13 +102,9 @@ class OverlayBackend:
             if not os.path.isdir(current):
                 os.mkdir(current, 0o755)
         target = os.path.join(current, os.path.basename(destination))
-        if fmt.entry(target) is not None:
-            remove_tree(target) if fmt.entry(target) in ("dir", "opaque") else os.unlink(target)
+        replace_with_copy(source, target)
         if os.path.isdir(source):
-            shutil.copytree(source, target, symlinks=True)
             fmt.write_opaque(target)
-        else:
-            shutil.copy2(source, target)
 
     def capture(self, sandbox: OpenLayer) -> None:
         """Nothing to do: the kernel wrote every change into the upper directory already."""
