@@ -81,6 +81,33 @@ MIGRATIONS: list[str] = [
     CREATE INDEX attempts_by_task ON attempts(task_id);
     CREATE INDEX calls_by_task ON model_calls(task_id);
     """,
+    """
+    CREATE TABLE analyses (
+        attempt_id INTEGER PRIMARY KEY REFERENCES attempts(id),
+        task_id TEXT NOT NULL,
+        body TEXT NOT NULL,
+        created REAL NOT NULL
+    );
+    CREATE TABLE reviews (
+        task_id TEXT NOT NULL,
+        method TEXT NOT NULL,
+        round INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        created REAL NOT NULL,
+        PRIMARY KEY (task_id, method, round)
+    );
+    CREATE TABLE schedules (
+        task_id TEXT NOT NULL,
+        method TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'done', 'error')),
+        resolved INTEGER,
+        error TEXT,
+        wall_s REAL NOT NULL,
+        started REAL NOT NULL,
+        finished REAL,
+        PRIMARY KEY (task_id, method)
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -302,6 +329,101 @@ class Store:
             )
             for row in rows
         ]
+
+    # role outputs: plain JSON bodies, shaped and validated by sprout.roles
+
+    def add_analysis(self, task_id: str, attempt_id: int, body: dict[str, Any]) -> None:
+        """Record the analysis of a failed attempt (one per attempt; a rerun replaces it)."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO analyses (attempt_id, task_id, body, created) "
+                "VALUES (?, ?, ?, ?)",
+                (attempt_id, task_id, json.dumps(body), time.time()),
+            )
+
+    def analyses(self, task_id: str) -> dict[int, dict[str, Any]]:
+        """Every stored analysis of `task_id`'s attempts, by attempt id."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT attempt_id, body FROM analyses WHERE task_id = ? ORDER BY attempt_id",
+                (task_id,),
+            ).fetchall()
+        return {row["attempt_id"]: json.loads(row["body"]) for row in rows}
+
+    def add_review(self, task_id: str, method: str, round: int, body: dict[str, Any]) -> None:
+        """Record the reviewer's plan for one round of one schedule (one per round)."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO reviews (task_id, method, round, body, created) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (task_id, method, round, json.dumps(body), time.time()),
+            )
+
+    def reviews(self, task_id: str, method: str | None = None) -> dict[tuple[str, int], Any]:
+        """Stored reviews of `task_id`, by (method, round)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT method, round, body FROM reviews WHERE task_id = ? "
+                "AND (? IS NULL OR method = ?) ORDER BY method, round",
+                (task_id, method, method),
+            ).fetchall()
+        return {(row["method"], row["round"]): json.loads(row["body"]) for row in rows}
+
+    # schedules: one method on one task, with its wall time across resumes
+
+    def start_schedule(self, task_id: str, method: str) -> None:
+        """Mark (task, method) running; a resumed one keeps the wall time it had spent."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO schedules (task_id, method, status, wall_s, started) "
+                "VALUES (?, ?, 'running', 0, ?) ON CONFLICT (task_id, method) "
+                "DO UPDATE SET status = 'running', error = NULL, started = excluded.started",
+                (task_id, method, time.time()),
+            )
+
+    def finish_schedule(
+        self, task_id: str, method: str, *, resolved: bool | None, error: str | None
+    ) -> None:
+        """Close (task, method) as `resolved` or with its error; adds this leg's wall time."""
+        now = time.time()
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE schedules SET status = ?, resolved = ?, error = ?, finished = ?, "
+                "wall_s = wall_s + (? - started) WHERE task_id = ? AND method = ?",
+                (
+                    "error" if error else "done",
+                    None if resolved is None else int(resolved),
+                    error,
+                    now,
+                    now,
+                    task_id,
+                    method,
+                ),
+            )
+
+    def schedules(self) -> list[dict[str, Any]]:
+        """Every (task, method) of the run with its status, outcome and wall time."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT task_id, method, status, resolved, error, wall_s FROM schedules "
+                "ORDER BY rowid"
+            ).fetchall()
+        return [
+            {
+                "task_id": row["task_id"],
+                "method": row["method"],
+                "status": row["status"],
+                "resolved": None if row["resolved"] is None else bool(row["resolved"]),
+                "error": row["error"],
+                "wall_s": row["wall_s"],
+            }
+            for row in rows
+        ]
+
+    def task_ids(self) -> list[str]:
+        with self._lock:
+            rows = self._db.execute("SELECT id FROM tasks ORDER BY rowid").fetchall()
+        return [row["id"] for row in rows]
 
 
 def _attempt(row: sqlite3.Row) -> Attempt:

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 Message = dict[str, Any]
 Author = Literal["actor", "reviewer"]
 Role = Literal["actor", "analyst", "reviewer"]
-AttemptStatus = Literal["running", "submitted", "limit", "error"]
+AttemptStatus = Literal["running", "submitted", "limit", "error", "stopped"]
+"""`stopped`: its schedule needed no more turns (another attempt had passed)."""
 
 
 class TreeError(ValueError):
