@@ -82,6 +82,11 @@ MIGRATIONS: list[str] = [
     CREATE INDEX calls_by_task ON model_calls(task_id);
     """,
     """
+    ALTER TABLE model_calls ADD COLUMN method TEXT NOT NULL DEFAULT '';
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
     CREATE TABLE analyses (
         attempt_id INTEGER PRIMARY KEY REFERENCES attempts(id),
         task_id TEXT NOT NULL,
@@ -290,8 +295,8 @@ class Store:
         with self.transaction() as db:
             db.execute(
                 """INSERT INTO model_calls (task_id, attempt_id, role, turn_idx, prompt_tokens,
-                   completion_tokens, cached_tokens, estimated, latency_s, created)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   completion_tokens, cached_tokens, estimated, latency_s, method, created)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
                     call.task_id,
                     call.attempt_id,
@@ -302,19 +307,26 @@ class Store:
                     call.cached_tokens,
                     int(call.estimated),
                     call.latency_s,
+                    call.method,
                     time.time(),
                 ),
             )
 
     def model_calls(
-        self, *, task_id: str | None = None, attempt_id: int | None = None
+        self,
+        *,
+        task_id: str | None = None,
+        attempt_id: int | None = None,
+        method: str | None = None,
     ) -> list[ModelCallRecord]:
         query = (
             "SELECT * FROM model_calls WHERE (? IS NULL OR task_id = ?) "
-            "AND (? IS NULL OR attempt_id = ?) ORDER BY id"
+            "AND (? IS NULL OR attempt_id = ?) AND (? IS NULL OR method = ?) ORDER BY id"
         )
         with self._lock:
-            rows = self._db.execute(query, (task_id, task_id, attempt_id, attempt_id)).fetchall()
+            rows = self._db.execute(
+                query, (task_id, task_id, attempt_id, attempt_id, method, method)
+            ).fetchall()
         return [
             ModelCallRecord(
                 role=row["role"],
@@ -326,9 +338,23 @@ class Store:
                 cached_tokens=row["cached_tokens"],
                 estimated=bool(row["estimated"]),
                 latency_s=row["latency_s"],
+                method=row["method"],
             )
             for row in rows
         ]
+
+    # run settings, kept so that --resume continues the same run
+
+    def get_meta(self, key: str) -> Any:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row["value"])
+
+    def set_meta(self, key: str, value: Any) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value))
+            )
 
     # role outputs: plain JSON bodies, shaped and validated by sprout.roles
 

@@ -102,6 +102,8 @@ class ModelCallRecord:
     cached_tokens: int | None = None
     estimated: bool = False
     latency_s: float = 0.0
+    method: str = ""
+    """The schedule the call served (`pass@4`, `sprout`), so methods are charged apart."""
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,13 @@ class RolloutTree:
         assert base is not None, "a root always records checkpoint 0"
         return base
 
-    def tokens(self, *, task_id: str | None = None, attempt_id: int | None = None) -> TokenTotals:
+    def tokens(
+        self,
+        *,
+        task_id: str | None = None,
+        attempt_id: int | None = None,
+        method: str | None = None,
+    ) -> TokenTotals:
         """Token totals over model calls, by role, spent and with shared prefixes counted once.
 
         Prefix-once counting: an actor call is charged its completion plus the
@@ -245,7 +253,7 @@ class RolloutTree:
         to the attempt that produced it). Analyst and reviewer calls share no
         prefix with the tree and are charged in full.
         """
-        calls = self.store.model_calls(task_id=task_id, attempt_id=attempt_id)
+        calls = self.store.model_calls(task_id=task_id, attempt_id=attempt_id, method=method)
         paths: dict[int, list[Turn]] = {}
         spent = 0
         prefix_once = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from sprout.agent.config import ActorConfig
@@ -87,8 +88,14 @@ class Actor:
             },
         ]
 
-    def run(self, attempt: Attempt | int) -> Attempt:
-        """Play `attempt` from its last committed turn until it submits or hits a limit."""
+    def run(
+        self, attempt: Attempt | int, *, should_stop: Callable[[], bool] | None = None
+    ) -> Attempt:
+        """Play `attempt` from its last committed turn until it submits or hits a limit.
+
+        `should_stop` is asked before every model call: a schedule that has
+        its pass ends the attempts still running instead of paying for them.
+        """
         attempt = self.tree.attempt(attempt if isinstance(attempt, int) else attempt.id)
         if attempt.status != "running":
             return attempt
@@ -108,6 +115,8 @@ class Actor:
                         0.0,
                     )
                 while True:
+                    if should_stop is not None and should_stop():
+                        raise AttemptEnded("stopped", "stopped: another attempt passed")
                     self._check_limits(attempt, index)
                     completion = self._ask(attempt, messages, index + 1)
                     index = self._play(
@@ -148,6 +157,7 @@ class Actor:
                 cached_tokens=completion.cached_tokens,
                 estimated=completion.estimated,
                 latency_s=completion.latency_s,
+                method=attempt.method,
             )
         )
         return completion
