@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ResultsFormat = Literal["auto", "reward", "ctrf", "junit", "pytest", "tap", "exit-code"]
 
@@ -58,6 +58,9 @@ class Task(BaseModel):
     solution: tuple[SolutionStep, ...] = ()
     tests_dir: Path | None = None
     """Copied to /tests on the verifier's fork only, never visible to the agent."""
+    test_files: dict[str, str] = Field(default_factory=dict)
+    """Generated hidden files (relative name -> text), written under /tests after `tests_dir`:
+    for formats whose tests are not a folder, such as a SWE-bench test patch."""
     verifier_command: str = "bash /tests/test.sh"
     verifier_timeout_s: float = 900.0
     agent_timeout_s: float | None = None
@@ -65,3 +68,12 @@ class Task(BaseModel):
     required_tests: tuple[str, ...] | None = None
     warnings: tuple[str, ...] = ()
     """What the loader had to guess (an unmapped FROM image, say), to show the user."""
+
+    @field_validator("test_files")
+    @classmethod
+    def _relative_names(cls, files: dict[str, str]) -> dict[str, str]:
+        for name in files:
+            parts = PurePosixPath(name).parts
+            if not parts or name.startswith("/") or ".." in parts:
+                raise ValueError(f"test file {name!r}: expected a relative path inside /tests")
+        return files

@@ -1,18 +1,23 @@
 """Finding tasks under the paths a user names, whatever their format.
 
-A path is one task folder, or a folder whose sub-folders are tasks. A task
-that cannot be read becomes an error line and the others still load: one
-mistyped `task.toml` must not stop a run over a hundred tasks.
+A path is one task folder (native: instruction.md; Terminal-Bench 1: task.yaml),
+a folder whose sub-folders are tasks (formats may mix), or a SWE-bench `.jsonl`
+file. A task that cannot be read becomes an error line and the others still
+load: one mistyped `task.toml` must not stop a run over a hundred tasks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sprout.task import Task, TaskError
 from sprout.tasks.native import load_native
+from sprout.tasks.swebench import load_swebench
+from sprout.tasks.terminal_bench1 import load_terminal_bench1
 
 
 @dataclass
@@ -25,6 +30,15 @@ class LoadedTasks:
 
 def _is_native(path: Path) -> bool:
     return (path / "instruction.md").is_file()
+
+
+def _loader(path: Path) -> Callable[..., Task] | None:
+    """How to read task folder `path`, or None when it is not one."""
+    if _is_native(path):
+        return load_native
+    if (path / "task.yaml").is_file():
+        return load_terminal_bench1
+    return None
 
 
 def load_tasks(
@@ -44,23 +58,79 @@ def load_tasks(
         path = Path(given)
         if not path.exists():
             raise TaskError(f"{path}: no such file or folder")
-        if _is_native(path):
-            folders = [path]
-        elif path.is_dir():
-            folders = sorted(child for child in path.iterdir() if _is_native(child))
-        else:
-            folders = []
-        if not folders:
-            raise TaskError(f"{path}: no task here (a task folder holds instruction.md)")
-        for folder in folders:
+        if path.is_file() and path.suffix == ".jsonl":
+            if repos is None:
+                raise TaskError(
+                    f"{path}: SWE-bench tasks need local clones of their repositories: "
+                    "pass --repos FOLDER"
+                )
             try:
-                task = load_native(folder, images=images)
+                found = load_swebench(path, repos=repos, images=images)
             except TaskError as error:
                 loaded.errors.append(str(error))
                 continue
-            if task.id in seen:
-                loaded.errors.append(f"{task.id}: {folder}: a second task with this id; skipped")
-                continue
-            seen.add(task.id)
-            loaded.tasks.append(task)
+            for line in found:
+                _add(loaded, seen, line, path)
+            continue
+        if _loader(path) is not None:
+            folders = [path]
+        elif path.is_dir():
+            folders = sorted(child for child in path.iterdir() if _loader(child) is not None)
+        else:
+            folders = []
+        if not folders:
+            raise TaskError(
+                f"{path}: no task here (a task folder holds instruction.md or task.yaml; "
+                "SWE-bench tasks come in a .jsonl file)"
+            )
+        for folder in folders:
+            _add(loaded, seen, _load_folder(folder, images), folder)
     return loaded
+
+
+def _load_folder(folder: Path, images: Mapping[str, str] | None) -> Task | TaskError:
+    load = _loader(folder)
+    assert load is not None
+    try:
+        return load(folder, images=images)
+    except TaskError as error:
+        return error
+
+
+def _add(loaded: LoadedTasks, seen: set[str], entry: Task | TaskError, where: Path) -> None:
+    """Keep a task unless its id was taken; keep an error as its line."""
+    if isinstance(entry, TaskError):
+        loaded.errors.append(str(entry))
+    elif entry.id in seen:
+        loaded.errors.append(f"{entry.id}: {where}: a second task with this id; skipped")
+    else:
+        seen.add(entry.id)
+        loaded.tasks.append(entry)
+
+
+def load_image_table(path: str | Path) -> dict[str, str]:
+    """The `[images]` table of a TOML file: image name (as FROM writes it) -> root-filesystem
+    folder, relative to the file's folder. Errors name the file and the key."""
+    path = Path(path)
+    if not path.is_file():
+        raise TaskError(f"{path}: no such file (--images wants a TOML file with [images])")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise TaskError(f"{path}: {error}") from None
+    unknown = sorted(set(data) - {"images"})
+    if unknown:
+        raise TaskError(f"{path}: {unknown[0]}: unknown; the file holds one [images] table")
+    table = data.get("images")
+    if not isinstance(table, dict):
+        raise TaskError(f'{path}: images: missing; write [images] then "name" = "folder" lines')
+    images = {}
+    for name, folder in table.items():
+        key = f"images.{json.dumps(name)}"
+        if not isinstance(folder, str) or not folder:
+            raise TaskError(f"{path}: {key}: expected a folder path, got {folder!r}")
+        resolved = (path.parent / folder).resolve()
+        if not resolved.is_dir():
+            raise TaskError(f"{path}: {key}: {resolved} is not a folder")
+        images[name] = str(resolved)
+    return images

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import difflib
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task
@@ -32,8 +35,7 @@ def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base: str) -> 
     The fork is thrown away: the tests never reach a layer the agent can see.
     """
     with Sandbox.fork(layers, checkpoint, network=True) as sandbox:
-        if task.tests_dir is not None:
-            sandbox.put(os.fspath(task.tests_dir), "/tests")
+        _put_hidden_tests(sandbox, task)
         sandbox.run(f"mkdir -p {LOGS}")
         observation = sandbox.run(task.verifier_command, timeout=task.verifier_timeout_s)
         files: dict[str, bytes] = {}
@@ -51,6 +53,24 @@ def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base: str) -> 
         task=task.id,
     )
     return Verdict(diagnostics, workdir_patch(layers, base, checkpoint, task.workdir))
+
+
+def _put_hidden_tests(sandbox: Sandbox, task: Task) -> None:
+    """/tests on the verifier's fork: the task's tests folder, then its generated test files
+    (staged on the host so that one copy replaces whatever /tests held)."""
+    if not task.test_files:
+        if task.tests_dir is not None:
+            sandbox.put(os.fspath(task.tests_dir), "/tests")
+        return
+    with tempfile.TemporaryDirectory(prefix="sprout-tests-") as staging:
+        root = Path(staging, "tests")
+        if task.tests_dir is not None:
+            shutil.copytree(task.tests_dir, root, symlinks=True)
+        for name, text in task.test_files.items():
+            target = root / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        sandbox.put(root, "/tests")
 
 
 def workdir_patch(layers: LayerStore, base: str, checkpoint: str, workdir: str) -> str:

@@ -1,0 +1,380 @@
+"""SWE-bench JSONL: one task per line, over local clones of the repositories (`--repos`).
+
+A line holds instance_id, repo ("owner/name"), base_commit, problem_statement, test_patch,
+the gold patch (optional), FAIL_TO_PASS and PASS_TO_PASS. The base layer is the repository
+at base_commit in /testbed, fetched from the local clone without the network and without the
+commits after base_commit, so the fix is not in the agent's history. The test patch and a
+generated test.sh reach only the verifier's fork; the gold patch is the oracle's one turn.
+
+An optional sidecar beside FILE.jsonl, FILE.sprout.toml, sets the image, set-up steps (such
+as `pip install -e .`) and the pytest command, for every line (`[sprout]`) or per repository
+(`[repos."owner/name"]`, `[repos."owner/name@VERSION"]`). See docs/tasks.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shlex
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from sprout.task import SetupStep, SolutionStep, Task, TaskError
+
+WORKDIR = "/testbed"
+COPIED_CLONE = "/tmp/sprout-clone.git"
+"""Where a clone is copied for an image that cannot see the host's files."""
+UPLOAD_PACK = "git -c safe.directory='*' upload-pack"
+"""The clone may belong to another user than the sandbox's root: git would refuse to read it."""
+
+
+class SweBenchRecord(BaseModel):
+    """The fields of one line that sprout reads; the others (version, hints_text, ...) are kept
+    out of the task."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    instance_id: str = Field(pattern=r"^\S+$")
+    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    base_commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    problem_statement: str = Field(min_length=1)
+    test_patch: str = Field(min_length=1)
+    patch: str | None = None
+    FAIL_TO_PASS: list[str] = Field(min_length=1)
+    PASS_TO_PASS: list[str]
+    version: str | None = None
+
+    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
+    @classmethod
+    def _decode(cls, value: object) -> object:
+        """The Hugging Face dataset stores these lists as JSON strings."""
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                raise ValueError("expected a list of test names, or a JSON string of one") from None
+        if not isinstance(value, list):
+            raise ValueError("expected a list of test names, or a JSON string of one")
+        return value
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_text(cls, value: object) -> object:
+        return None if value is None else str(value)
+
+
+class SweBenchSettings(BaseModel):
+    """A `[sprout]` or `[repos."owner/name"]` table of the sidecar; a repository's table
+    replaces the fields it sets."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    image: str | None = None
+    """"host", a name from the --images table, or a root-filesystem folder (relative to the
+    sidecar). Default "host"."""
+    setup: list[str] | None = None
+    """Shell steps in /testbed after the checkout, such as `pip install -e .`."""
+    env: dict[str, str] | None = None
+    network: bool | None = None
+    """The agent's network; the set-up steps always have it."""
+    pytest: str | None = None
+    """How the verifier runs pytest; default `python3 -m pytest`."""
+    verifier_timeout_sec: float | None = Field(default=None, gt=0)
+    agent_timeout_sec: float | None = Field(default=None, gt=0)
+
+
+DEFAULTS = SweBenchSettings(
+    image="host", setup=[], env={}, network=True, pytest="python3 -m pytest"
+)
+VERIFIER_TIMEOUT_S = 1800.0
+
+
+def sidecar_path(jsonl: Path) -> Path:
+    """FILE.jsonl's sidecar: FILE.sprout.toml in the same folder."""
+    return jsonl.with_name(jsonl.name.removesuffix(".jsonl") + ".sprout.toml")
+
+
+def read_sidecar(path: Path) -> dict[str, SweBenchSettings]:
+    """The sidecar's tables by key: "" for `[sprout]`, "owner/name[@version]" for a repository."""
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise TaskError(f"{path}: {error}") from None
+    unknown = sorted(set(data) - {"sprout", "repos"})
+    if unknown:
+        raise TaskError(f'{path}: {unknown[0]}: unknown table; use [sprout] or [repos."o/n"]')
+    tables: dict[str, object] = {"": data.get("sprout", {})}
+    repos = data.get("repos", {})
+    if not isinstance(repos, dict):
+        raise TaskError(f'{path}: repos: expected tables named "owner/name"')
+    tables.update(repos)
+    settings = {}
+    for key, table in tables.items():
+        label = _label(key)
+        try:
+            settings[key] = SweBenchSettings.model_validate(table)
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = ".".join(str(part) for part in first["loc"])
+            raise TaskError(f"{path}: {label}.{field}: {first['msg']}") from None
+    return settings
+
+
+def _settings_for(
+    record: SweBenchRecord, tables: Mapping[str, SweBenchSettings]
+) -> SweBenchSettings:
+    merged = DEFAULTS.model_dump()
+    keys = ["", record.repo] + ([f"{record.repo}@{record.version}"] if record.version else [])
+    for key in keys:
+        if key in tables:
+            merged.update(tables[key].model_dump(exclude_unset=True))
+    return SweBenchSettings.model_validate(merged)
+
+
+def _image(value: str, images: Mapping[str, str], sidecar: Path, label: str) -> str:
+    """ "host", the folder the --images table gives a name, or a folder beside the sidecar."""
+    if value == "host":
+        return value
+    if value in images:
+        return images[value]
+    folder = (sidecar.parent / value).resolve()
+    if not folder.is_dir():
+        raise TaskError(
+            f"{sidecar}: {label}.image: {value!r} is neither a folder nor a name in the "
+            "--images table"
+        )
+    return str(folder)
+
+
+def _label(key: str) -> str:
+    return f"repos.{json.dumps(key)}" if key else "sprout"
+
+
+def find_clone(repos: Path, repo: str) -> Path | None:
+    """The local clone of "owner/name": repos/owner__name, repos/name or repos/owner/name."""
+    owner, name = repo.split("/", 1)
+    for candidate in (repos / f"{owner}__{name}", repos / name, repos / owner / name):
+        bare = (candidate / "HEAD").is_file() and (candidate / "objects").is_dir()
+        if (candidate / ".git").exists() or bare:
+            return candidate.resolve()
+    return None
+
+
+def patch_files(patch: str) -> list[tuple[str | None, str | None]]:
+    """(path before, path after) of each file a git patch touches; None for a created or
+    deleted file's missing side. Read from the headers only, never from hunk lines."""
+    files: list[list[str | None]] = []
+    for line in patch.splitlines():
+        if line.startswith("diff --git a/"):
+            old, _, new = line[len("diff --git a/") :].partition(" b/")
+            files.append([old, new])
+        elif files and line.startswith("new file mode"):
+            files[-1][0] = None
+        elif files and line.startswith("deleted file mode"):
+            files[-1][1] = None
+        elif files and line.startswith("rename from "):
+            files[-1][0] = line[len("rename from ") :]
+        elif files and line.startswith("rename to "):
+            files[-1][1] = line[len("rename to ") :]
+    return [(old, new) for old, new in files]
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _words(paths: list[str]) -> str:
+    return " ".join(shlex.quote(p) for p in paths)
+
+
+def verifier_script(record: SweBenchRecord, pytest: str) -> str:
+    """The verifier: restore what the test patch touches, apply it, run the tests with -rA."""
+    touched = patch_files(record.test_patch)
+    restore = _unique([old for old, _ in touched if old])
+    created = _unique([new for old, new in touched if old is None and new])
+    required = record.FAIL_TO_PASS + record.PASS_TO_PASS
+    # Run the files the required tests live in (pytest ids), else the patch's Python files.
+    run = _unique([name.split("::")[0] for name in required if "::" in name]) or _unique(
+        [new for _, new in touched if new and new.endswith(".py")]
+    )
+    lines = [
+        "#!/bin/bash",
+        f"# The verifier of SWE-bench instance {record.instance_id}, written by sprout.",
+        f"cd {WORKDIR} || exit 1",
+    ]
+    if restore:
+        lines.append(f"git checkout --quiet {record.base_commit} -- {_words(restore)}")
+    if created:
+        lines.append(f"rm -rf -- {_words(created)}")
+    lines += [
+        "git apply --verbose /tests/test.patch || "
+        "{ echo 'sprout: the test patch does not apply'; exit 1; }",
+        f"{pytest} -rA --rootdir={WORKDIR} -p no:cacheprovider {_words(run)}".rstrip(),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def apply_command(patch: str) -> str:
+    """A shell command that applies `patch` in the workdir: a quoted here-document, or base64
+    when a line looks like a Markdown fence (the oracle's reply puts commands in fences)."""
+    text = patch if patch.endswith("\n") else patch + "\n"
+    lines = text.splitlines()
+    if any(line.strip().startswith("```") for line in lines):
+        encoded = base64.b64encode(text.encode()).decode()
+        return f"echo {encoded} | base64 -d | git apply --verbose"
+    marker = "SPROUT_PATCH"
+    while marker in lines:
+        marker += "_"
+    return f"git apply --verbose <<'{marker}'\n{text}{marker}"
+
+
+def _checkout_steps(record: SweBenchRecord, clone: Path, image: str) -> list[SetupStep]:
+    """The repository at base_commit in /testbed, fetched from the clone: no network, and
+    none of the commits after base_commit."""
+    commit = record.base_commit
+    steps = []
+    source = str(clone)
+    cleanup = ""
+    if image != "host":
+        # A root-filesystem image does not show the host's files: copy the clone in first.
+        git_dir = ".git" if (clone / ".git").is_dir() else "."
+        steps.append(SetupStep(kind="copy", source=git_dir, destination=COPIED_CLONE))
+        source, cleanup = COPIED_CLONE, f" && rm -rf {COPIED_CLONE}"
+    fetch = (
+        f"git -C {WORKDIR} fetch --quiet --no-tags --upload-pack={shlex.quote(UPLOAD_PACK)} "
+        f"{shlex.quote(source)} {commit}"
+    )
+    hint = shlex.quote(f"sprout: commit {commit} is not in {clone}: fetch it there")
+    missing = f"echo {hint} >&2; exit 1"
+    steps.append(
+        SetupStep(
+            kind="run",
+            command=(
+                f"git init --quiet {WORKDIR} && {{ {fetch} || {{ {missing}; }}; }}"
+                f" && git -C {WORKDIR} checkout --quiet --detach {commit}"
+                f" && rm -f {WORKDIR}/.git/FETCH_HEAD{cleanup}"
+            ),
+            workdir=WORKDIR,
+        )
+    )
+    return steps
+
+
+def task_from_record(
+    record: SweBenchRecord,
+    *,
+    clone: Path,
+    settings: SweBenchSettings,
+    image: str,
+    path: Path,
+) -> Task:
+    """The task of one validated line; `image` is already resolved to "host" or a folder."""
+    env = settings.env or {}
+    steps = _checkout_steps(record, clone, image)
+    steps += [
+        SetupStep(kind="run", command=c, workdir=WORKDIR, env=env) for c in settings.setup or []
+    ]
+    return Task(
+        id=record.instance_id,
+        path=path,
+        instruction=record.problem_statement.strip(),
+        image=image,
+        setup=tuple(steps),
+        environment_dir=clone if image != "host" else None,
+        workdir=WORKDIR,
+        env=env,
+        network=settings.network is not False,
+        solution=(SolutionStep(command=apply_command(record.patch)),) if record.patch else (),
+        test_files={
+            "test.patch": record.test_patch,
+            "test.sh": verifier_script(record, settings.pytest or "python3 -m pytest"),
+        },
+        verifier_command="bash /tests/test.sh",
+        verifier_timeout_s=settings.verifier_timeout_sec or VERIFIER_TIMEOUT_S,
+        agent_timeout_s=settings.agent_timeout_sec,
+        results="pytest",
+        required_tests=tuple(_unique(record.FAIL_TO_PASS + record.PASS_TO_PASS)),
+    )
+
+
+def _line_task(
+    text: str,
+    where: str,
+    *,
+    repos: Path,
+    tables: Mapping[str, SweBenchSettings],
+    images: Mapping[str, str],
+    path: Path,
+) -> Task:
+    try:
+        data: Any = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise TaskError(f"?: {where}: not valid JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise TaskError(f"?: {where}: expected a JSON object, got {type(data).__name__}")
+    instance = data.get("instance_id")
+    label = instance if isinstance(instance, str) and instance else "?"
+    try:
+        record = SweBenchRecord.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise TaskError(f"{label}: {where}: {field}: {first['msg']}") from None
+    clone = find_clone(repos, record.repo)
+    if clone is None:
+        owner, name = record.repo.split("/", 1)
+        raise TaskError(
+            f"{label}: {where}: repo: no clone of {record.repo} in {repos} "
+            f"(looked for {owner}__{name}, {name} and {owner}/{name})"
+        )
+    settings = _settings_for(record, tables)
+    image = _image(settings.image or "host", images, sidecar_path(path), "sprout")
+    if image != "host" and (clone / ".git").is_file():
+        raise TaskError(
+            f"{label}: {where}: repo: {clone}/.git is a file (a worktree); an image other "
+            "than host needs a plain clone"
+        )
+    return task_from_record(record, clone=clone, settings=settings, image=image, path=path)
+
+
+def load_swebench(
+    path: str | Path, *, repos: str | Path, images: Mapping[str, str] | None = None
+) -> list[Task | TaskError]:
+    """One Task, or the TaskError that names what is wrong with it, per non-blank line.
+
+    A broken sidecar or a missing repos folder is one TaskError raised for the whole file.
+    """
+    path = Path(path).resolve()
+    repos = Path(repos).resolve()
+    if not repos.is_dir():
+        raise TaskError(f"{path}: --repos {repos} is not a folder")
+    tables = read_sidecar(sidecar_path(path))
+    for key, table in tables.items():  # a bad image is the sidecar's error, found up front
+        if table.image is not None:
+            _image(table.image, images or {}, sidecar_path(path), _label(key))
+    results: list[Task | TaskError] = []
+    with path.open("rb") as lines:
+        for number, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                results.append(TaskError(f"?: {where}: not UTF-8 ({error.reason})"))
+                continue
+            try:
+                task = _line_task(
+                    text, where, repos=repos, tables=tables, images=images or {}, path=path
+                )
+            except TaskError as error:
+                results.append(error)
+            else:
+                results.append(task)
+    return results

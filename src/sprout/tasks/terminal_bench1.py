@@ -1,0 +1,238 @@
+"""Terminal-Bench 1 task folders, read as they are, with an optional sprout.toml beside them.
+
+    TASK/task.yaml            instruction, parser_name, max_agent_timeout_sec, max_test_timeout_sec
+    TASK/Dockerfile           the environment; the task folder is its build context
+    TASK/docker-compose.yaml  only read to warn about services sprout does not start
+    TASK/run-tests.sh         the verifier: `bash /tests/run-tests.sh` with TEST_DIR=/tests
+    TASK/tests/               hidden tests, copied with run-tests.sh to /tests on the fork only
+    TASK/solution.sh          the reference solution (`# step` lines split it into turns)
+    TASK/solution.yaml        or: a list of commands, one turn each
+    TASK/sprout.toml          optional `[sprout]` table, the same as a native task.toml's
+
+See docs/tasks.md for what maps to what.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from sprout.task import ResultsFormat, SetupStep, SolutionStep, Task, TaskError
+from sprout.tasks.dockerfile import plan_dockerfile
+from sprout.tasks.native import SproutTable, split_solution
+
+AGENT_TIMEOUT_S = 360.0
+"""Terminal-Bench 1's default max_agent_timeout_sec."""
+TEST_TIMEOUT_S = 60.0
+"""Terminal-Bench 1's default max_test_timeout_sec."""
+PARSERS: dict[str, ResultsFormat] = {"pytest": "pytest"}
+"""TB1 parser names sprout can read; others need `results` in sprout.toml."""
+TESTS = "/tests"
+HIDDEN = ("tests", "run-tests.sh", "solution.sh", "solution.yaml")
+"""What a COPY of the whole folder would leak into the agent's environment."""
+
+
+def _yaml(path: Path, task_id: str) -> object:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        detail = " ".join(str(error).split())
+        raise TaskError(f"{task_id}: {path}: not valid YAML ({detail})") from None
+
+
+def _positive(data: Mapping[str, object], key: str, where: str) -> float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise TaskError(f"{where}: {key}: expected a positive number, got {value!r}")
+    return float(value)
+
+
+def _instruction(data: Mapping[str, object], where: str) -> str:
+    """`instruction`, or the `base` entry of the older `descriptions` list."""
+    text = data.get("instruction")
+    descriptions = data.get("descriptions")
+    if text is None and isinstance(descriptions, list):
+        for entry in descriptions:
+            if isinstance(entry, dict) and entry.get("key") == "base":
+                text = entry.get("description")
+    if not isinstance(text, str) or not text.strip():
+        raise TaskError(f"{where}: instruction: expected a non-empty string, got {text!r}")
+    return text.strip()
+
+
+def _check_metadata(data: Mapping[str, object], where: str) -> None:
+    """Fields sprout does not use, checked anyway: a mistyped one hints at a broken file."""
+    for key in ("author_email", "author_name", "difficulty", "category"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise TaskError(f"{where}: {key}: expected a string, got {data[key]!r}")
+    tags = data.get("tags")
+    if tags is not None and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
+        raise TaskError(f"{where}: tags: expected a list of strings, got {tags!r}")
+    same_shell = data.get("run_tests_in_same_shell")
+    if same_shell is not None and not isinstance(same_shell, bool):
+        raise TaskError(f"{where}: run_tests_in_same_shell: expected true or false")
+
+
+def _overrides(path: Path, task_id: str) -> SproutTable:
+    """The `[sprout]` table of sprout.toml, when the folder has one."""
+    if not path.is_file():
+        return SproutTable()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise TaskError(f"{task_id}: {path}: {error}") from None
+    extra = sorted(set(data) - {"sprout"})
+    if extra:
+        raise TaskError(f"{task_id}: {path}: {extra[0]}: unknown; put fields in a [sprout] table")
+    try:
+        return SproutTable.model_validate(data.get("sprout", {}))
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise TaskError(f"{task_id}: {path}: sprout.{field}: {first['msg']}") from None
+
+
+def _solution(folder: Path, task_id: str) -> tuple[SolutionStep, ...]:
+    """solution.sh split at `# step` lines, or solution.yaml's commands, one turn each."""
+    script = folder / "solution.sh"
+    if script.is_file():
+        return split_solution(script.read_text(encoding="utf-8"))
+    listed = folder / "solution.yaml"
+    if not listed.is_file():
+        return ()
+    entries = _yaml(listed, task_id)
+    if not isinstance(entries, list):
+        raise TaskError(f"{task_id}: {listed}: expected a list of commands")
+    steps = []
+    for index, entry in enumerate(entries):
+        # TB1 entries are {command, block, append_enter, min_timeout_sec}: keystrokes sent to
+        # tmux. sprout runs each as a shell command instead.
+        command = entry.get("command") if isinstance(entry, dict) else entry
+        if not isinstance(command, str) or not command.strip():
+            raise TaskError(f"{task_id}: {listed}: [{index}].command: expected a non-empty string")
+        steps.append(SolutionStep(command=command.strip()))
+    return tuple(steps)
+
+
+def _compose_warnings(folder: Path, task_id: str) -> list[str]:
+    path = folder / "docker-compose.yaml"
+    if not path.is_file():
+        return []
+    data = _yaml(path, task_id)
+    services = data.get("services") if isinstance(data, dict) else None
+    if not isinstance(services, dict):
+        raise TaskError(f"{task_id}: {path}: services: expected a mapping of services")
+    if len(services) <= 1:
+        return []
+    return [
+        f"{path}: services {', '.join(sorted(map(str, services)))}: sprout starts none of "
+        "them; the agent and the tests get the task's own environment only"
+    ]
+
+
+def load_terminal_bench1(path: str | Path, *, images: Mapping[str, str] | None = None) -> Task:
+    """Read a Terminal-Bench 1 task folder; TaskError names the task, the file and the field."""
+    folder = Path(path).resolve()
+    task_id = folder.name
+    task_yaml = folder / "task.yaml"
+    if not task_yaml.is_file():
+        raise TaskError(f"{task_id}: {task_yaml}: missing (a Terminal-Bench 1 task needs one)")
+    where = f"{task_id}: {task_yaml}"
+    data = _yaml(task_yaml, task_id)
+    if not isinstance(data, dict):
+        raise TaskError(f"{where}: expected a mapping of fields, got {type(data).__name__}")
+    instruction = _instruction(data, where)
+    _check_metadata(data, where)
+    agent_timeout = _positive(data, "max_agent_timeout_sec", where)
+    test_timeout = _positive(data, "max_test_timeout_sec", where)
+    sprout_toml = folder / "sprout.toml"
+    sprout = _overrides(sprout_toml, task_id)
+
+    parser = data.get("parser_name", "pytest")
+    if "results" in sprout.model_fields_set:
+        results = sprout.results
+    elif isinstance(parser, str) and parser in PARSERS:
+        results = PARSERS[parser]
+    else:
+        raise TaskError(
+            f"{where}: parser_name: {parser!r} is not one sprout reads ({', '.join(PARSERS)}); "
+            f"set results in {sprout_toml.name}'s [sprout] table"
+        )
+
+    dockerfile = folder / "Dockerfile"
+    plan = (
+        plan_dockerfile(
+            dockerfile.read_text(encoding="utf-8"),
+            where=str(dockerfile),
+            images=images,
+            context=folder,
+        )
+        if dockerfile.is_file()
+        else None
+    )
+    warnings = list(plan.warnings if plan else [])
+    image = sprout.image or (plan.image if plan else "host")
+    if image != "host":
+        image = str((folder / image).resolve())
+        if not Path(image).is_dir():
+            raise TaskError(f"{task_id}: {sprout_toml}: sprout.image: {image} is not a folder")
+    workdir = sprout.workdir or (plan.workdir if plan and plan.workdir else "/workspace")
+    if not workdir.startswith("/"):
+        raise TaskError(f"{task_id}: {sprout_toml}: sprout.workdir: {workdir!r} is not absolute")
+    env = {**(plan.env if plan else {}), **sprout.env}
+    steps = list(plan.steps if plan else [])
+    for step in steps:
+        if step.kind != "copy":
+            continue
+        source = (folder / step.source).resolve()
+        if not source.exists():
+            raise TaskError(
+                f"{task_id}: {dockerfile}: COPY {step.source}: no such file in {folder}"
+            )
+        hidden = [folder / name for name in HIDDEN]
+        if source == folder or any(h == source or h in source.parents for h in hidden):
+            warnings.append(
+                f"{dockerfile}: COPY {step.source} puts the hidden tests or the solution in the "
+                "agent's environment"
+            )
+    steps += [SetupStep(kind="run", command=c, workdir=workdir, env=env) for c in sprout.setup]
+    warnings += _compose_warnings(folder, task_id)
+
+    run_tests = folder / "run-tests.sh"
+    if sprout.verifier_command is None and not run_tests.is_file():
+        raise TaskError(
+            f"{task_id}: {run_tests}: missing, and {sprout_toml.name} sets no "
+            "sprout.verifier_command"
+        )
+    tests_dir = folder / "tests"
+    # TB1's harness copies run-tests.sh and tests/ to /tests and sets TEST_DIR; the command
+    # runs in the workdir, which TB1 scripts check is not /.
+    command = sprout.verifier_command or f"bash {TESTS}/run-tests.sh"
+    return Task(
+        id=task_id,
+        path=folder,
+        instruction=instruction,
+        image=image,
+        setup=tuple(steps),
+        environment_dir=folder,
+        workdir=workdir,
+        env=env,
+        network=sprout.network,
+        solution=_solution(folder, task_id),
+        tests_dir=tests_dir if tests_dir.is_dir() else None,
+        test_files=(
+            {"run-tests.sh": run_tests.read_text(encoding="utf-8")} if run_tests.is_file() else {}
+        ),
+        verifier_command=f"export TEST_DIR={TESTS}; {command}",
+        verifier_timeout_s=test_timeout or TEST_TIMEOUT_S,
+        agent_timeout_s=agent_timeout or AGENT_TIMEOUT_S,
+        results=results,
+        required_tests=tuple(sprout.required_tests) if sprout.required_tests else None,
+        warnings=tuple(warnings),
+    )
