@@ -12,7 +12,15 @@ def shell_blocks(text: str) -> list[str]:
     Fences are paired line by line, so the closing fence of a ```python block
     is never mistaken for the opening of a command; an unclosed block is ignored.
     """
-    blocks: list[str] = []
+    return [body for tag, body in fenced_blocks(text) if tag in SHELL_TAGS and body.strip()]
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(info string, lower-cased; body) of every closed fenced block, in order.
+
+    The one pairing rule for every reader of fences (shell calls, the roles' JSON).
+    """
+    blocks: list[tuple[str, str]] = []
     body: list[str] | None = None
     tag = ""
     for line in text.splitlines():
@@ -20,8 +28,7 @@ def shell_blocks(text: str) -> list[str]:
         if body is None and fence:
             body, tag = [], line.strip()[3:].strip().lower()
         elif body is not None and fence:
-            if tag in SHELL_TAGS and any(part.strip() for part in body):
-                blocks.append("\n".join(body))
+            blocks.append((tag, "\n".join(body)))
             body = None
         elif body is not None:
             body.append(line)

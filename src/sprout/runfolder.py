@@ -33,6 +33,16 @@ class RunFolder:
         return cls(path, Store(path / "sprout.db"), LayerStore(path / "layers"))
 
     @classmethod
+    def create_new(cls, path: str | Path) -> RunFolder:
+        """A new run folder; one that already holds a run is refused, so nothing is mixed."""
+        if (Path(path) / "sprout.db").exists():
+            raise RunFolderError(
+                f"{path}: already holds a run (sprout.db); pass --resume to continue it, "
+                "or choose another --out"
+            )
+        return cls.create(path)
+
+    @classmethod
     def open(cls, path: str | Path) -> RunFolder:
         path = Path(path)
         if not (path / "sprout.db").is_file() or not (path / "layers").is_dir():

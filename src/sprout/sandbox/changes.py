@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from sprout.sandbox.errors import BadArgument
 from sprout.sandbox.layerfmt import LayerFormat, lookup, names_below, walk
 from sprout.sandbox.types import Change
+
+if TYPE_CHECKING:
+    from sprout.sandbox.layers import LayerStore
 
 
 def diff_layers(
@@ -43,3 +48,22 @@ def diff_layers(
         elif not (is_dir and os.path.isdir(before) and not os.path.islink(before)):
             changes.append(Change("/" + rel, "modified", 0 if is_dir else os.lstat(now).st_size))
     return changes
+
+
+def checkpoint_changes(store: LayerStore, since: str, checkpoint: str) -> list[Change]:
+    """Changes that checkpoint `checkpoint` makes to the earlier checkpoint `since` under it.
+
+    Read from the sealed layers alone (nothing is mounted or run), so callers that
+    only inspect history, like the analyst listing what each turn wrote, need no
+    sandbox. Equal ids mean an empty turn: no changes.
+    """
+    if checkpoint == since:
+        return []
+    chain = store.ancestry(checkpoint)
+    if since not in chain:
+        store.layer(since)  # an unknown id gets UnknownCheckpoint
+        raise BadArgument("since", f"checkpoint {since} is not under checkpoint {checkpoint}")
+    above = [store.diff_dir(layer_id) for layer_id in chain[: chain.index(since)]]
+    below = [store.diff_dir(layer_id) for layer_id in store.stack(since)]
+    image = store.image_root(store.layer(checkpoint).config)
+    return diff_layers(above, below, image, store.format)

@@ -1,0 +1,136 @@
+"""Asking a role's model for structured output: bounded retries, then the heuristic.
+
+One flow for both roles. A reply that `read` refuses is answered with the exact
+problem and asked again, at most `max_retries` times; a model error or a last
+refusal hands over to the heuristic, with the reason recorded. The oracle models
+cannot write analyses, so they go straight to the heuristic, and are charged
+what a real model would have been: estimated tokens of the prompt and of the
+JSON the heuristic produced. Every call is recorded, retries included.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sprout.models import Completion, Model, ModelError
+from sprout.models.estimate import estimate_tokens
+from sprout.models.oracle import OracleModel, OracleNoiseModel
+from sprout.roles.output import OutputError
+from sprout.roles.prompts import render
+from sprout.roles.views import head
+from sprout.store import Store
+from sprout.tree import Message, ModelCallRecord, Role
+
+T = TypeVar("T")
+
+ECHO_CHARS = 4_000
+"""A refused reply is sent back (so the model sees what it wrote) cut to this size."""
+
+
+def is_oracle(model: Model) -> bool:
+    """The scripted models that replay a reference solution and cannot write role output."""
+    return isinstance(model, OracleModel | OracleNoiseModel)
+
+
+@dataclass(frozen=True)
+class Recorder:
+    """Records one role's model calls for token accounting."""
+
+    store: Store
+    role: Role
+    task_id: str
+    attempt_id: int | None
+    method: str
+    """The schedule the call serves, so that methods are charged apart."""
+
+    def real(self, completion: Completion) -> None:
+        self._add(
+            completion.prompt_tokens,
+            completion.completion_tokens,
+            completion.cached_tokens,
+            completion.estimated,
+            completion.latency_s,
+        )
+
+    def estimate(self, messages: list[Message], reply: str) -> None:
+        prompt = "".join(m["content"] for m in messages if isinstance(m.get("content"), str))
+        self._add(estimate_tokens(prompt), estimate_tokens(reply), None, True, 0.0)
+
+    def _add(
+        self, prompt: int, completion: int, cached: int | None, estimated: bool, latency: float
+    ) -> None:
+        self.store.add_model_call(
+            ModelCallRecord(
+                role=self.role,
+                task_id=self.task_id,
+                attempt_id=self.attempt_id,
+                turn_index=None,
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                cached_tokens=cached,
+                estimated=estimated,
+                latency_s=latency,
+                method=self.method,
+            )
+        )
+
+
+class Refused(Exception):
+    """No usable reply: the model failed or every reply was refused; the message says which."""
+
+
+def consult(
+    model: Model,
+    prompt: str,
+    *,
+    read: Callable[[str], T],
+    heuristic: Callable[[str], T],
+    as_reply: Callable[[T], dict[str, Any]],
+    recorder: Recorder,
+    max_retries: int,
+) -> T:
+    """The model's answer to `prompt` as `read` parses it, or `heuristic(reason)`.
+
+    `as_reply` turns a heuristic answer into the JSON a model would have written,
+    for the oracles' token estimate.
+    """
+    messages: list[Message] = [{"role": "user", "content": prompt}]
+    if is_oracle(model):
+        answer = heuristic(
+            f"{model.name} replays a reference solution and writes no analyses or reviews"
+        )
+        recorder.estimate(messages, json.dumps(as_reply(answer)))
+        return answer
+    try:
+        return _ask(model, messages, read, recorder, max_retries)
+    except Refused as refused:
+        return heuristic(str(refused))
+
+
+def _ask(
+    model: Model,
+    messages: list[Message],
+    read: Callable[[str], T],
+    recorder: Recorder,
+    max_retries: int,
+) -> T:
+    problems: list[str] = []
+    for number in range(1, max_retries + 2):
+        try:
+            completion = model.complete(messages)
+        except ModelError as error:
+            raise Refused(f"model error on try {number} ({error.kind}): {error}") from None
+        recorder.real(completion)
+        try:
+            return read(completion.text)
+        except OutputError as problem:
+            problems.append(str(problem))
+            messages += [
+                {"role": "assistant", "content": head(completion.text, ECHO_CHARS)},
+                {"role": "user", "content": render("retry", problem=str(problem))},
+            ]
+    count = f"{len(problems)} repl{'y' if len(problems) == 1 else 'ies'}"
+    raise Refused(f"{count} refused (max_retries={max_retries}); last: {problems[-1]}")

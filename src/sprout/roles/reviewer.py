@@ -1,0 +1,265 @@
+"""The reviewer: plans a round's branches from the analyses and the earlier branches' outcomes.
+
+For each branch it picks a parent among the failed attempts, a boundary, and
+writes the starting turn in the actor's voice: the only thing a schedule passes
+on to the actor. Analyses and the reviewer's reasons stay in the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sprout.agent.parse import FormatError, parse_calls
+from sprout.fences import shell_blocks
+from sprout.models import Model
+from sprout.roles.ask import Recorder, consult, is_oracle
+from sprout.roles.heuristics import heuristic_review
+from sprout.roles.output import MAX_PROBLEMS, OutputError, read_reply
+from sprout.roles.prompts import render
+from sprout.roles.touched import turn_files
+from sprout.roles.types import Analysis, BranchPlan, Review, RoleError
+from sprout.roles.views import (
+    HISTORY_BRANCHES,
+    INSTRUCTION_CHARS,
+    branch_view,
+    candidate_view,
+    head,
+)
+from sprout.sandbox import LayerStore
+from sprout.task import Task
+from sprout.tree import Attempt, RolloutTree
+
+STARTING_TURN_MAX = 8_000
+"""Characters a starting turn may hold: it enters the actor's context, so it stays short."""
+
+
+class PlanReply(BaseModel):
+    """One branch in the reviewer's reply."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    parent: int
+    """The id of the failed attempt to branch from."""
+    boundary: int
+    starting_turn: str = Field(min_length=1, max_length=STARTING_TURN_MAX)
+    reason: str = Field("", max_length=2_000)
+
+
+class ReviewerReply(BaseModel):
+    """The JSON object the reviewer's model must reply with."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    branches: list[PlanReply] = Field(min_length=1)
+    """Exactly as many as asked; extra ones are dropped, too few are refused."""
+
+
+class Reviewer:
+    """Plans branches for one run with one model."""
+
+    def __init__(
+        self,
+        model: Model,
+        tree: RolloutTree,
+        *,
+        layers: LayerStore | None = None,
+        call_format: str = "bash_blocks",
+        max_calls_per_turn: int = 4,
+        max_retries: int = 2,
+        template: str | None = None,
+    ) -> None:
+        """`layers`, when given, lets the prompt list the files each turn changed."""
+        if max_retries < 0:
+            raise RoleError(f"max_retries: expected 0 or more, got {max_retries}")
+        if max_calls_per_turn < 1:
+            raise RoleError(f"max_calls_per_turn: expected 1 or more, got {max_calls_per_turn}")
+        self.model = model
+        self.tree = tree
+        self.layers = layers
+        self.call_format = call_format
+        self.max_calls = max_calls_per_turn
+        self.max_retries = max_retries
+        self.template = template
+
+    def review(
+        self,
+        task: Task,
+        *,
+        method: str,
+        round: int,
+        branches: int,
+        candidates: Sequence[Attempt],
+        analyses: Mapping[int, Analysis],
+    ) -> Review:
+        """Plan exactly `branches` branches, parents among `candidates` (the task's failed
+        attempts under `method`); stored before it is returned. A review already stored for
+        (task, method, round) is returned as it is, without calling the model."""
+        stored = self.tree.store.reviews(task.id, method).get((method, round))
+        if stored is not None:
+            return Review.from_json(stored)
+        if branches < 1:
+            raise RoleError(f"branches: expected 1 or more, got {branches}")
+        if not candidates:
+            raise RoleError(f"task {task.id!r}: no failed attempt to branch from")
+        parents = {a.id: self.tree.attempt(a.id) for a in candidates}
+        strangers = [a.id for a in parents.values() if a.task_id != task.id]
+        if strangers:
+            raise RoleError(f"candidates {strangers} are not attempts of task {task.id!r}")
+        lasts = {a.id: self.tree.last_index(a) for a in parents.values()}
+        history = [
+            a
+            for a in self.tree.store.attempts(task.id)
+            if a.method == method and a.kind == "branch"
+        ]
+        solution = [step.command for step in task.solution] if is_oracle(self.model) else []
+        review = consult(
+            self.model,
+            self.prompt(task, parents, lasts, analyses, history, branches),
+            read=lambda text: self._read(text, task, parents, lasts, history, branches),
+            heuristic=lambda reason: heuristic_review(
+                list(parents.values()),
+                analyses,
+                branches=branches,
+                tried=[(a.parent_id, a.boundary) for a in history if a.parent_id is not None],
+                solution=solution,
+                reason=reason,
+            ),
+            as_reply=_as_reply,
+            recorder=Recorder(self.tree.store, "reviewer", task.id, None, method),
+            max_retries=self.max_retries,
+        )
+        self.tree.store.add_review(task.id, method, round, review.to_json())
+        return review
+
+    def prompt(
+        self,
+        task: Task,
+        parents: Mapping[int, Attempt],
+        lasts: Mapping[int, int],
+        analyses: Mapping[int, Analysis],
+        history: Sequence[Attempt],
+        branches: int,
+    ) -> str:
+        """The reviewer's prompt: analyses, compact turn lists, earlier branches' outcomes."""
+        views = []
+        for attempt_id in sorted(parents):
+            attempt = parents[attempt_id]
+            files = turn_files(self.tree, self.layers, attempt) if self.layers else {}
+            views.append(
+                candidate_view(
+                    attempt,
+                    lasts[attempt_id],
+                    self.tree.path(attempt),
+                    files,
+                    analyses.get(attempt_id),
+                    parent_listed=attempt.parent_id in parents,
+                )
+            )
+        return render(
+            "reviewer",
+            self.template,
+            instruction=head(task.instruction.strip(), INSTRUCTION_CHARS),
+            workdir=task.workdir,
+            candidates=views,
+            history=[branch_view(a) for a in history[-HISTORY_BRANCHES:]],
+            history_omitted=max(len(history) - HISTORY_BRANCHES, 0),
+            branches=branches,
+            max_calls=self.max_calls,
+            call_format=self.call_format,
+        )
+
+    def _read(
+        self,
+        text: str,
+        task: Task,
+        parents: Mapping[int, Attempt],
+        lasts: Mapping[int, int],
+        history: Sequence[Attempt],
+        branches: int,
+    ) -> Review:
+        reply = read_reply(text, ReviewerReply)
+        if len(reply.branches) < branches:
+            raise OutputError(
+                f"branches: the reply plans {len(reply.branches)}; plan exactly {branches}"
+            )
+        failed = {
+            (a.parent_id, a.boundary, _commands(a.starting_turn)): a.id
+            for a in history
+            if a.starting_turn is not None and a.reward is not None and a.reward < 1
+        }
+        planned: dict[tuple[int, int, tuple[str, ...]], int] = {}
+        problems = []
+        for n, plan in enumerate(reply.branches[:branches]):
+            where = f"branches[{n}]"
+            if plan.parent not in parents:
+                problems.append(f"{where}.parent: {self._stranger(plan.parent, task, parents)}")
+                continue
+            if not 0 <= plan.boundary <= lasts[plan.parent]:
+                problems.append(
+                    f"{where}.boundary: boundary {plan.boundary} out of range for attempt "
+                    f"{plan.parent} (0..{lasts[plan.parent]})"
+                )
+            try:
+                parse_calls(
+                    None, plan.starting_turn, call_format=self.call_format, max_calls=self.max_calls
+                )
+            except FormatError as error:
+                problems.append(
+                    f"{where}.starting_turn: {error}; write it as the agent would: brief "
+                    f"reasoning, then 1 to {self.max_calls} ```bash blocks"
+                )
+            key = (plan.parent, plan.boundary, _commands(plan.starting_turn))
+            if key in failed:
+                problems.append(
+                    f"{where} repeats branch {failed[key]} (attempt {plan.parent}, boundary "
+                    f"{plan.boundary}, the same commands), which failed; change the boundary "
+                    "or the starting turn"
+                )
+            elif key in planned:
+                problems.append(f"{where} repeats branches[{planned[key]}]; make each differ")
+            planned.setdefault(key, n)
+        if problems:
+            more = len(problems) - MAX_PROBLEMS
+            raise OutputError(
+                "; ".join(problems[:MAX_PROBLEMS]) + (f"; and {more} more" if more > 0 else "")
+            )
+        return Review(
+            tuple(
+                BranchPlan(p.parent, p.boundary, p.starting_turn.strip(), p.reason.strip())
+                for p in reply.branches[:branches]
+            ),
+            "model",
+        )
+
+    def _stranger(self, attempt_id: int, task: Task, parents: Mapping[int, Attempt]) -> str:
+        """Why `attempt_id` cannot be a parent, and which ones can."""
+        found = self.tree.store.get_attempt(attempt_id)
+        if found is None:
+            why = f"attempt {attempt_id} does not exist"
+        elif found.task_id != task.id:
+            why = f"attempt {attempt_id} belongs to another task"
+        else:
+            why = f"attempt {attempt_id} is not one of the failed attempts to branch from"
+        return f"{why}; choose one of {', '.join(map(str, sorted(parents)))}"
+
+
+def _commands(turn: str | None) -> tuple[str, ...]:
+    """A starting turn's commands, whitespace-normalised: what makes two turns the same."""
+    return tuple(" ".join(block.split()) for block in shell_blocks(turn or ""))
+
+
+def _as_reply(review: Review) -> dict[str, Any]:
+    return {
+        "branches": [
+            {
+                "parent": plan.parent_id,
+                "boundary": plan.boundary,
+                "starting_turn": plan.starting_turn,
+                "reason": plan.reason,
+            }
+            for plan in review.plans
+        ]
+    }

@@ -1,0 +1,23 @@
+"""Search schedules (`pass@k`, `sprout`, `entropy`) and `sprout run` over many tasks."""
+
+from sprout.search.methods import Method, MethodError, parse_methods, parse_rounds
+from sprout.search.progress import Progress
+from sprout.search.report import results, table, write_results
+from sprout.search.run import RunSettings, RunSettingsError, open_run, run_tasks
+from sprout.search.schedules import SearchError
+
+__all__ = [
+    "Method",
+    "MethodError",
+    "Progress",
+    "RunSettings",
+    "RunSettingsError",
+    "SearchError",
+    "open_run",
+    "parse_methods",
+    "parse_rounds",
+    "results",
+    "run_tasks",
+    "table",
+    "write_results",
+]

@@ -1,0 +1,124 @@
+"""Playing the attempts of one round: the actor's turns, then the verifier, concurrently.
+
+Each step reads what the store already holds, so a resumed run continues an
+attempt from its last committed turn and verifies only what has no reward.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from sprout.agent import Actor
+from sprout.sandbox import LayerStore, SandboxError
+from sprout.search.methods import Method
+from sprout.search.progress import Progress
+from sprout.task import Task
+from sprout.tree import Attempt, Message, RolloutTree
+from sprout.verify import Diagnostics, ResultsError, run_verifier
+
+
+@dataclass
+class Search:
+    """One method on one task: what its schedule needs, shared by the threads of a round."""
+
+    task: Task
+    method: Method
+    tree: RolloutTree
+    layers: LayerStore
+    actor: Actor
+    base: str
+    """Checkpoint 0: the task's untouched environment."""
+    prefix: list[Message]
+    """What every root's context starts with: the system prompt and the task."""
+    slots: threading.Semaphore
+    """Sandboxes that may run at once across the whole run (`--workers`)."""
+    progress: Progress
+    _passed: threading.Event = field(default_factory=threading.Event)
+
+    def attempts(self) -> list[Attempt]:
+        """This method's attempts of this task, oldest first."""
+        return [a for a in self.tree.store.attempts(self.task.id) if a.method == self.method.name]
+
+    def has_passed(self) -> bool:
+        return any(passed(attempt) for attempt in self.attempts())
+
+    def roots(self) -> list[Attempt]:
+        """The method's roots, created up to `method.roots` (a resumed run reuses its own)."""
+        existing = [a for a in self.attempts() if a.kind == "root"]
+        for _ in range(self.method.roots - len(existing)):
+            existing.append(
+                self.tree.root(self.task.id, self.prefix, self.base, method=self.method.name)
+            )
+        return existing
+
+    def play(self, attempts: Sequence[Attempt]) -> list[Attempt]:
+        """Run and verify `attempts` concurrently; with stop-at-pass, a pass ends the others."""
+        if self.method.stop_at_pass and self.has_passed():
+            self._passed.set()
+        with ThreadPoolExecutor(max_workers=max(len(attempts), 1)) as pool:
+            return list(pool.map(self._finish, attempts))
+
+    def _should_stop(self) -> bool:
+        return self.method.stop_at_pass and self._passed.is_set()
+
+    def _finish(self, attempt: Attempt) -> Attempt:
+        if attempt.status == "running":
+            with self.slots:
+                if self._should_stop():
+                    self.tree.store.finish_attempt(
+                        attempt.id, "stopped", "stopped: another attempt passed"
+                    )
+                else:
+                    self.actor.run(attempt, should_stop=self._should_stop)
+            attempt = self.tree.attempt(attempt.id)
+        if attempt.status != "stopped" and attempt.reward is None:
+            with self.slots:
+                self._verify(attempt)
+            attempt = self.tree.attempt(attempt.id)
+            self.progress.attempt_done(attempt, len(self.tree.own_turns(attempt)))
+        elif attempt.status == "stopped":
+            self.progress.attempt_done(attempt, len(self.tree.own_turns(attempt)))
+        if passed(attempt):
+            self._passed.set()
+        return attempt
+
+    def _verify(self, attempt: Attempt) -> None:
+        """Store the verifier's reward, diagnostics and patch; a verifier that cannot run
+        scores 0 with the reason as its diagnostics, and the search goes on."""
+        checkpoint = self.tree.checkpoint(attempt)
+        try:
+            verdict = run_verifier(self.task, self.layers, checkpoint, self.base)
+        except (SandboxError, ResultsError) as error:
+            self.tree.store.set_outcome(attempt.id, 0.0, verifier_failure(str(error)), None)
+            return
+        self.tree.store.set_outcome(
+            attempt.id, verdict.reward, verdict.diagnostics.to_json(), verdict.patch
+        )
+
+
+def passed(attempt: Attempt) -> bool:
+    return attempt.reward == 1.0
+
+
+def failed(attempt: Attempt) -> bool:
+    """Finished, verified and not passing: what the analyst reads and branches start from."""
+    return attempt.status != "running" and attempt.reward is not None and attempt.reward < 1.0
+
+
+def verifier_failure(reason: str) -> dict[str, object]:
+    """Diagnostics for a verifier that could not run or be read: reward 0 and why."""
+    return Diagnostics(
+        reward=0.0,
+        tests=(),
+        passed=0,
+        failed=0,
+        errored=0,
+        skipped=0,
+        required_missing=(),
+        source="verifier-error",
+        log_tail=reason[-2000:],
+        summary=f"the verifier failed: {reason[:300]}",
+    ).to_json()

@@ -1,0 +1,53 @@
+"""Live progress of a run: one line per event, safe to call from every worker thread.
+
+Plain lines rather than a redrawn screen, so the same output reads well in a
+terminal, a CI log and a file, and survives a kill with everything it said.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import TextIO
+
+from sprout.tree import Attempt
+
+
+class Progress:
+    """Prints events as `[  12.3s] TASK  METHOD  what happened`."""
+
+    def __init__(self, stream: TextIO | None = None, *, quiet: bool = False) -> None:
+        self.stream = stream or sys.stdout
+        self.quiet = quiet
+        self._started = time.monotonic()
+        self._lock = threading.Lock()
+
+    def event(self, task_id: str, method: str, text: str) -> None:
+        if self.quiet:
+            return
+        elapsed = time.monotonic() - self._started
+        with self._lock:
+            print(f"[{elapsed:7.1f}s] {task_id}  {method}  {text}", file=self.stream, flush=True)
+
+    def attempt_done(self, attempt: Attempt, turns: int) -> None:
+        """The outcome of a verified (or stopped) attempt, in one line."""
+        if attempt.status == "stopped":
+            outcome = "stopped (another attempt passed)"
+        elif attempt.reward == 1.0:
+            outcome = "PASS"
+        else:
+            summary = (attempt.diagnostics or {}).get("summary", "")
+            outcome = f"fail: {summary}" if summary else "fail"
+        self.event(attempt.task_id, attempt.method, f"{label(attempt)}: {outcome} ({turns} turns)")
+
+
+def label(attempt: Attempt) -> str:
+    """`root #3` or `branch #7 of #3 at 2 (round 1, guided)`."""
+    if attempt.parent_id is None:
+        return f"root #{attempt.id}"
+    kind = "guided" if attempt.guided else "unguided"
+    return (
+        f"branch #{attempt.id} of #{attempt.parent_id} at {attempt.boundary} "
+        f"(round {attempt.round}, {kind})"
+    )

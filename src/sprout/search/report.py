@@ -1,0 +1,138 @@
+"""What a run achieved, per method and per task: results.json and the comparison table.
+
+Everything is recomputed from the store, so the numbers of a resumed run are
+those of the whole run, and results.json can be rebuilt from sprout.db alone.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from sprout.runfolder import RunFolder
+from sprout.sandbox.durable import write_atomically
+from sprout.tree import Attempt, RolloutTree
+
+_writing = threading.Lock()
+"""Worker threads finish tasks at once; results.json's temporary file is per process."""
+
+
+def _counted(tree: RolloutTree, attempt: Attempt) -> bool:
+    """An attempt that did something: not one stopped before its first turn."""
+    return attempt.status != "stopped" or bool(tree.own_turns(attempt))
+
+
+def task_result(tree: RolloutTree, task_id: str, method: str) -> dict[str, Any]:
+    """One method on one task: resolved, tokens, attempts, turns and the roots' Pass@1."""
+    attempts = [a for a in tree.store.attempts(task_id) if a.method == method and _counted(tree, a)]
+    roots = [a.reward for a in attempts if a.kind == "root" and a.reward is not None]
+    tokens = tree.tokens(task_id=task_id, method=method)
+    return {
+        "resolved": any(a.reward == 1.0 for a in attempts),
+        "tokens": {
+            "spent": tokens.spent,
+            "prefix_once": tokens.prefix_once,
+            "estimated": tokens.estimated,
+        },
+        "attempts": len(attempts),
+        "pass_at_1": sum(roots) / len(roots) if roots else None,
+        "turns_executed": sum(len(tree.own_turns(a)) for a in attempts),
+        "turns_reused": sum(a.boundary for a in attempts if a.kind == "branch"),
+    }
+
+
+def results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
+    """results.json's content: `{"methods": {...}, "tasks": {...}}` (shape in docs/run.md)."""
+    tree = run.tree
+    schedules = run.store.schedules()
+    per_task: dict[str, dict[str, Any]] = {}
+    summary: dict[str, Any] = {}
+    for method in methods:
+        mine = [s for s in schedules if s["method"] == method]
+        rows = []
+        for schedule in mine:
+            row = task_result(tree, schedule["task_id"], method)
+            if schedule["error"]:
+                row["error"] = schedule["error"]
+            rows.append(row)
+            per_task.setdefault(schedule["task_id"], {})[method] = {
+                "resolved": row["resolved"],
+                "tokens": row["tokens"],
+                "attempts": row["attempts"],
+                **({"error": schedule["error"]} if schedule["error"] else {}),
+            }
+        pass_at_1 = [row["pass_at_1"] for row in rows if row["pass_at_1"] is not None]
+        resolved = sum(row["resolved"] for row in rows)
+        summary[method] = {
+            "tasks": len(rows),
+            "resolved": resolved,
+            "resolve_rate": resolved / len(rows) if rows else 0.0,
+            "pass_at_1": sum(pass_at_1) / len(pass_at_1) if pass_at_1 else None,
+            "tokens": {
+                "spent": sum(row["tokens"]["spent"] for row in rows),
+                "prefix_once": sum(row["tokens"]["prefix_once"] for row in rows),
+                "estimated": any(row["tokens"]["estimated"] for row in rows),
+            },
+            "attempts": sum(row["attempts"] for row in rows),
+            "turns_executed": sum(row["turns_executed"] for row in rows),
+            "turns_reused": sum(row["turns_reused"] for row in rows),
+            "wall_s": round(sum(s["wall_s"] for s in mine), 3),
+        }
+    return {"methods": summary, "tasks": per_task}
+
+
+def write_results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
+    """Recompute and atomically replace `results.json`; returns what was written."""
+    with _writing:
+        content = results(run, methods)
+        text = json.dumps(content, indent=2) + "\n"
+        write_atomically(str(run.path / "results.json"), text, durable=True)
+    return content
+
+
+def table(content: dict[str, Any]) -> str:
+    """The comparison, one row per method, like the paper's table."""
+    header = (
+        "method",
+        "resolved",
+        "rate",
+        "Pass@1",
+        "tokens spent",
+        "prefix once",
+        "attempts",
+        "turns run",
+        "reused",
+        "wall",
+    )
+    rows = [header]
+    estimated = False
+    for name, m in content["methods"].items():
+        mark = "~" if m["tokens"]["estimated"] else ""
+        estimated = estimated or bool(mark)
+        rows.append(
+            (
+                name,
+                f"{m['resolved']}/{m['tasks']}",
+                f"{100 * m['resolve_rate']:.1f}%",
+                "-" if m["pass_at_1"] is None else f"{m['pass_at_1']:.2f}",
+                f"{mark}{m['tokens']['spent']:,}",
+                f"{mark}{m['tokens']['prefix_once']:,}",
+                str(m["attempts"]),
+                str(m["turns_executed"]),
+                str(m["turns_reused"]),
+                f"{m['wall_s']:.1f}s",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = [
+        "  ".join(
+            cell.ljust(width) if i == 0 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in rows
+    ]
+    if estimated:
+        lines.append("~ estimated from text length: the oracle models report no token usage")
+    return "\n".join(lines)

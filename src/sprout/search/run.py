@@ -1,0 +1,216 @@
+"""`sprout run`: every method on every task, into one run folder, resumable.
+
+(task, method) pairs run concurrently up to `workers`, and so do the attempts
+of a round; one semaphore bounds the sandboxes alive at once. A pair that
+fails (a set-up step that breaks, a model server that refuses) is recorded
+with its error and the others go on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from sprout.agent import Actor, ActorConfig
+from sprout.models import Model, ModelError
+from sprout.models.oracle import Step
+from sprout.models.resolve import resolve_model
+from sprout.roles import Analyst, Reviewer
+from sprout.runfolder import RunFolder
+from sprout.sandbox import SandboxError
+from sprout.search.methods import Method
+from sprout.search.play import Search
+from sprout.search.progress import Progress
+from sprout.search.report import write_results
+from sprout.search.schedules import SearchError, run_entropy, run_pass_at_k, run_sprout
+from sprout.task import Task, TaskError
+from sprout.tasks import base_checkpoint
+from sprout.tree import TreeError
+from sprout.verify import ResultsError
+
+ORACLES = ("oracle", "oracle-noise")
+
+
+class RunSettingsError(ValueError):
+    """Settings that contradict each other or the run folder being resumed."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What `sprout run` was asked to do; stored in the run so `--resume` continues it."""
+
+    model: str
+    methods: tuple[Method, ...]
+    workers: int = 1
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    actor: ActorConfig = field(default_factory=ActorConfig)
+
+    def to_json(self) -> dict[str, Any]:
+        """The settings a resume must match (the API key is never stored)."""
+        return {
+            "model": self.model,
+            "methods": [m.__dict__ | {"rounds": list(m.rounds)} for m in self.methods],
+            "actor": self.actor.model_dump(mode="json"),
+        }
+
+
+def is_oracle(spec: str) -> bool:
+    return spec.split(":", 1)[0] in ORACLES
+
+
+def check_settings(settings: RunSettings) -> None:
+    """Refuse, before anything runs, what cannot work: entropy with a model with no log-probs."""
+    if settings.workers < 1:
+        raise RunSettingsError(f"--workers: expected at least 1, got {settings.workers}")
+    resolve_model(settings.model, base_url=settings.base_url, steps=())  # names a bad --model
+    for method in settings.methods:
+        if method.needs_logprobs and is_oracle(settings.model):
+            raise RunSettingsError(
+                f"--method {method.name}: needs per-token log-probabilities, and --model "
+                f"{settings.model} has none; use an openai/ model whose server returns logprobs"
+            )
+
+
+def open_run(path: str, settings: RunSettings, *, resume: bool) -> RunFolder:
+    """The run folder: new, or (with `resume`) the same run with the same settings."""
+    run = RunFolder.create(path) if resume else RunFolder.create_new(path)
+    stored = run.store.get_meta("settings")
+    wanted = settings.to_json()
+    if stored is None:
+        run.store.set_meta("settings", wanted)
+    elif stored != wanted:
+        changed = sorted(key for key in wanted if stored.get(key) != wanted[key])
+        run.close()
+        raise RunSettingsError(
+            f"{path}: --resume with different settings ({', '.join(changed)}) than the run "
+            "was started with; use the same --model, --method and config, or a new --out"
+        )
+    return run
+
+
+def run_tasks(
+    tasks: Sequence[Task], run: RunFolder, settings: RunSettings, progress: Progress
+) -> dict[str, Any]:
+    """Run every method on every task; returns (and writes) results.json's content."""
+    check_settings(settings)
+    slots = threading.Semaphore(settings.workers)
+    shared = None if is_oracle(settings.model) else _model(settings, None)
+    bases: dict[str, str | BaseException] = {}
+    base_locks = {task.id: threading.Lock() for task in tasks}
+    done = {(s["task_id"], s["method"]) for s in run.store.schedules() if s["status"] == "done"}
+    for task in tasks:
+        run.store.add_task(task.id, task.model_dump(mode="json"))
+
+    def base_of(task: Task) -> str:
+        with base_locks[task.id]:
+            if task.id not in bases:
+                try:
+                    with slots:
+                        bases[task.id] = base_checkpoint(task, run.layers)
+                except (TaskError, SandboxError) as error:
+                    bases[task.id] = error
+            found = bases[task.id]
+        if isinstance(found, BaseException):
+            raise found
+        return found
+
+    def one(task: Task, method: Method) -> None:
+        store = run.store
+        store.start_schedule(task.id, method.name)
+        progress.event(task.id, method.name, f"start: {method.describe()}")
+        try:
+            search = _search(task, method, run, settings, shared, slots, progress, base_of(task))
+            _schedule(method, search, settings)
+        except (
+            TaskError,
+            SandboxError,
+            ModelError,
+            SearchError,
+            TreeError,
+            ResultsError,
+        ) as error:
+            store.finish_schedule(task.id, method.name, resolved=None, error=str(error))
+            progress.event(task.id, method.name, f"ERROR: {error}")
+        else:
+            resolved = search.has_passed()
+            store.finish_schedule(task.id, method.name, resolved=resolved, error=None)
+            progress.event(task.id, method.name, "resolved" if resolved else "not resolved")
+        write_results(run, [m.name for m in settings.methods])
+
+    pairs = [(t, m) for t in tasks for m in settings.methods if (t.id, m.name) not in done]
+    with ThreadPoolExecutor(max_workers=settings.workers) as pool:
+        for future in [pool.submit(one, task, method) for task, method in pairs]:
+            future.result()
+    return write_results(run, [m.name for m in settings.methods])
+
+
+def _model(settings: RunSettings, task: Task | None) -> Model:
+    steps = None
+    if task is not None:
+        steps = [Step(s.command, s.wrong) for s in task.solution]
+        if not steps:
+            raise TaskError(
+                f"{task.id}: {task.path / 'solution' / 'solve.sh'}: missing, and --model "
+                f"{settings.model} replays the reference solution"
+            )
+    return resolve_model(
+        settings.model, base_url=settings.base_url, api_key=settings.api_key, steps=steps
+    )
+
+
+def _search(
+    task: Task,
+    method: Method,
+    run: RunFolder,
+    settings: RunSettings,
+    shared: Model | None,
+    slots: threading.Semaphore,
+    progress: Progress,
+    base: str,
+) -> Search:
+    """The search of `method` on `task`; oracle models get an instance per pair, so each
+    method sees the same draws for the same contexts."""
+    model = shared if shared is not None else _model(settings, task)
+    config = settings.actor
+    if method.needs_logprobs and not config.logprobs:
+        config = config.model_copy(update={"logprobs": True})
+    actor = Actor(model, run.tree, run.layers, config)
+    return Search(
+        task=task,
+        method=method,
+        tree=run.tree,
+        layers=run.layers,
+        actor=actor,
+        base=base,
+        prefix=actor.prefix(task.instruction, task.workdir),
+        slots=slots,
+        progress=progress,
+    )
+
+
+def _schedule(method: Method, search: Search, settings: RunSettings) -> None:
+    schedules: dict[str, Callable[[], None]] = {
+        "pass@k": lambda: run_pass_at_k(search),
+        "sprout": lambda: run_sprout(
+            search,
+            Analyst(
+                search.actor.model,
+                search.tree,
+                search.layers,
+                call_format=settings.actor.call_format,
+            ),
+            Reviewer(
+                search.actor.model,
+                search.tree,
+                layers=search.layers,
+                call_format=settings.actor.call_format,
+                max_calls_per_turn=settings.actor.max_calls_per_turn,
+            ),
+        ),
+        "entropy": lambda: run_entropy(search),
+    }
+    schedules[method.schedule]()

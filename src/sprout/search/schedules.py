@@ -1,0 +1,115 @@
+"""The schedules: which attempts to start, from where, and when to stop.
+
+Every schedule is written so that calling it again on the same store
+continues where it stopped: roots, reviews and branches already recorded are
+reused, never recreated. That is all `sprout run --resume` needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from sprout.roles import Analysis, Analyst, BranchPlan, Reviewer
+from sprout.search.methods import Method
+from sprout.search.play import Search, failed
+from sprout.tree import Attempt
+
+
+class SearchError(RuntimeError):
+    """A schedule that cannot go on (no log-probabilities for entropy, say)."""
+
+
+def run_pass_at_k(search: Search) -> None:
+    """`k` independent roots, all played: Pass@1 is their mean, Pass@k whether any passed."""
+    search.play(search.roots())
+
+
+def run_sprout(search: Search, analyst: Analyst, reviewer: Reviewer) -> None:
+    """Roots; then per round, the analyst on each new failure and the reviewer's branches."""
+
+    def plan(number: int, size: int) -> list[BranchPlan]:
+        candidates = [a for a in search.attempts() if failed(a)]
+        analyses = _analyse(search, analyst, candidates)
+        review = reviewer.review(
+            search.task,
+            method=search.method.name,
+            round=number,
+            branches=size,
+            candidates=candidates,
+            analyses=analyses,
+        )
+        return list(review.plans)
+
+    _rounds(search, plan)
+
+
+def run_entropy(search: Search) -> None:
+    """Roots; then per round, unguided branches that resample the highest-entropy turns.
+
+    A turn's entropy is the mean per-token entropy of its reply; branching at
+    boundary `index - 1` asks the model for that turn again, from the same context.
+    """
+
+    def plan(number: int, size: int) -> list[BranchPlan]:
+        tried = {(a.parent_id, a.boundary) for a in search.attempts() if a.parent_id is not None}
+        scored = [
+            (turn.entropy, attempt.id, turn.index - 1)
+            for attempt in search.attempts()
+            if failed(attempt)
+            for turn in search.tree.own_turns(attempt)
+            if turn.author == "actor" and turn.entropy is not None
+        ]
+        if not scored:
+            raise SearchError(
+                f"entropy: model {search.actor.model.name} returned no log-probabilities for "
+                "any turn; use a server that returns logprobs, or another --method"
+            )
+        scored.sort(key=lambda item: (-item[0], item[1], item[2]))
+        fresh = [item for item in scored if (item[1], item[2]) not in tried] or scored
+        return [
+            BranchPlan(parent, boundary, None, f"turn {boundary + 1} has entropy {value:.3f}")
+            for value, parent, boundary in (fresh[i % len(fresh)] for i in range(size))
+        ]
+
+    _rounds(search, plan)
+
+
+def _rounds(search: Search, plan: Callable[[int, int], list[BranchPlan]]) -> None:
+    """Roots, then `method.rounds` rounds of branches, each planned by `plan(round, size)`."""
+    method: Method = search.method
+    search.play(search.roots())
+    for number, size in enumerate(method.rounds, start=1):
+        attempts = search.attempts()
+        if method.stop_at_pass and search.has_passed():
+            return
+        if not any(failed(a) for a in attempts):
+            return
+        this_round = [a for a in attempts if a.kind == "branch" and a.round == number]
+        if len(this_round) < size:
+            for branch in plan(number, size)[len(this_round) : size]:
+                this_round.append(
+                    search.tree.branch(
+                        branch.parent_id,
+                        branch.boundary,
+                        branch.starting_turn,
+                        round=number,
+                        method=method.name,
+                    )
+                )
+        search.play(this_round)
+
+
+def _analyse(search: Search, analyst: Analyst, attempts: list[Attempt]) -> dict[int, Analysis]:
+    """Analyses of `attempts`, the stored ones reused; new ones concurrently."""
+    if not attempts:
+        return {}
+
+    def one(attempt: Attempt) -> Analysis:
+        with search.slots:
+            return analyst.analyse(search.task, attempt)
+
+    with ThreadPoolExecutor(max_workers=len(attempts)) as pool:
+        return {
+            a.id: analysis for a, analysis in zip(attempts, pool.map(one, attempts), strict=True)
+        }

@@ -1,0 +1,104 @@
+"""Every schedule end to end on a two-edit task: the tree's shape, the stop at the first
+pass, the token totals. The oracle models make the outcomes exact: p=0 never errs, p=1
+errs at every step it plays by itself and never right after a corrective turn."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from sprout.runfolder import RunFolder
+from sprout.search import Progress, RunSettings, parse_methods, run_tasks
+from sprout.search.run import RunSettingsError, check_settings
+from sprout.tasks import load_native
+from sprout.tree import Attempt
+from tests.conftest import require_host_image
+from tests.search.tasks import write_task
+
+
+def run_methods(
+    tmp_path: Path, model: str, methods: str, *, workers: int = 2, **options: object
+) -> tuple[RunFolder, dict, str]:
+    require_host_image()
+    task = load_native(write_task(tmp_path / "tasks"))
+    run = RunFolder.create_new(tmp_path / "run")
+    settings = RunSettings(model, parse_methods(methods, **options), workers=workers)
+    out = io.StringIO()
+    content = run_tasks([task], run, settings, Progress(out))
+    return run, content, out.getvalue()
+
+
+def attempts(run: RunFolder, method: str) -> list[Attempt]:
+    return [a for a in run.store.attempts("two-edits") if a.method == method]
+
+
+def test_pass_at_k_plays_every_root_and_reports_the_mean(tmp_path: Path) -> None:
+    run, content, _ = run_methods(tmp_path, "oracle-noise:p=1", "pass@3")
+    roots = attempts(run, "pass@3")
+    assert [a.kind for a in roots] == ["root"] * 3
+    assert all(a.reward == 0.0 and a.status == "submitted" for a in roots)
+    summary = content["methods"]["pass@3"]
+    assert summary["resolved"] == 0 and summary["pass_at_1"] == 0.0
+    assert summary["attempts"] == 3
+    assert summary["turns_executed"] == 9  # two steps and the submission, three times
+    assert summary["turns_reused"] == 0
+    spent = sum(c.prompt_tokens + c.completion_tokens for c in run.store.model_calls())
+    assert summary["tokens"]["spent"] == spent > 0
+    assert summary["tokens"]["estimated"] is True
+    assert content["tasks"]["two-edits"]["pass@3"]["resolved"] is False
+
+
+def test_sprout_stops_when_its_root_passes(tmp_path: Path) -> None:
+    run, content, log = run_methods(tmp_path, "oracle-noise:p=0", "sprout")
+    (root,) = attempts(run, "sprout")
+    assert root.kind == "root" and root.reward == 1.0
+    assert run.store.analyses("two-edits") == {} and run.store.reviews("two-edits") == {}
+    assert content["methods"]["sprout"]["resolved"] == 1
+    assert "PASS" in log and "resolved" in log
+
+
+def test_sprout_branches_from_before_the_mistake_and_stops_at_the_first_pass(
+    tmp_path: Path,
+) -> None:
+    run, content, _ = run_methods(tmp_path, "oracle-noise:p=1", "sprout", rounds=(4, 3))
+    found = attempts(run, "sprout")
+    root, branches = found[0], found[1:]
+    assert root.kind == "root" and root.reward == 0.0
+    assert {b.round for b in branches} == {1}, "a pass in round 1 ends the search"
+    assert len(branches) == 4
+    assert all(b.parent_id == root.id and b.guided and b.starting_turn for b in branches)
+    winners = [b for b in branches if b.reward == 1.0]
+    assert winners and all(b.boundary == 0 for b in winners)
+    assert all(b.status in ("submitted", "stopped") for b in branches)
+    assert set(run.store.analyses("two-edits")) == {root.id}
+    assert ("sprout", 1) in run.store.reviews("two-edits")
+
+    summary = content["methods"]["sprout"]
+    assert summary["resolved"] == 1 and summary["pass_at_1"] == 0.0
+    assert summary["turns_reused"] == sum(
+        b.boundary for b in branches if b.status != "stopped" or run.tree.own_turns(b)
+    )
+    tokens = run.tree.tokens(task_id="two-edits", method="sprout")
+    assert {"actor", "analyst", "reviewer"} <= set(tokens.by_role)
+    assert summary["tokens"]["spent"] == tokens.spent
+    assert summary["tokens"]["prefix_once"] == tokens.prefix_once < tokens.spent
+
+
+def test_methods_on_one_task_are_counted_apart(tmp_path: Path) -> None:
+    run, content, _ = run_methods(tmp_path, "oracle-noise:p=1", "pass@2,sprout")
+    by_method = content["tasks"]["two-edits"]
+    assert by_method["pass@2"]["attempts"] == 2
+    assert by_method["sprout"]["resolved"] is True
+    total = sum(c.prompt_tokens + c.completion_tokens for c in run.store.model_calls())
+    spent = [content["methods"][m]["tokens"]["spent"] for m in ("pass@2", "sprout")]
+    assert sum(spent) == total
+    assert {s["method"] for s in run.store.schedules()} == {"pass@2", "sprout"}
+    assert all(s["status"] == "done" and s["wall_s"] > 0 for s in run.store.schedules())
+
+
+def test_entropy_refuses_a_model_without_logprobs() -> None:
+    settings = RunSettings("oracle", parse_methods("entropy"))
+    with pytest.raises(RunSettingsError, match="needs per-token log-probabilities"):
+        check_settings(settings)
