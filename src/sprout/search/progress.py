@@ -38,7 +38,8 @@ class Progress:
             outcome = "PASS"
         else:
             summary = (attempt.diagnostics or {}).get("summary", "")
-            outcome = f"fail: {summary}" if summary else "fail"
+            counts = summary.partition(";")[0][:120]  # "4 of 9 tests passed"; names are in the db
+            outcome = f"fail: {counts}" if counts else "fail"
         self.event(attempt.task_id, attempt.method, f"{label(attempt)}: {outcome} ({turns} turns)")
 
 
