@@ -8,12 +8,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEBIAN_PACKAGES := gcc libc6-dev util-linux python3-pytest
 
+DEMO_RUN := runs/demo
+
 .PHONY: demo test lint format bench system-packages install clean
 
 demo: install
-	$(BIN)/python examples/sandbox_tour.py
-	@echo
-	$(BIN)/python examples/branch_tour.py
+	rm -rf $(DEMO_RUN)
+	$(BIN)/sprout run examples/tasks --model oracle-noise --method pass@4,sprout \
+	  --workers 2 --out $(DEMO_RUN)
 
 test: install
 	$(BIN)/ruff check src tests benchmarks examples

@@ -9,9 +9,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from sprout.models import ModelError
 from sprout.runfolder import RunFolder, RunFolderError, parse_checkpoint_ref
 from sprout.sandbox import LayerStore, Sandbox, SandboxError
 from sprout.store import StoreError
+from sprout.task import TaskError
 from sprout.tree import TreeError
 
 BAD_INPUT = 2
@@ -83,6 +85,110 @@ def cmd_shell(args: argparse.Namespace) -> int:
         run.close()
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from sprout.search import MethodError, RunSettingsError
+
+    try:
+        return _run(args)
+    except (MethodError, RunSettingsError) as error:
+        raise UsageError(str(error)) from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from sprout.agent import ActorConfig
+    from sprout.search import (
+        Progress,
+        RunSettings,
+        open_run,
+        parse_methods,
+        parse_rounds,
+        run_tasks,
+        table,
+    )
+    from sprout.search.run import check_settings
+    from sprout.tasks import load_tasks
+
+    methods = parse_methods(
+        args.method,
+        roots=args.roots,
+        rounds=parse_rounds(args.rounds),
+        stop_at_pass=not args.keep_going,
+    )
+    try:
+        actor = ActorConfig.from_file(args.config) if args.config else ActorConfig()
+    except ValueError as error:
+        raise UsageError(f"--config {error}") from None
+    settings = RunSettings(
+        model=args.model, methods=methods, workers=args.workers, base_url=args.base_url, actor=actor
+    )
+    check_settings(settings)
+    loaded = load_tasks(args.tasks, images=_image_table(args.images), repos=args.repos)
+    for error in loaded.errors:
+        print(f"sprout run: skipped: {error}", file=sys.stderr)
+    if not loaded.tasks:
+        raise UsageError("no task could be loaded (see the lines above)")
+    run = open_run(args.out, settings, resume=args.resume)
+    try:
+        content = run_tasks(loaded.tasks, run, settings, Progress(quiet=args.quiet))
+    finally:
+        run.close()
+    print()
+    print(table(content))
+    print(f"\nresults: {Path(args.out) / 'results.json'}")
+    if loaded.errors:
+        return BAD_INPUT
+    failed = [
+        task for task, by in content["tasks"].items() if any("error" in r for r in by.values())
+    ]
+    return 1 if failed else 0
+
+
+def cmd_tasks_check(args: argparse.Namespace) -> int:
+    import shutil
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sprout import taskcheck
+    from sprout.tasks import load_tasks
+
+    if args.workers < 1:
+        raise UsageError(f"--workers {args.workers}: expected at least 1")
+    loaded = load_tasks(args.paths, images=_image_table(args.images), repos=args.repos)
+    results = [taskcheck.load_failure(line) for line in loaded.errors]
+    names = [result.task_id for result in results] + [task.id for task in loaded.tasks]
+    width = max([len("task"), *map(len, names)])
+    print(taskcheck.table_header(width))
+    for result in results:
+        print(taskcheck.table_row(result, width), flush=True)
+    out = args.out or tempfile.mkdtemp(prefix="sprout-check-")
+    run = RunFolder.create(out)
+    try:
+        with ThreadPoolExecutor(max_workers=args.workers) as pool:
+            for result in pool.map(lambda task: taskcheck.check_task(task, run), loaded.tasks):
+                results.append(result)
+                print(taskcheck.table_row(result, width), flush=True)
+    finally:
+        run.close()
+        if not args.out:
+            shutil.rmtree(out, ignore_errors=True)
+    print(taskcheck.summary_line(results))
+    for line in taskcheck.warning_lines(results):
+        print(f"warning: {line}", file=sys.stderr)
+    if args.out:
+        attempts = ", ".join(f"{r.task_id} {r.attempt_id}" for r in results if r.attempt_id)
+        print(f"run folder: {args.out}; oracle attempts: {attempts or 'none'}")
+        print(f"  open one at turn k with `sprout shell {args.out} ATTEMPT:k`")
+    return 0 if all(result.ok for result in results) else 1
+
+
+def _image_table(path: str | None) -> dict[str, str] | None:
+    if path is None:
+        return None
+    from sprout.tasks.discover import load_image_table
+
+    return load_image_table(path)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sprout",
@@ -127,6 +233,96 @@ def build_parser() -> argparse.ArgumentParser:
     shell.add_argument("run", metavar="RUN", help="run folder (holds sprout.db and layers/)")
     shell.add_argument("checkpoint", metavar="ATTEMPT:k", help="attempt id and turn boundary")
     shell.set_defaults(func=cmd_shell)
+
+    run = commands.add_parser(
+        "run",
+        help="run search methods (pass@k, sprout, entropy) on tasks and compare them",
+        description="Run each --method on each task with --model; write DIR/sprout.db, "
+        "DIR/results.json and print the comparison table. A task path is a task folder, a "
+        "folder of task folders, or a SWE-bench .jsonl file (with --repos).",
+    )
+    run.add_argument(
+        "tasks",
+        nargs="+",
+        metavar="TASKS",
+        help="task folders, folders of them, or SWE-bench .jsonl files",
+    )
+    run.add_argument(
+        "--model",
+        required=True,
+        metavar="M",
+        help="openai/<name> (an OpenAI-compatible server: --base-url or OPENAI_BASE_URL, "
+        "key in OPENAI_API_KEY), oracle, or oracle-noise[:p=<0..1>,seed=<int>]",
+    )
+    run.add_argument(
+        "--method",
+        default="pass@4,sprout",
+        metavar="LIST",
+        help="comma-separated: pass@K, sprout, entropy (default: pass@4,sprout)",
+    )
+    run.add_argument("--out", required=True, metavar="DIR", help="the run folder to write")
+    run.add_argument(
+        "--resume", action="store_true", help="continue the run in --out where it stopped"
+    )
+    run.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="sandboxes running at once: attempts of a round, tasks side by side (default 1)",
+    )
+    run.add_argument(
+        "--roots", type=int, default=1, metavar="N", help="roots of sprout and entropy (default 1)"
+    )
+    run.add_argument(
+        "--rounds",
+        default="4,3",
+        metavar="LIST",
+        help="branches per round of sprout and entropy (default 4,3)",
+    )
+    run.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="play every round even after a pass (default: stop at the first pass)",
+    )
+    run.add_argument("--config", metavar="FILE", help="TOML file with an [actor] table")
+    run.add_argument("--base-url", metavar="URL", help="the OpenAI-compatible server's /v1 URL")
+    run.add_argument(
+        "--images", metavar="FILE", help="TOML [images] table: FROM name -> root-filesystem folder"
+    )
+    run.add_argument("--repos", metavar="DIR", help="local clones of SWE-bench repositories")
+    run.add_argument("--quiet", action="store_true", help="no progress lines, only the table")
+    run.set_defaults(func=cmd_run)
+
+    tasks = commands.add_parser(
+        "tasks", help="work with task folders (check)", description="Work with task folders."
+    )
+    task_commands = tasks.add_subparsers(dest="tasks_command", required=True, metavar="COMMAND")
+    check = task_commands.add_parser(
+        "check",
+        help="check that each task fails untouched and passes with its reference solution",
+        description="For each task: build its base layer, run the verifier on the untouched "
+        "environment (it must fail), play the reference solution with the oracle model "
+        "through the actor and run the verifier again (it must pass). Exit 0 when every "
+        "task is sound, 1 when any is broken, 2 for bad input.",
+    )
+    check.add_argument(
+        "paths", nargs="+", metavar="PATHS", help="task folders or folders of task folders"
+    )
+    check.add_argument(
+        "--out",
+        metavar="DIR",
+        help="keep the run folder here, for `sprout shell DIR ATTEMPT:k` (default: a "
+        "temporary folder, removed at the end)",
+    )
+    check.add_argument(
+        "--workers", type=int, default=1, metavar="N", help="tasks checked at once (default 1)"
+    )
+    check.add_argument(
+        "--images", metavar="FILE", help="TOML [images] table: FROM name -> root-filesystem folder"
+    )
+    check.add_argument("--repos", metavar="DIR", help="local clones of SWE-bench repositories")
+    check.set_defaults(func=cmd_tasks_check, name="tasks check")
     return parser
 
 
@@ -134,8 +330,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (UsageError, SandboxError, TreeError, RunFolderError, StoreError) as error:
-        print(f"sprout {args.command}: {error}", file=sys.stderr)
+    except (
+        UsageError,
+        SandboxError,
+        TreeError,
+        RunFolderError,
+        StoreError,
+        TaskError,
+        ModelError,
+    ) as error:
+        print(f"sprout {getattr(args, 'name', args.command)}: {error}", file=sys.stderr)
         return BAD_INPUT
 
 

@@ -52,6 +52,18 @@ def test_empty_turn_adds_no_layer(store):
         assert len(store.layers()) == count
 
 
+def test_an_empty_checkpoint_can_record_new_settings(store):
+    with Sandbox.create(store, env={"MODE": "setup"}) as sandbox:
+        sandbox.run("echo x > f")
+        built = sandbox.checkpoint()
+    with Sandbox.fork(store, built, env={"MODE": "agent"}) as fork:
+        settled = fork.checkpoint(always=True)
+    assert settled != built
+    assert store.layer(settled).config.env == {"MODE": "agent"}
+    with Sandbox.fork(store, settled) as later:
+        assert later.run("cat f; echo $MODE").output == "x\nagent\n"
+
+
 def test_unsaved_writes_are_dropped_on_close(store):
     with Sandbox.create(store) as sandbox:
         sandbox.run("echo kept > kept")

@@ -31,7 +31,7 @@ def write_task(root: Path, name: str = "two-edits", *, slow_step: float = 0.0) -
     (task / "instruction.md").write_text("Put 1 in a.txt and 2 in b.txt.\n")
     (task / "task.toml").write_text(
         '[verifier]\ntimeout_sec = 30\n\n[sprout]\nimage = "host"\nnetwork = false\n'
-        "setup = [\"echo 0 > a.txt && echo 0 > b.txt\"]\n"
+        'setup = ["echo 0 > a.txt && echo 0 > b.txt"]\n'
     )
     solve = SOLVE
     if slow_step:

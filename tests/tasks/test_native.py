@@ -137,3 +137,27 @@ def test_a_failing_setup_step_names_the_task_and_step(overlay_store: LayerStore,
     task = load_native(make_task(tmp_path, DOCKERFILE + "RUN echo broken >&2 && exit 7\n"))
     with pytest.raises(TaskError, match=r"fix-calc: set-up step 4 .* exit code 7: broken"):
         base_checkpoint(task, overlay_store)
+
+
+def interfaces(sandbox: Sandbox) -> list[str]:
+    """The network interfaces a sandbox's calls see (from its own /proc/net/dev)."""
+    output = sandbox.run("tail -n +3 /proc/net/dev").output
+    return sorted(line.split(":")[0].strip() for line in output.splitlines())
+
+
+def test_an_offline_task_gives_the_agent_only_loopback(overlay_store: LayerStore, tmp_path):
+    task = load_native(make_task(tmp_path, toml="[sprout]\nnetwork = false\n"))
+    base = base_checkpoint(task, overlay_store)
+    with Sandbox.fork(overlay_store, base) as agent:
+        assert interfaces(agent) == ["lo"]
+        assert agent.run("cat built.txt").output == "hello test\n"  # set-up still ran
+        turn = agent.checkpoint()
+    with Sandbox.fork(overlay_store, turn) as later:
+        assert interfaces(later) == ["lo"], "every later turn inherits it"
+    with Sandbox.fork(overlay_store, turn, network=True) as verifier:
+        assert interfaces(verifier) != ["lo"]
+
+
+def test_the_unmapped_image_warning_goes_when_sprout_names_the_image(tmp_path):
+    assert load_native(make_task(tmp_path / "a")).warnings
+    assert not load_native(make_task(tmp_path / "b", toml='[sprout]\nimage = "host"\n')).warnings

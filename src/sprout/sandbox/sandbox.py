@@ -171,14 +171,17 @@ class Sandbox:
         self._check_open()
         return self._backend.interactive(self)
 
-    def checkpoint(self) -> str:
+    def checkpoint(self, *, always: bool = False) -> str:
         """Seal what was written since the last checkpoint and return its id.
 
         An unchanged sandbox returns the previous id: empty turns add no layer.
+        With `always`, an empty layer is sealed anyway, so that this sandbox's
+        settings (a fork's `network`, `env`, `limits`) become those its own
+        forks inherit.
         """
         self._check_open()
         self._backend.capture(self)
-        if is_empty(self.store.diff_dir(self.upper)):
+        if not always and is_empty(self.store.diff_dir(self.upper)):
             return self.parent
         sealed = self.store.seal(self.upper, self.parent, self.config)
         previous = self.upper

@@ -103,7 +103,8 @@ def plan_dockerfile(
                 plan.image = "host"
                 plan.warnings.append(
                     f"{here}: no root filesystem given for image {name!r}; using this "
-                    "machine's (host). Map it with --images NAME=FOLDER."
+                    "machine's (host). Map it in an [images] table (--images FILE), or set "
+                    "[sprout] image."
                 )
         elif keyword == "RUN":
             command = (

@@ -19,7 +19,13 @@ def _digest(task: Task) -> str:
     digest = hashlib.sha256()
     digest.update(
         json.dumps(
-            [task.image, task.workdir, task.env, [s.model_dump() for s in task.setup]],
+            [
+                task.image,
+                task.workdir,
+                task.env,
+                task.network,
+                [s.model_dump() for s in task.setup],
+            ],
             sort_keys=True,
         ).encode()
     )
@@ -35,7 +41,11 @@ def _digest(task: Task) -> str:
 
 
 def base_checkpoint(task: Task, layers: LayerStore) -> str:
-    """Checkpoint 0 of `task`: built on first use, then reused by every run on `layers`."""
+    """Checkpoint 0 of `task`: built on first use, then reused by every run on `layers`.
+
+    Set-up runs with the network; the checkpoint carries the task's `network`
+    setting, which every fork of it (the agent's sandboxes) inherits.
+    """
     name = f"base-{re.sub(r'[^A-Za-z0-9._-]', '_', task.id)[:80]}-{_digest(task)}"
     cached = layers.ref(name)
     if cached is not None:
@@ -59,5 +69,9 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
                     f"exit code {observation.exit_code}: " + " | ".join(tail)
                 )
         checkpoint = sandbox.checkpoint()
+    if not task.network:
+        # Set-up may fetch what it needs; the agent's calls, forked from here, may not.
+        with Sandbox.fork(layers, checkpoint, network=False) as offline:
+            checkpoint = offline.checkpoint(always=True)
     layers.set_ref(name, checkpoint)
     return checkpoint

@@ -173,5 +173,5 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         agent_timeout_s=_timeout(data, "agent", toml_path, task_id),
         results=sprout.results,
         required_tests=tuple(sprout.required_tests) if sprout.required_tests else None,
-        warnings=tuple(plan.warnings if plan else ()),
+        warnings=tuple(plan.warnings if plan and not sprout.image else ()),
     )

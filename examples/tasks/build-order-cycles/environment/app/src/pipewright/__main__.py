@@ -1,0 +1,5 @@
+import sys
+
+from pipewright.cli import main
+
+sys.exit(main())

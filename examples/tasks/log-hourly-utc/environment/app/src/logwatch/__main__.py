@@ -1,0 +1,5 @@
+import sys
+
+from logwatch.cli import main
+
+sys.exit(main())

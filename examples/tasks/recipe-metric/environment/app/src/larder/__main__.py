@@ -1,0 +1,5 @@
+import sys
+
+from larder.cli import main
+
+sys.exit(main())

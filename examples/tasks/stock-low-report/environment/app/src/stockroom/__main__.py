@@ -1,0 +1,5 @@
+import sys
+
+from stockroom.cli import main
+
+sys.exit(main())

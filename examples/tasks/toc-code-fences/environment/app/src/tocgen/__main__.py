@@ -1,0 +1,5 @@
+import sys
+
+from tocgen.cli import main
+
+sys.exit(main())

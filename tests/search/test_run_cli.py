@@ -1,0 +1,202 @@
+"""`sprout run` as a user runs it: the table, results.json's shape, bad input, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sprout.cli import main
+from tests.conftest import require_host_image
+from tests.search.tasks import write_task
+
+METHOD_KEYS = {
+    "tasks",
+    "resolved",
+    "resolve_rate",
+    "pass_at_1",
+    "tokens",
+    "attempts",
+    "turns_executed",
+    "turns_reused",
+    "wall_s",
+}
+
+
+def test_run_prints_the_table_and_writes_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_host_image()
+    tasks = tmp_path / "tasks"
+    write_task(tasks, "first")
+    write_task(tasks, "second")
+    out = tmp_path / "run"
+    code = main(
+        [
+            "run",
+            str(tasks),
+            "--model",
+            "oracle-noise:p=1",
+            "--method",
+            "pass@2,sprout",
+            "--out",
+            str(out),
+            "--workers",
+            "2",
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "method" in printed and "pass@2" in printed and "sprout" in printed
+    assert "estimated" in printed
+    content = json.loads((out / "results.json").read_text())
+    assert set(content["methods"]) == {"pass@2", "sprout"}
+    for summary in content["methods"].values():
+        assert set(summary) == METHOD_KEYS
+        assert set(summary["tokens"]) == {"spent", "prefix_once", "estimated"}
+        assert summary["tasks"] == 2
+    assert content["methods"]["sprout"]["resolved"] == 2
+    assert content["methods"]["pass@2"]["resolved"] == 0
+    assert set(content["tasks"]) == {"first", "second"}
+    for by_method in content["tasks"].values():
+        for result in by_method.values():
+            assert set(result) == {"resolved", "tokens", "attempts"}
+    assert (out / "sprout.db").is_file() and (out / "layers").is_dir()
+
+
+def test_an_existing_run_is_never_overwritten(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_host_image()
+    write_task(tmp_path / "tasks")
+    out = tmp_path / "run"
+    args = ["run", str(tmp_path / "tasks"), "--model", "oracle", "--method", "pass@1"]
+    assert main([*args, "--out", str(out)]) == 0
+    before = (out / "sprout.db").read_bytes()
+    assert main([*args, "--out", str(out)]) == 2
+    assert "pass --resume" in capsys.readouterr().err
+    assert main([*args, "--out", str(out), "--model", "oracle-noise", "--resume"]) == 2
+    assert "different settings (model" in capsys.readouterr().err
+    assert (out / "sprout.db").read_bytes() == before
+    assert main([*args, "--out", str(out), "--resume"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--method", "best-of-3"], "expected pass@K, sprout or entropy"),
+        (["--method", "entropy"], "needs per-token log-probabilities"),
+        (["--model", "gpt-4"], "expected one of openai/<name>"),
+        (["--workers", "0"], "--workers: expected at least 1"),
+        (["--rounds", "4,x"], "--rounds '4,x'"),
+        (["--config", "/nonexistent/actor.toml"], "--config /nonexistent/actor.toml"),
+    ],
+)
+def test_bad_settings_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    write_task(tmp_path / "tasks")
+    args = ["run", str(tmp_path / "tasks"), "--model", "oracle", "--out", str(tmp_path / "run")]
+    assert main([*args, *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run" / "sprout.db").exists()
+
+
+def test_a_broken_task_is_named_and_the_others_still_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_host_image()
+    tasks = tmp_path / "tasks"
+    write_task(tasks, "good")
+    broken = write_task(tasks, "broken")
+    (broken / "task.toml").write_text("[sprout]\nnetwork = 'sometimes'\n")
+    out = tmp_path / "run"
+    code = main(["run", str(tasks), "--model", "oracle", "--method", "pass@1", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "broken:" in captured.err and "sprout.network" in captured.err
+    content = json.loads((out / "results.json").read_text())
+    assert set(content["tasks"]) == {"good"} and content["methods"]["pass@1"]["resolved"] == 1
+
+
+def test_a_failing_setup_is_recorded_and_the_run_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_host_image()
+    tasks = tmp_path / "tasks"
+    write_task(tasks, "good")
+    bad = write_task(tasks, "bad-setup")
+    (bad / "task.toml").write_text('[sprout]\nimage = "host"\nsetup = ["exit 3"]\n')
+    out = tmp_path / "run"
+    code = main(["run", str(tasks), "--model", "oracle", "--method", "pass@1", "--out", str(out)])
+    assert code == 1
+    content = json.loads((out / "results.json").read_text())
+    assert "exit code 3" in content["tasks"]["bad-setup"]["pass@1"]["error"]
+    assert content["tasks"]["good"]["pass@1"]["resolved"] is True
+    assert "bad-setup  pass@1  ERROR" in capsys.readouterr().out
+
+
+def _turn_rows(db: Path) -> set[tuple[int, int, float]]:
+    with sqlite3.connect(db) as connection:
+        return set(connection.execute("SELECT attempt_id, idx, created FROM turns"))
+
+
+def test_a_killed_run_resumes_without_redoing_a_finished_turn(tmp_path: Path) -> None:
+    require_host_image()
+    write_task(tmp_path / "tasks", slow_step=0.4)
+    out = tmp_path / "run"
+    args = [
+        sys.executable,
+        "-m",
+        "sprout.cli",
+        "run",
+        str(tmp_path / "tasks"),
+        "--model",
+        "oracle-noise:p=1",
+        "--method",
+        "sprout",
+        "--rounds",
+        "2",
+        "--out",
+        str(out),
+    ]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, start_new_session=True)
+    db = out / "sprout.db"
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            if db.exists():
+                with sqlite3.connect(db) as connection:
+                    branch_turns = connection.execute(
+                        "SELECT count(*) FROM turns JOIN attempts ON attempts.id = attempt_id "
+                        "WHERE kind = 'branch'"
+                    ).fetchone()[0]
+                if branch_turns:
+                    break
+        else:
+            pytest.fail("the run never reached a branch's first turn")
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    before = _turn_rows(db)
+    assert not (out / "results.json").exists() or "resolved" in (out / "results.json").read_text()
+
+    resumed = subprocess.run([*args, "--resume"], capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    after = _turn_rows(db)
+    assert before <= after, "every turn committed before the kill is kept as it was"
+    content = json.loads((out / "results.json").read_text())
+    assert content["methods"]["sprout"]["resolved"] == 1
+    with sqlite3.connect(db) as connection:
+        rounds = {row[0] for row in connection.execute("SELECT round FROM attempts")}
+        reviews = connection.execute("SELECT count(*) FROM reviews").fetchone()[0]
+    assert rounds <= {0, 1} and reviews == 1, "the resumed run reused the stored review"
