@@ -102,3 +102,20 @@ def test_entropy_refuses_a_model_without_logprobs() -> None:
     settings = RunSettings("oracle", parse_methods("entropy"))
     with pytest.raises(RunSettingsError, match="needs per-token log-probabilities"):
         check_settings(settings)
+
+
+def test_with_one_worker_a_pass_stops_the_branches_not_yet_started(tmp_path: Path) -> None:
+    run, content, log = run_methods(tmp_path, "oracle-noise:p=1", "sprout", workers=1)
+    branches = attempts(run, "sprout")[1:]
+    outcomes = [(b.boundary, b.status, b.reward) for b in branches]
+    # The analyst's fallback puts the latest edit first (boundary 1, after the wrong
+    # a.txt), then 0; the reviewer cycles through them and the branches run in that order.
+    assert outcomes == [
+        (1, "submitted", 0.0),
+        (0, "submitted", 1.0),
+        (1, "stopped", None),
+        (0, "stopped", None),
+    ]
+    assert all(not run.tree.own_turns(b) for b in branches[2:])
+    assert content["methods"]["sprout"]["attempts"] == 3, "stopped before a turn: not counted"
+    assert log.count("stopped (another attempt passed)") == 2

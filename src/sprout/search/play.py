@@ -35,6 +35,9 @@ class Search:
     """What every root's context starts with: the system prompt and the task."""
     slots: threading.Semaphore
     """Sandboxes that may run at once across the whole run (`--workers`)."""
+    workers: int
+    """Attempts of one round started at once: with fewer workers than branches, the
+    reviewer's first plans run first, and a pass stops the rest before they start."""
     progress: Progress
     _passed: threading.Event = field(default_factory=threading.Event)
 
@@ -58,7 +61,7 @@ class Search:
         """Run and verify `attempts` concurrently; with stop-at-pass, a pass ends the others."""
         if self.method.stop_at_pass and self.has_passed():
             self._passed.set()
-        with ThreadPoolExecutor(max_workers=max(len(attempts), 1)) as pool:
+        with ThreadPoolExecutor(max_workers=max(min(len(attempts), self.workers), 1)) as pool:
             return list(pool.map(self._finish, attempts))
 
     def _should_stop(self) -> bool:

@@ -188,6 +188,7 @@ def _search(
         base=base,
         prefix=actor.prefix(task.instruction, task.workdir),
         slots=slots,
+        workers=settings.workers,
         progress=progress,
     )
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -99,6 +100,61 @@ def split_solution(text: str) -> tuple[SolutionStep, ...]:
     return tuple(result)
 
 
+@dataclass(frozen=True)
+class TaskEnvironment:
+    """Where a task's agent runs: what its Dockerfile and `[sprout]` table say together."""
+
+    image: str
+    workdir: str
+    env: dict[str, str]
+    steps: tuple[SetupStep, ...]
+    warnings: tuple[str, ...]
+
+
+def task_environment(
+    task_id: str,
+    sprout: SproutTable,
+    settings_file: Path,
+    dockerfile: Path,
+    context: Path,
+    root: Path,
+    images: Mapping[str, str] | None,
+) -> TaskEnvironment:
+    """The image, workdir, environment and set-up steps of a task, for every folder format.
+
+    `[sprout]` fields win over the Dockerfile's; a relative `image` is a folder under
+    `root`. An unmapped `FROM` warns only when `[sprout]` names no image.
+    """
+    plan = (
+        plan_dockerfile(
+            dockerfile.read_text(encoding="utf-8"),
+            where=str(dockerfile),
+            images=images,
+            context=context,
+        )
+        if dockerfile.is_file()
+        else None
+    )
+    image = sprout.image or (plan.image if plan else "host")
+    if image != "host":
+        image = str((root / image).resolve())
+        if not Path(image).is_dir():
+            raise TaskError(f"{task_id}: {settings_file}: sprout.image: {image} is not a folder")
+    workdir = sprout.workdir or (plan.workdir if plan and plan.workdir else "/workspace")
+    if not workdir.startswith("/"):
+        raise TaskError(f"{task_id}: {settings_file}: sprout.workdir: {workdir!r} is not absolute")
+    env = {**(plan.env if plan else {}), **sprout.env}
+    steps = list(plan.steps if plan else [])
+    for step in steps:
+        if step.kind == "copy" and not (context / step.source).exists():
+            raise TaskError(
+                f"{task_id}: {dockerfile}: COPY {step.source}: no such file in {context}"
+            )
+    steps += [SetupStep(kind="run", command=c, workdir=workdir, env=env) for c in sprout.setup]
+    warnings = tuple(plan.warnings) if plan and not sprout.image else ()
+    return TaskEnvironment(image, workdir, env, tuple(steps), warnings)
+
+
 def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) -> Task:
     """Read a task folder; TaskError names the task, the file and the field at fault."""
     path = Path(path).resolve()
@@ -116,33 +172,9 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         raise TaskError(f"{task_id}: {toml_path}: sprout.{field}: {first['msg']}") from None
 
     environment = path / "environment"
-    dockerfile = environment / "Dockerfile"
-    plan = (
-        plan_dockerfile(
-            dockerfile.read_text(encoding="utf-8"),
-            where=str(dockerfile),
-            images=images,
-            context=environment,
-        )
-        if dockerfile.is_file()
-        else None
+    setting = task_environment(
+        task_id, sprout, toml_path, environment / "Dockerfile", environment, path, images
     )
-    image = sprout.image or (plan.image if plan else "host")
-    if image != "host":
-        image = str((path / image).resolve())
-        if not Path(image).is_dir():
-            raise TaskError(f"{task_id}: {toml_path}: sprout.image: {image} is not a folder")
-    workdir = sprout.workdir or (plan.workdir if plan and plan.workdir else "/workspace")
-    if not workdir.startswith("/"):
-        raise TaskError(f"{task_id}: {toml_path}: sprout.workdir: {workdir!r} is not absolute")
-    steps = list(plan.steps if plan else [])
-    env = {**(plan.env if plan else {}), **sprout.env}
-    steps += [SetupStep(kind="run", command=c, workdir=workdir, env=env) for c in sprout.setup]
-    for step in steps:
-        if step.kind == "copy" and not (environment / step.source).exists():
-            raise TaskError(
-                f"{task_id}: {dockerfile}: COPY {step.source}: no such file in {environment}"
-            )
 
     solution_file = path / "solution" / "solve.sh"
     solution = (
@@ -160,11 +192,11 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         id=task_id,
         path=path,
         instruction=instruction_file.read_text(encoding="utf-8").strip(),
-        image=image,
-        setup=tuple(steps),
+        image=setting.image,
+        setup=setting.steps,
         environment_dir=environment if environment.is_dir() else None,
-        workdir=workdir,
-        env=env,
+        workdir=setting.workdir,
+        env=setting.env,
         network=sprout.network,
         solution=solution,
         tests_dir=tests_dir if tests_dir.is_dir() else None,
@@ -173,5 +205,5 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         agent_timeout_s=_timeout(data, "agent", toml_path, task_id),
         results=sprout.results,
         required_tests=tuple(sprout.required_tests) if sprout.required_tests else None,
-        warnings=tuple(plan.warnings if plan and not sprout.image else ()),
+        warnings=setting.warnings,
     )

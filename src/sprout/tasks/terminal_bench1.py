@@ -21,9 +21,8 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from sprout.task import ResultsFormat, SetupStep, SolutionStep, Task, TaskError
-from sprout.tasks.dockerfile import plan_dockerfile
-from sprout.tasks.native import SproutTable, split_solution
+from sprout.task import ResultsFormat, SolutionStep, Task, TaskError
+from sprout.tasks.native import SproutTable, split_solution, task_environment
 
 AGENT_TIMEOUT_S = 360.0
 """Terminal-Bench 1's default max_agent_timeout_sec."""
@@ -166,42 +165,18 @@ def load_terminal_bench1(path: str | Path, *, images: Mapping[str, str] | None =
         )
 
     dockerfile = folder / "Dockerfile"
-    plan = (
-        plan_dockerfile(
-            dockerfile.read_text(encoding="utf-8"),
-            where=str(dockerfile),
-            images=images,
-            context=folder,
-        )
-        if dockerfile.is_file()
-        else None
-    )
-    warnings = list(plan.warnings if plan else [])
-    image = sprout.image or (plan.image if plan else "host")
-    if image != "host":
-        image = str((folder / image).resolve())
-        if not Path(image).is_dir():
-            raise TaskError(f"{task_id}: {sprout_toml}: sprout.image: {image} is not a folder")
-    workdir = sprout.workdir or (plan.workdir if plan and plan.workdir else "/workspace")
-    if not workdir.startswith("/"):
-        raise TaskError(f"{task_id}: {sprout_toml}: sprout.workdir: {workdir!r} is not absolute")
-    env = {**(plan.env if plan else {}), **sprout.env}
-    steps = list(plan.steps if plan else [])
-    for step in steps:
-        if step.kind != "copy":
-            continue
+    setting = task_environment(task_id, sprout, sprout_toml, dockerfile, folder, folder, images)
+    warnings = list(setting.warnings)
+    hidden = [folder / name for name in HIDDEN]
+    for step in setting.steps:
         source = (folder / step.source).resolve()
-        if not source.exists():
-            raise TaskError(
-                f"{task_id}: {dockerfile}: COPY {step.source}: no such file in {folder}"
-            )
-        hidden = [folder / name for name in HIDDEN]
-        if source == folder or any(h == source or h in source.parents for h in hidden):
+        if step.kind == "copy" and (
+            source == folder or any(h == source or h in source.parents for h in hidden)
+        ):
             warnings.append(
                 f"{dockerfile}: COPY {step.source} puts the hidden tests or the solution in the "
                 "agent's environment"
             )
-    steps += [SetupStep(kind="run", command=c, workdir=workdir, env=env) for c in sprout.setup]
     warnings += _compose_warnings(folder, task_id)
 
     run_tests = folder / "run-tests.sh"
@@ -218,11 +193,11 @@ def load_terminal_bench1(path: str | Path, *, images: Mapping[str, str] | None =
         id=task_id,
         path=folder,
         instruction=instruction,
-        image=image,
-        setup=tuple(steps),
+        image=setting.image,
+        setup=setting.steps,
         environment_dir=folder,
-        workdir=workdir,
-        env=env,
+        workdir=setting.workdir,
+        env=setting.env,
         network=sprout.network,
         solution=_solution(folder, task_id),
         tests_dir=tests_dir if tests_dir.is_dir() else None,

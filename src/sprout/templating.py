@@ -1,0 +1,39 @@
+"""Rendering the packaged Jinja prompts, each replaceable by a user's own source.
+
+Strict about undefined names, so a template that names a variable its caller
+does not pass fails at once instead of sending the model an empty hole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+
+@cache
+def _environment(folder: Path) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(folder),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+        autoescape=False,
+    )
+
+
+def render_template(
+    folder: Path, names: Sequence[str], name: str, source: str | None, **context: Any
+) -> str:
+    """Render `folder/name.j2`, or `source` (a Jinja template) in its place."""
+    if name not in names:
+        raise ValueError(f"template {name!r}: expected one of {', '.join(names)}")
+    environment = _environment(folder)
+    template = (
+        environment.from_string(source)
+        if source is not None
+        else environment.get_template(f"{name}.j2")
+    )
+    return template.render(**context).strip()
