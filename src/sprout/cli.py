@@ -107,6 +107,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     from sprout.search.run import check_settings
     from sprout.tasks import load_tasks
+    from sprout.tasks.discover import grouped_warnings
 
     methods = parse_methods(
         args.method,
@@ -125,6 +126,8 @@ def _run(args: argparse.Namespace) -> int:
     loaded = load_tasks(args.tasks, images=_image_table(args.images), repos=args.repos)
     for error in loaded.errors:
         print(f"sprout run: skipped: {error}", file=sys.stderr)
+    for line in grouped_warnings((task.id, task.warnings) for task in loaded.tasks):
+        print(f"warning: {line}", file=sys.stderr)
     if not loaded.tasks:
         raise UsageError("no task could be loaded (see the lines above)")
     run = open_run(args.out, settings, resume=args.resume)

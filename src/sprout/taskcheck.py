@@ -12,7 +12,6 @@ must not hide the verdicts on the others.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, replace
 
@@ -24,6 +23,7 @@ from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError, SandboxUnavailable
 from sprout.task import Task, TaskError
 from sprout.tasks import base_checkpoint
+from sprout.tasks.discover import grouped_warnings
 from sprout.tree import Attempt
 from sprout.verify import Diagnostics, ResultsError, run_verifier
 
@@ -197,19 +197,5 @@ def summary_line(results: list[CheckResult]) -> str:
 
 
 def warning_lines(results: list[CheckResult]) -> list[str]:
-    """Each distinct warning once, with the tasks it concerns.
-
-    A warning that names its file ("…/Dockerfile:1: no root filesystem given for
-    image …") is the same for every task built from the same image: one line
-    for all of them keeps a check of a hundred tasks readable.
-    """
-    tasks: dict[str, list[str]] = {}
-    for result in results:
-        for warning in result.warnings:
-            message = re.sub(r"^\S+:\d+: ", "", warning)
-            tasks.setdefault(message, []).append(result.task_id)
-    lines = []
-    for message, ids in tasks.items():
-        named = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-        lines.append(f"{message} ({named})")
-    return lines
+    """Each distinct warning once, with the tasks it concerns (see `grouped_warnings`)."""
+    return grouped_warnings((result.task_id, result.warnings) for result in results)

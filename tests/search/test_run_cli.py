@@ -200,3 +200,34 @@ def test_a_killed_run_resumes_without_redoing_a_finished_turn(tmp_path: Path) ->
         rounds = {row[0] for row in connection.execute("SELECT round FROM attempts")}
         reviews = connection.execute("SELECT count(*) FROM reviews").fetchone()[0]
     assert rounds <= {0, 1} and reviews == 1, "the resumed run reused the stored review"
+
+
+@pytest.mark.parametrize(
+    ("test_sh", "summary"),
+    [
+        ("sleep 30\n", "timed out"),
+        ("echo maybe > /logs/verifier/reward.txt\n", "the verifier failed"),
+    ],
+)
+def test_a_verifier_that_hangs_or_writes_nonsense_scores_zero_and_the_run_goes_on(
+    tmp_path: Path, test_sh: str, summary: str
+) -> None:
+    require_host_image()
+    tasks = tmp_path / "tasks"
+    write_task(tasks, "good")
+    bad = write_task(tasks, "bad-verifier")
+    (bad / "tests" / "test.sh").write_text(test_sh)
+    (bad / "task.toml").write_text(
+        (bad / "task.toml").read_text().replace("timeout_sec = 30", "timeout_sec = 1")
+    )
+    out = tmp_path / "run"
+    code = main(["run", str(tasks), "--model", "oracle", "--method", "pass@1", "--out", str(out)])
+    assert code == 0
+    content = json.loads((out / "results.json").read_text())
+    assert content["tasks"]["good"]["pass@1"]["resolved"] is True
+    assert content["tasks"]["bad-verifier"]["pass@1"]["resolved"] is False
+    with sqlite3.connect(out / "sprout.db") as connection:
+        (diagnostics,) = connection.execute(
+            "SELECT diagnostics FROM attempts WHERE task_id = 'bad-verifier'"
+        ).fetchone()
+    assert summary in json.loads(diagnostics)["summary"]

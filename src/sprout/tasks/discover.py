@@ -9,8 +9,9 @@ load: one mistyped `task.toml` must not stop a run over a hundred tasks.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -134,3 +135,22 @@ def load_image_table(path: str | Path) -> dict[str, str]:
             raise TaskError(f"{path}: {key}: {resolved} is not a folder")
         images[name] = str(resolved)
     return images
+
+
+def grouped_warnings(warnings: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
+    """Each distinct warning once, with the tasks it concerns, from (task id, warnings) pairs.
+
+    A warning that names its file ("…/Dockerfile:1: no root filesystem given for
+    image …") is the same for every task built from the same image: one line
+    for all of them keeps a run over a hundred tasks readable.
+    """
+    tasks: dict[str, list[str]] = {}
+    for task_id, lines in warnings:
+        for warning in lines:
+            message = re.sub(r"^\S+:\d+: ", "", warning)
+            tasks.setdefault(message, []).append(task_id)
+    grouped = []
+    for message, ids in tasks.items():
+        named = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        grouped.append(f"{message} ({named})")
+    return grouped
