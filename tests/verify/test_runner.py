@@ -38,7 +38,11 @@ def make_task(root: Path, results: str = "tap") -> Path:
 
 def fixed(layers: LayerStore, base: str) -> str:
     with Sandbox.fork(layers, base) as sandbox:
-        sandbox.run("sed -i 's/a - b/a + b/' src/calc.py && echo notes > NOTES")
+        sandbox.run(
+            "sed -i 's/a - b/a + b/' src/calc.py && echo notes > NOTES && "
+            "python3 -c 'import py_compile; py_compile.compile(\"src/calc.py\")' && "
+            "mkdir -p .pytest_cache/v && echo '[]' > .pytest_cache/v/nodeids"
+        )
         return sandbox.checkpoint()
 
 
@@ -59,6 +63,7 @@ def test_untouched_task_fails_and_a_fix_passes(overlay_store: LayerStore, tmp_pa
     assert verdict.diagnostics.passed == 2
     assert "-    return a - b\n+    return a + b\n" in verdict.patch
     assert "--- /dev/null\n+++ b/NOTES\n" in verdict.patch
+    assert "__pycache__" not in verdict.patch and ".pytest_cache" not in verdict.patch
 
 
 def test_hidden_tests_never_reach_an_agent_visible_layer(overlay_store: LayerStore, tmp_path):

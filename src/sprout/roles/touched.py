@@ -10,18 +10,10 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Collection
 
+from sprout.edits import is_noise
 from sprout.sandbox import LayerStore, SandboxError
 from sprout.sandbox.changes import checkpoint_changes
 from sprout.tree import Attempt, RolloutTree
-
-NOISE = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git"})
-"""Directories that running code or git writes as a side effect: not edits, so they name no
-turn as the one that touched a file, and they would crowd the prompts."""
-
-
-def is_noise(path: str) -> bool:
-    """Whether `path` is a cache or git bookkeeping rather than something a turn edited."""
-    return path.endswith(".pyc") or any(part in NOISE for part in path.split("/"))
 
 
 def turn_files(tree: RolloutTree, layers: LayerStore, attempt: Attempt) -> dict[int, list[str]]:

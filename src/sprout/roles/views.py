@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sprout.fences import without_shell_blocks
 from sprout.roles.types import Analysis
 from sprout.tree import Attempt, CallRecord, Turn
 
@@ -32,6 +33,8 @@ PATCH_CHARS = 8_000
 FAILING_TESTS = 12
 TEST_MESSAGE_CHARS = 800
 LOG_TAIL_CHARS = 3_000
+LOG_TAIL_WITH_TESTS_CHARS = 1_000
+"""When the failing tests carry their own messages, the log's tail mostly repeats them."""
 SUMMARY_CHARS = 1_000
 ANALYSIS_CHARS = 1_500
 """Each free-text field of an analysis, as the reviewer reads it."""
@@ -129,7 +132,7 @@ def _turn_view(turn: Turn, files: Sequence[str], *, brief: bool) -> TurnView:
     return TurnView(
         index=turn.index,
         author=turn.author,
-        text="" if brief else head(turn.text.strip(), TEXT_CHARS),
+        text="" if brief else head(without_shell_blocks(turn.text), TEXT_CHARS),
         calls=tuple(_call_view(call, brief=brief) for call in turn.calls),
         files=tuple(files[:shown]),
         more_files=max(len(files) - shown, 0),
@@ -175,7 +178,10 @@ def diagnostics_view(diagnostics: Mapping[str, Any] | None) -> DiagnosticsView:
         failing=tuple(failing[:FAILING_TESTS]),
         more_failing=max(len(failing) - FAILING_TESTS, 0),
         required_missing=tuple(str(name) for name in data.get("required_missing", ()))[:20],
-        log_tail=tail(str(data.get("log_tail") or "").strip(), LOG_TAIL_CHARS),
+        log_tail=tail(
+            str(data.get("log_tail") or "").strip(),
+            LOG_TAIL_WITH_TESTS_CHARS if failing else LOG_TAIL_CHARS,
+        ),
     )
 
 

@@ -9,6 +9,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from sprout.edits import is_noise
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task
 from sprout.verify.results import read_results
@@ -74,13 +75,14 @@ def _put_hidden_tests(sandbox: Sandbox, task: Task) -> None:
 
 
 def workdir_patch(layers: LayerStore, base: str, checkpoint: str, workdir: str) -> str:
-    """A unified diff of the workdir from checkpoint `base` to `checkpoint`, read from layers."""
+    """A unified diff of the workdir from checkpoint `base` to `checkpoint`, read from layers;
+    caches and git's bookkeeping (`sprout.edits.is_noise`) are left out."""
     with Sandbox.fork(layers, checkpoint) as sandbox:
         changes = sandbox.changes(since=base)
     prefix = workdir.rstrip("/") + "/"
     hunks = []
     for change in changes:
-        if not change.path.startswith(prefix):
+        if not change.path.startswith(prefix) or is_noise(change.path):
             continue
         before = layers.read(base, change.path)
         after = layers.read(checkpoint, change.path)
