@@ -96,6 +96,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from sprout.agent import ActorConfig
+    from sprout.roles import RolesConfig
     from sprout.search import (
         Progress,
         RunSettings,
@@ -117,10 +118,16 @@ def _run(args: argparse.Namespace) -> int:
     )
     try:
         actor = ActorConfig.from_file(args.config) if args.config else ActorConfig()
+        roles = RolesConfig.from_file(args.config) if args.config else RolesConfig()
     except ValueError as error:
         raise UsageError(f"--config {error}") from None
     settings = RunSettings(
-        model=args.model, methods=methods, workers=args.workers, base_url=args.base_url, actor=actor
+        model=args.model,
+        methods=methods,
+        workers=args.workers,
+        base_url=args.base_url,
+        actor=actor,
+        roles=roles,
     )
     check_settings(settings)
     loaded = load_tasks(args.tasks, images=_image_table(args.images), repos=args.repos)
@@ -288,7 +295,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="play every round even after a pass (default: stop at the first pass)",
     )
-    run.add_argument("--config", metavar="FILE", help="TOML file with an [actor] table")
+    run.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML settings: an [actor] table (docs/agent.md) and a [roles] table (docs/roles.md)",
+    )
     run.add_argument("--base-url", metavar="URL", help="the OpenAI-compatible server's /v1 URL")
     run.add_argument(
         "--images", metavar="FILE", help="TOML [images] table: FROM name -> root-filesystem folder"

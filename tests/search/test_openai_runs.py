@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from sprout.cli import main
+from sprout.runfolder import RunFolder
 from tests.conftest import require_host_image
 from tests.models.chat_server import ChatServer, Reply, completion_body
 from tests.search.tasks import write_task
@@ -129,3 +130,51 @@ def test_sprout_with_a_served_analyst_and_reviewer(tmp_path: Path) -> None:
     assert summary["resolved"] == 1 and summary["attempts"] == 2
     assert summary["turns_reused"] == 1
     assert summary["tokens"]["spent"] == 3 * 53 + 2 * 440 + 53
+
+
+def test_roles_settings_reach_the_roles(tmp_path: Path) -> None:
+    """With `max_retries = 0`, one invalid reply each sends both roles to their heuristics:
+    the analyst's boundary before the latest edit, and an unguided branch there."""
+    require_host_image()
+    config = tmp_path / "settings.toml"
+    config.write_text("[roles]\nmax_retries = 0\n")
+    with ChatServer() as server:
+        server.replies.extend(
+            [
+                turn("echo 1 > a.txt"),
+                turn("echo 9 > b.txt"),
+                turn("echo SPROUT_SUBMIT"),
+                json_reply({"why": "not the schema"}),
+                json_reply({"plans": "not the schema"}),
+                turn("echo 2 > b.txt"),
+                turn("echo SPROUT_SUBMIT"),
+            ]
+        )
+        write_task(tmp_path / "tasks")
+        code = main(
+            [
+                "run",
+                str(tmp_path / "tasks"),
+                "--model",
+                "openai/test-model",
+                "--base-url",
+                server.base_url,
+                "--method",
+                "sprout",
+                "--rounds",
+                "1",
+                "--config",
+                str(config),
+                "--out",
+                str(tmp_path / "run"),
+            ]
+        )
+        assert code == 0 and len(server.requests) == 7
+    run = RunFolder.open(tmp_path / "run")
+    (analysis,) = run.store.analyses("two-edits").values()
+    assert analysis["source"] == "heuristic" and analysis["boundaries"][0] == 1
+    review = run.store.reviews("two-edits")[("sprout", 1)]
+    assert review["source"] == "heuristic"
+    branch = run.store.attempts("two-edits")[1]
+    assert (branch.boundary, branch.guided, branch.reward) == (1, False, 1.0)
+    run.close()

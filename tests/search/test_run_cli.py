@@ -231,3 +231,16 @@ def test_a_verifier_that_hangs_or_writes_nonsense_scores_zero_and_the_run_goes_o
             "SELECT diagnostics FROM attempts WHERE task_id = 'bad-verifier'"
         ).fetchone()
     assert summary in json.loads(diagnostics)["summary"]
+
+
+def test_a_broken_roles_table_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_task(tmp_path / "tasks")
+    config = tmp_path / "settings.toml"
+    config.write_text('[roles]\nmax_retries = 1\nreviewer_template = "{% if %}"\n')
+    out = tmp_path / "run"
+    args = ["run", str(tmp_path / "tasks"), "--model", "oracle", "--out", str(out)]
+    assert main([*args, "--config", str(config)]) == 2
+    assert "roles.reviewer_template" in capsys.readouterr().err
+    assert not out.exists()

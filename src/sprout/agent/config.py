@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Literal
 
-import jinja2
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from sprout.config import check_template, read_table
 
 
 class TemplateOverrides(BaseModel):
@@ -24,16 +24,7 @@ class TemplateOverrides(BaseModel):
     format_error: str | None = None
     """The reply to a turn with no call or too many: `problem`."""
 
-    @field_validator("*")
-    @classmethod
-    def _parses(cls, source: str | None) -> str | None:
-        """A broken template is refused when the config loads, not at the first turn."""
-        if source is not None:
-            try:
-                jinja2.Environment().parse(source)
-            except jinja2.TemplateSyntaxError as error:
-                raise ValueError(f"line {error.lineno}: {error.message}") from None
-        return source
+    _parses = field_validator("*")(check_template)
 
 
 class ActorConfig(BaseModel):
@@ -65,14 +56,4 @@ class ActorConfig(BaseModel):
     @classmethod
     def from_file(cls, path: str | Path) -> ActorConfig:
         """Read the `[actor]` table of a TOML file; errors name the file and the field."""
-        path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as error:
-            raise ValueError(f"{path}: {error}") from None
-        try:
-            return cls.model_validate(data.get("actor", {}))
-        except ValidationError as error:
-            first = error.errors()[0]
-            field = ".".join(str(part) for part in first["loc"])
-            raise ValueError(f"{path}: actor.{field}: {first['msg']}") from None
+        return read_table(path, "actor", cls)

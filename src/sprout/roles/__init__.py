@@ -6,6 +6,7 @@ is a plan's starting turn.
 """
 
 from sprout.roles.analyst import Analyst
+from sprout.roles.config import RolesConfig
 from sprout.roles.heuristics import candidate_boundaries
 from sprout.roles.reviewer import Reviewer
 from sprout.roles.types import Analysis, BranchPlan, Review, RoleError
@@ -17,5 +18,6 @@ __all__ = [
     "Review",
     "Reviewer",
     "RoleError",
+    "RolesConfig",
     "candidate_boundaries",
 ]

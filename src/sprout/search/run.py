@@ -18,7 +18,7 @@ from sprout.agent import Actor, ActorConfig
 from sprout.models import Model, ModelError
 from sprout.models.oracle import Step
 from sprout.models.resolve import resolve_model
-from sprout.roles import Analyst, Reviewer
+from sprout.roles import Analyst, Reviewer, RolesConfig
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError
 from sprout.search.methods import Method
@@ -48,6 +48,7 @@ class RunSettings:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     actor: ActorConfig = field(default_factory=ActorConfig)
+    roles: RolesConfig = field(default_factory=RolesConfig)
 
     def to_json(self) -> dict[str, Any]:
         """The settings a resume must match (the API key is never stored)."""
@@ -55,6 +56,7 @@ class RunSettings:
             "model": self.model,
             "methods": [m.__dict__ | {"rounds": list(m.rounds)} for m in self.methods],
             "actor": self.actor.model_dump(mode="json"),
+            "roles": self.roles.model_dump(mode="json"),
         }
 
 
@@ -203,6 +205,8 @@ def _schedule(method: Method, search: Search, settings: RunSettings) -> None:
                 search.tree,
                 search.layers,
                 call_format=settings.actor.call_format,
+                max_retries=settings.roles.max_retries,
+                template=settings.roles.analyst_template,
             ),
             Reviewer(
                 search.actor.model,
@@ -210,6 +214,8 @@ def _schedule(method: Method, search: Search, settings: RunSettings) -> None:
                 layers=search.layers,
                 call_format=settings.actor.call_format,
                 max_calls_per_turn=settings.actor.max_calls_per_turn,
+                max_retries=settings.roles.max_retries,
+                template=settings.roles.reviewer_template,
             ),
         ),
         "entropy": lambda: run_entropy(search),

@@ -1,0 +1,29 @@
+"""The roles' settings: the `[roles]` table of a run's TOML settings file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from sprout.config import check_template, read_table
+
+
+class RolesConfig(BaseModel):
+    """How hard the roles try before their heuristics take over, and their prompts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_retries: int = Field(2, ge=0)
+    """Retries after an invalid reply, each saying what was wrong; then the heuristic."""
+    analyst_template: str | None = None
+    """A Jinja source replacing the packaged analyst prompt (the same variables)."""
+    reviewer_template: str | None = None
+    """A Jinja source replacing the packaged reviewer prompt (the same variables)."""
+
+    _parses = field_validator("analyst_template", "reviewer_template")(check_template)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> RolesConfig:
+        """Read the `[roles]` table of a TOML file; errors name the file and the field."""
+        return read_table(path, "roles", cls)
