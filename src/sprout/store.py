@@ -113,6 +113,11 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (task_id, method)
     );
     """,
+    """
+    ALTER TABLE turns ADD COLUMN context_ids TEXT;
+    ALTER TABLE turns ADD COLUMN completion_ids TEXT;
+    ALTER TABLE turns ADD COLUMN completion_logprobs TEXT;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -252,8 +257,9 @@ class Store:
             db.execute(
                 """INSERT INTO turns (attempt_id, idx, author, text, calls, messages, checkpoint,
                    prompt_tokens, completion_tokens, cached_tokens, estimated, entropy,
-                   duration_s, format_error, created)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   duration_s, format_error, created, context_ids, completion_ids,
+                   completion_logprobs)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
                     turn.attempt_id,
                     turn.index,
@@ -270,6 +276,9 @@ class Store:
                     turn.duration_s,
                     int(turn.format_error),
                     time.time(),
+                    _json_list(turn.context_ids),
+                    _json_list(turn.completion_ids),
+                    _json_list(turn.completion_logprobs),
                 ),
             )
 
@@ -490,4 +499,15 @@ def _turn(row: sqlite3.Row) -> Turn:
         entropy=row["entropy"],
         duration_s=row["duration_s"],
         format_error=bool(row["format_error"]),
+        context_ids=_tuple(row["context_ids"]),
+        completion_ids=_tuple(row["completion_ids"]),
+        completion_logprobs=_tuple(row["completion_logprobs"]),
     )
+
+
+def _json_list(values: tuple[Any, ...] | None) -> str | None:
+    return None if values is None else json.dumps(list(values))
+
+
+def _tuple(text: str | None) -> tuple[Any, ...] | None:
+    return None if text is None else tuple(json.loads(text))

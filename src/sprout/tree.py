@@ -60,6 +60,16 @@ class Turn:
     """Mean per-token entropy of the reply, when the model returned log-probabilities."""
     duration_s: float = 0.0
     format_error: bool = False
+    context_ids: tuple[int, ...] | None = None
+    """Token ids appended to the context after the previous turn's `completion_ids` and before
+    this reply: a root's first turn holds the whole initial prompt; later turns the previous
+    turn's observations, any closing tokens of its reply the model did not generate, and the
+    generation prompt. None when the model does not keep token ids."""
+    completion_ids: tuple[int, ...] | None = None
+    """This reply's token ids as generated (the stop token included); a reviewer's starting
+    turn tokenized as a reply ending with the end-of-turn token."""
+    completion_logprobs: tuple[float, ...] | None = None
+    """The rollout model's log-probabilities of `completion_ids` (None for reviewer turns)."""
 
 
 @dataclass(frozen=True)
@@ -216,6 +226,26 @@ class RolloutTree:
         if attempt.parent_id is not None:
             inherited = self.path(self.attempt(attempt.parent_id), min(upto, attempt.boundary))
         return inherited + [t for t in self.own_turns(attempt) if t.index <= upto]
+
+    def token_path(
+        self, attempt: Attempt, upto: int | None = None
+    ) -> list[tuple[tuple[int, ...], tuple[int, ...], Turn]]:
+        """`(context_ids, completion_ids, turn)` for every turn of `path(attempt, upto)`.
+
+        Concatenated, the ids are exactly the context a model held after turn
+        `upto`'s reply: a branch's prefix is these stored ids, never a
+        re-rendering of its messages.
+        """
+        found = []
+        for turn in self.path(attempt, upto):
+            if turn.context_ids is None or turn.completion_ids is None:
+                raise TreeError(
+                    f"attempt {attempt.id}: turn {turn.attempt_id}:{turn.index} ({turn.author}) "
+                    "has no stored token ids; token-exact contexts need every turn on the "
+                    "path played with a model that keeps them (hf/PATH)"
+                )
+            found.append((turn.context_ids, turn.completion_ids, turn))
+        return found
 
     def root_of(self, attempt: Attempt) -> Attempt:
         while attempt.parent_id is not None:

@@ -5,6 +5,10 @@ at a turn boundary is (messages, counters) plus the sandbox's filesystem, and
 both are committed when the turn ends. So `run` resumes any attempt, killed or
 new, from its last committed turn: a branch is just an attempt whose first
 turns are inherited.
+
+With a model that keeps token ids (`hf/PATH`), each turn also records the ids
+it added to the context, and the model is given the stored ids of the path so
+far: a branch continues from its parent's exact tokens, never re-rendered.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from typing import Any
 from sprout.agent.config import ActorConfig
 from sprout.agent.parse import FormatError, parse_calls
 from sprout.agent.prompts import render
-from sprout.models import Completion, Model, ModelError
+from sprout.models import Completion, Model, ModelError, token_model
+from sprout.models.hf import TOKENIZER_META, check_tokenizer
 from sprout.sandbox import LayerStore, Sandbox, SandboxError
 from sprout.tree import (
     Attempt,
@@ -26,8 +31,12 @@ from sprout.tree import (
     Message,
     ModelCallRecord,
     RolloutTree,
+    TreeError,
     Turn,
 )
+
+TurnIds = tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...] | None]
+"""A turn's (context_ids, completion_ids, completion_logprobs)."""
 
 BASH_TOOL: dict[str, Any] = {
     "type": "function",
@@ -66,6 +75,20 @@ class Actor:
         self.tree = tree
         self.layers = layers
         self.config = config or ActorConfig()
+        self.tokens = token_model(model)
+        """The model again when it keeps token ids exact, else None."""
+        if self.tokens is not None:
+            self._claim_tokenizer(record=False)
+
+    def _claim_tokenizer(self, *, record: bool) -> None:
+        """Refuse a run whose stored token ids another tokenizer made; record ours (`record`)
+        when the run has none yet."""
+        assert self.tokens is not None
+        fingerprint = self.tokens.tokenizer_fingerprint()
+        stored = self.tree.store.get_meta(TOKENIZER_META)
+        check_tokenizer(stored, fingerprint, where=str(self.tree.store.path))
+        if record and stored is None:
+            self.tree.store.set_meta(TOKENIZER_META, fingerprint)
 
     def _render(self, name: str, **context: Any) -> str:
         config = self.config
@@ -99,26 +122,27 @@ class Actor:
         attempt = self.tree.attempt(attempt if isinstance(attempt, int) else attempt.id)
         if attempt.status != "running":
             return attempt
+        if self.tokens is not None:
+            self._claim_tokenizer(record=True)
         index = self.tree.last_index(attempt)
         messages = self.tree.messages(attempt)
         try:
+            # the stored ids of the context so far; None when the model keeps none
+            ids = self._stored_ids(attempt, index)
             with Sandbox.fork(self.layers, self.tree.checkpoint(attempt, index)) as sandbox:
                 if attempt.starting_turn is not None and index == attempt.boundary:
+                    text = attempt.starting_turn
+                    turn_ids = self._reviewer_ids(messages, ids, text)
                     index = self._play(
-                        attempt,
-                        sandbox,
-                        messages,
-                        index + 1,
-                        "reviewer",
-                        attempt.starting_turn,
-                        None,
-                        0.0,
+                        attempt, sandbox, messages, index + 1, "reviewer", text, None, 0.0, turn_ids
                     )
+                    ids = _extend(ids, turn_ids)
                 while True:
                     if should_stop is not None and should_stop():
                         raise AttemptEnded("stopped", "stopped: another attempt passed")
                     self._check_limits(attempt, index)
-                    completion = self._ask(attempt, messages, index + 1)
+                    completion = self._ask(attempt, messages, index + 1, ids)
+                    turn_ids = self._actor_ids(completion, ids)
                     index = self._play(
                         attempt,
                         sandbox,
@@ -128,22 +152,66 @@ class Actor:
                         completion.text,
                         completion,
                         completion.latency_s,
+                        turn_ids,
                     )
+                    ids = _extend(ids, turn_ids)
         except AttemptEnded as ended:
             self.tree.store.finish_attempt(attempt.id, ended.status, ended.reason)
         except SandboxError as error:
             self.tree.store.finish_attempt(attempt.id, "error", f"sandbox: {error}")
         return self.tree.attempt(attempt.id)
 
-    def _ask(self, attempt: Attempt, messages: list[Message], index: int) -> Completion:
-        config = self.config
+    def _stored_ids(self, attempt: Attempt, index: int) -> list[int] | None:
+        """The context's token ids up to turn `index`'s reply, from the store."""
+        if self.tokens is None:
+            return None
         try:
-            completion = self.model.complete(
-                messages,
-                temperature=config.temperature,
-                logprobs=config.logprobs,
-                tools=[BASH_TOOL] if config.call_format == "tool_calls" else None,
+            path = self.tree.token_path(attempt, index)
+        except TreeError as error:
+            raise AttemptEnded("error", str(error)) from None
+        return [i for context, completion, _ in path for i in (*context, *completion)]
+
+    def _reviewer_ids(
+        self, messages: list[Message], ids: list[int] | None, text: str
+    ) -> TurnIds | None:
+        """A starting turn's ids: the context it follows, and its text as a model reply."""
+        if self.tokens is None or ids is None:
+            return None
+        try:
+            return self.tokens.context_ids(messages, ids), self.tokens.encode_reply(text), None
+        except ModelError as error:
+            raise AttemptEnded("error", f"model {self.model.name}: {error}") from None
+
+    def _actor_ids(self, completion: Completion, ids: list[int] | None) -> TurnIds | None:
+        """A reply's ids: what its prompt held beyond the stored `ids`, and what it generated."""
+        if ids is None:
+            return None
+        prompt, reply = completion.prompt_ids, completion.completion_ids
+        if prompt is None or reply is None or list(prompt[: len(ids)]) != ids:
+            raise AttemptEnded(
+                "error",
+                f"model {self.model.name}: its prompt ids do not extend the context's stored ids",
             )
+        tokens = completion.logprobs
+        logprobs = (
+            tuple(t.logprob for t in tokens) if tokens and len(tokens) == len(reply) else None
+        )
+        return prompt[len(ids) :], reply, logprobs
+
+    def _ask(
+        self, attempt: Attempt, messages: list[Message], index: int, ids: list[int] | None
+    ) -> Completion:
+        config = self.config
+        options: dict[str, Any] = {
+            "temperature": config.temperature,
+            "logprobs": config.logprobs,
+            "tools": [BASH_TOOL] if config.call_format == "tool_calls" else None,
+        }
+        try:
+            if self.tokens is not None and ids is not None:
+                completion = self.tokens.complete(messages, prefix_ids=ids, **options)
+            else:
+                completion = self.model.complete(messages, **options)
         except ModelError as error:
             raise AttemptEnded("error", f"model {self.model.name}: {error}") from None
         self.tree.store.add_model_call(
@@ -203,6 +271,7 @@ class Actor:
         text: str,
         completion: Completion | None,
         model_latency: float,
+        ids: TurnIds | None = None,
     ) -> int:
         """Run one turn's calls, seal its checkpoint and commit it; return its index."""
         started = time.monotonic()
@@ -252,6 +321,9 @@ class Actor:
             entropy=sum(t.entropy() for t in tokens) / len(tokens) if tokens else None,
             duration_s=time.monotonic() - started + model_latency,
             format_error=not records,
+            context_ids=ids[0] if ids else None,
+            completion_ids=ids[1] if ids else None,
+            completion_logprobs=ids[2] if ids else None,
         )
         self.tree.store.add_turn(turn)
         messages.extend(added)
@@ -282,3 +354,8 @@ class Actor:
                 for (_, call_id), record in zip(calls, records, strict=True)
             ]
         return [reply, {"role": "user", "content": self._render("observation", calls=records)}]
+
+
+def _extend(ids: list[int] | None, turn: TurnIds | None) -> list[int] | None:
+    """The stored context `ids` after a turn that added `turn`."""
+    return None if ids is None or turn is None else [*ids, *turn[0], *turn[1]]

@@ -7,7 +7,9 @@ from sprout.models.types import (
     Model,
     ModelError,
     TokenLogprob,
+    TokenModel,
     ToolCall,
+    token_model,
 )
 
 __all__ = [
@@ -17,5 +19,7 @@ __all__ = [
     "Model",
     "ModelError",
     "TokenLogprob",
+    "TokenModel",
     "ToolCall",
+    "token_model",
 ]

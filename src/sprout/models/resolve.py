@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sprout.models.oracle import OracleModel, OracleNoiseModel, Step, parse_noise_spec
 from sprout.models.types import Model, ModelError
 
-PREFIXES = ("openai/", "oracle-noise", "oracle")
-FORMS = ("openai/<name>", "oracle", "oracle-noise[:p=<0..1>,seed=<int>]")
+PREFIXES = ("openai/", "hf/", "oracle-noise", "oracle")
+FORMS = ("openai/<name>", "hf/<path>", "oracle", "oracle-noise[:p=<0..1>,seed=<int>]")
 """What `--model` accepts, as the error for an unknown one lists it."""
 
 
@@ -18,9 +19,12 @@ def resolve_model(
     base_url: str | None = None,
     api_key: str | None = None,
     steps: Sequence[Step | str] | None = None,
+    hf_options: Mapping[str, Any] | None = None,
 ) -> Model:
     """The client for `spec`, e.g. ``openai/Qwen3-8B`` (with `base_url` or OPENAI_BASE_URL).
 
+    ``hf/PATH`` loads the local model folder PATH in-process (`hf_options`:
+    `HFModel`'s keywords: device, dtype, max_new_tokens, top_logprobs, seed).
     ``oracle`` and ``oracle-noise[:p=..,seed=..]`` replay a task's reference
     solution, so they need its `steps` (`Step`s or plain command strings).
     """
@@ -28,6 +32,13 @@ def resolve_model(
         from sprout.models.openai_client import OpenAIModel
 
         return OpenAIModel(spec.removeprefix("openai/"), base_url=base_url, api_key=api_key)
+    if spec.startswith("hf/"):
+        path = spec.removeprefix("hf/")
+        if not path:
+            raise ModelError("bad_input", f"--model {spec}: expected hf/<path to a model folder>")
+        from sprout.models.hf import HFModel
+
+        return HFModel(path, **dict(hf_options or {}))
     if spec == "oracle" or spec == "oracle-noise" or spec.startswith("oracle-noise:"):
         noise = None if spec == "oracle" else parse_noise_spec(spec)
         if steps is None:

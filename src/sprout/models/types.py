@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 Message = dict[str, Any]
 """One chat message as the OpenAI chat-completions protocol shapes it."""
@@ -53,6 +54,8 @@ class Choice:
     finish_reason: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     logprobs: tuple[TokenLogprob, ...] | None = None
+    completion_ids: tuple[int, ...] | None = None
+    """The reply's token ids as sampled (the stop token included), from token-aware backends."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,8 @@ class Completion:
     cached_tokens: int | None = None
     estimated: bool = False
     latency_s: float = 0.0
+    prompt_ids: tuple[int, ...] | None = None
+    """The exact token ids the model was given, from token-aware backends."""
 
     @property
     def text(self) -> str:
@@ -81,6 +86,10 @@ class Completion:
     @property
     def logprobs(self) -> tuple[TokenLogprob, ...] | None:
         return self.choices[0].logprobs
+
+    @property
+    def completion_ids(self) -> tuple[int, ...] | None:
+        return self.choices[0].completion_ids
 
 
 class Model(Protocol):
@@ -99,3 +108,44 @@ class Model(Protocol):
     ) -> Completion:
         """Sample `n` replies to `messages`."""
         ...
+
+
+class TokenModel(Model, Protocol):
+    """A model that keeps a rollout's token ids exact (`hf/PATH`).
+
+    The actor hands it the stored ids of the context so far (`prefix_ids`):
+    it renders only what the messages add after them, so a branch continues
+    from its parent's ids and nothing earlier is ever re-tokenized.
+    """
+
+    supports_token_ids: bool
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        n: int = 1,
+        temperature: float | None = None,
+        logprobs: bool = False,
+        tools: list[dict[str, Any]] | None = None,
+        prefix_ids: Sequence[int] | None = None,
+    ) -> Completion:
+        """Sample `n` replies; the prompt is `prefix_ids` + `context_ids(messages, prefix_ids)`."""
+        ...
+
+    def context_ids(self, messages: list[Message], prefix_ids: Sequence[int]) -> tuple[int, ...]:
+        """The ids `messages` add after `prefix_ids`, up to and including the generation prompt."""
+        ...
+
+    def encode_reply(self, text: str) -> tuple[int, ...]:
+        """`text` as a reply this model could have written, ending with its end-of-turn token."""
+        ...
+
+    def tokenizer_fingerprint(self) -> dict[str, Any]:
+        """What identifies the tokenizer (``sha256``), recorded in the run's meta."""
+        ...
+
+
+def token_model(model: Model) -> TokenModel | None:
+    """`model` when it keeps token ids exact (it sets `supports_token_ids`), else None."""
+    return cast(TokenModel, model) if getattr(model, "supports_token_ids", False) else None

@@ -1,0 +1,435 @@
+"""`hf/<path>`: a local Hugging Face causal LM whose token ids a learner can train on.
+
+Generation uses the tokenizer's chat template and a plain sampling loop
+(temperature only; greedy at 0), and returns the prompt ids, each reply's ids
+and the log-probabilities of the sampled tokens under the model itself
+(temperature 1, as a learner recomputes them). Token counts are real.
+
+Token-exact contexts: the actor passes the stored ids of the context so far
+(`prefix_ids`); only what the messages add after them is rendered and
+tokenized. That delta is the rendered conversation (generation prompt
+included) minus the decoded prefix, so it also holds whatever closing text
+the template puts after a reply that the model did not generate (the newline
+after ChatML's ``<|im_end|>``, or the whole end of turn when a reply hit the
+token limit). A template that renders earlier messages differently once more
+follow (one that drops earlier reasoning, say) is refused with a `ModelError`.
+
+torch and transformers are imported when a model is loaded, never at import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sprout.models.types import Choice, Completion, Message, ModelError, TokenLogprob
+
+TOKENIZER_META = "tokenizer"
+"""The run-meta key under which the tokenizer's fingerprint is recorded."""
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+_PROBE = "\x00sprout-reply\x00"
+
+
+class HFModel:
+    """A causal LM folder (config, weights, tokenizer with a chat template), loaded in-process.
+
+    `module` is the torch model itself: a learner in the same process may
+    update its weights in place, and the next `complete` samples from them.
+    Tool calls are not supported (use the default ``bash_blocks`` call format).
+    """
+
+    supports_token_ids = True
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        device: str = "cpu",
+        dtype: str = "auto",
+        max_new_tokens: int = 1024,
+        top_logprobs: int = 5,
+        seed: int | None = None,
+    ) -> None:
+        """Load the model at `path`.
+
+        `device`: ``cpu`` (default), ``cuda``, ``cuda:N`` or ``auto`` (cuda when
+        available). `dtype`: ``auto`` (bfloat16 on a GPU that supports it, else
+        float32), ``float32``, ``bfloat16`` or ``float16``. `max_new_tokens`
+        caps each reply; `top_logprobs` alternatives per token come back when
+        log-probs are asked (for the entropy schedule); `seed` makes sampling
+        reproducible.
+        """
+        self.path = Path(path).expanduser()
+        self.name = f"hf/{path}"
+        self._lock = threading.RLock()
+        """One call at a time: the module, and the tokenizer (not safe to share across threads)."""
+        if max_new_tokens < 1:
+            raise ModelError("bad_input", f"{self.name}: max_new_tokens must be at least 1")
+        if dtype not in DTYPES:
+            raise ModelError(
+                "bad_input", f"{self.name}: dtype {dtype!r}: expected one of {', '.join(DTYPES)}"
+            )
+        self.tokenizer = load_tokenizer(self.path, self.name)
+        self.max_new_tokens = max_new_tokens
+        self.top_logprobs = top_logprobs
+        self.end_of_turn_id = self._end_of_turn()
+        self._fingerprint = tokenizer_fingerprint(self.tokenizer)
+
+        import torch
+
+        self.device = _device(device, self.name)
+        self.dtype = _dtype(dtype, self.device)
+        self.module = self._load_module(self.path)
+        self.stop_ids = self._stop_ids()
+        """Tokens that end a reply: the end-of-turn token, EOS, the generation config's EOS."""
+        forward = inspect.signature(self.module.forward).parameters
+        self._cache_argument = "cache" if "cache" in forward else "past_key_values"
+        self._generator = torch.Generator(device=self.device)
+        if seed is None:
+            self._generator.seed()
+        else:
+            self._generator.manual_seed(seed)
+
+    # weights
+
+    def _load_module(self, path: Path) -> Any:
+        from transformers import AutoModelForCausalLM
+
+        if not (path / "config.json").is_file():
+            raise ModelError("bad_input", f"{self.name}: {path} has no config.json")
+        try:
+            module: Any = AutoModelForCausalLM.from_pretrained(
+                path, dtype=self.dtype, local_files_only=True
+            )
+        except (OSError, ValueError, KeyError) as error:
+            raise ModelError(
+                "bad_input", f"{self.name}: cannot load the weights in {path}: {_first_line(error)}"
+            ) from None
+        return module.to(self.device).eval()
+
+    def reload(self, path: str | Path | None = None) -> None:
+        """Read the weights saved at `path` (default: this model's folder) into `module`.
+
+        The module object stays the same, so whoever holds it sees the new weights.
+        """
+        fresh = self._load_module(Path(path).expanduser() if path is not None else self.path)
+        self.load_state(fresh.state_dict())
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Copy a state dict (e.g. a learner's) into `module`'s weights."""
+        with self._lock:
+            self.module.load_state_dict(state)
+
+    # tokens
+
+    def tokenizer_fingerprint(self) -> dict[str, Any]:
+        """This model's tokenizer fingerprint (see `tokenizer_fingerprint`), with the model name."""
+        return {**self._fingerprint, "model": self.name}
+
+    def encode(self, text: str) -> list[int]:
+        """`text` as token ids, special-token text included, nothing added around it."""
+        with self._lock:
+            return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Exactly the text of `ids`, special tokens included."""
+        with self._lock:
+            return str(
+                self.tokenizer.decode(
+                    list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False
+                )
+            )
+
+    def encode_reply(self, text: str) -> tuple[int, ...]:
+        """`text` tokenized as a reply of this model: its ids, then the end-of-turn token."""
+        return (*self.encode(text), self.end_of_turn_id)
+
+    def render(self, messages: list[Message], *, add_generation_prompt: bool = True) -> str:
+        """`messages` through the tokenizer's chat template, as text."""
+        try:
+            with self._lock:
+                return str(
+                    self.tokenizer.apply_chat_template(
+                        messages, tokenize=False, add_generation_prompt=add_generation_prompt
+                    )
+                )
+        except Exception as error:  # jinja raises its own errors, and templates raise freely
+            raise ModelError(
+                "template", f"{self.name}: the chat template failed: {_first_line(error)}"
+            ) from None
+
+    def context_ids(self, messages: list[Message], prefix_ids: Sequence[int]) -> tuple[int, ...]:
+        """The ids `messages` add after the stored context `prefix_ids`, generation prompt
+        included: the rendered conversation minus the decoded prefix, tokenized."""
+        rendered = self.render(messages)
+        held = self.decode(prefix_ids) if prefix_ids else ""
+        if not rendered.startswith(held):
+            at = next(
+                (i for i, (a, b) in enumerate(zip(held, rendered, strict=False)) if a != b),
+                min(len(held), len(rendered)),
+            )
+            raise ModelError(
+                "template",
+                f"{self.name}: the stored context ids do not decode to a prefix of the rendered "
+                f"conversation (they differ at character {at}: stored "
+                f"{held[at : at + 40]!r}, rendered {rendered[at : at + 40]!r}); token-exact "
+                "rollouts need a chat template that renders earlier messages the same way "
+                "whatever follows them, and a tokenizer whose decoding round-trips",
+            )
+        return tuple(self.encode(rendered[len(held) :]))
+
+    def _end_of_turn(self) -> int:
+        """The token the template closes an assistant reply with (ChatML: ``<|im_end|>``)."""
+        eos = self.tokenizer.eos_token_id
+        probe = [{"role": "user", "content": "?"}, {"role": "assistant", "content": _PROBE}]
+        try:
+            rendered = self.render(probe, add_generation_prompt=False)
+        except ModelError:
+            rendered = ""
+        after = rendered.rpartition(_PROBE)[2] if _PROBE in rendered else ""
+        closing = self.encode(after) if after else []
+        special = set(self.tokenizer.all_special_ids) | set(
+            getattr(self.tokenizer, "added_tokens_decoder", {}) or {}
+        )
+        if closing and closing[0] in special:
+            return int(closing[0])
+        if eos is None:
+            raise ModelError(
+                "bad_input",
+                f"{self.name}: the tokenizer has no EOS token and its chat template closes a "
+                "reply with no special token; a reply's end cannot be told",
+            )
+        return int(eos)
+
+    def _stop_ids(self) -> frozenset[int]:
+        stops = {self.end_of_turn_id}
+        if self.tokenizer.eos_token_id is not None:
+            stops.add(int(self.tokenizer.eos_token_id))
+        config = getattr(self.module, "generation_config", None)
+        found = getattr(config, "eos_token_id", None)
+        stops.update(
+            int(i) for i in (found if isinstance(found, list) else [found]) if i is not None
+        )
+        return frozenset(stops)
+
+    # generation
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        n: int = 1,
+        temperature: float | None = None,
+        logprobs: bool = False,
+        tools: list[dict[str, Any]] | None = None,
+        prefix_ids: Sequence[int] | None = None,
+    ) -> Completion:
+        """Sample `n` replies to `messages` (after the stored `prefix_ids`, when given)."""
+        if tools:
+            raise ModelError(
+                "bad_input",
+                f"{self.name}: tool calls are not supported by local models; use the "
+                "bash_blocks call format",
+            )
+        if n < 1:
+            raise ModelError("bad_input", f"{self.name}: n must be at least 1, got {n}")
+        temperature = 1.0 if temperature is None else float(temperature)
+        if temperature < 0:
+            raise ModelError("bad_input", f"{self.name}: temperature must be >= 0")
+        started = time.monotonic()
+        prefix = tuple(int(i) for i in prefix_ids or ())
+        with self._lock:
+            prompt = prefix + self.context_ids(messages, prefix)
+            rows = self._generate(prompt, n, temperature, logprobs)
+            choices = tuple(self._choice(*row, logprobs=logprobs) for row in rows)
+        return Completion(
+            choices,
+            prompt_tokens=len(prompt),
+            completion_tokens=sum(len(choice.completion_ids or ()) for choice in choices),
+            latency_s=time.monotonic() - started,
+            prompt_ids=prompt,
+        )
+
+    def _generate(
+        self, prompt: tuple[int, ...], n: int, temperature: float, logprobs: bool
+    ) -> list[tuple[list[int], list[float], list[dict[int, float]]]]:
+        """(ids, log-probs, top alternatives) of `n` replies, sampled with a KV cache."""
+        import torch
+
+        limit = getattr(self.module.config, "max_position_embeddings", None)
+        budget = self.max_new_tokens
+        if limit is not None:
+            if len(prompt) >= limit:
+                raise ModelError(
+                    "context",
+                    f"{self.name}: the prompt has {len(prompt)} tokens, more than the model's "
+                    f"context of {limit}",
+                )
+            budget = min(budget, limit - len(prompt))
+        rows: list[tuple[list[int], list[float], list[dict[int, float]]]] = [
+            ([], [], []) for _ in range(n)
+        ]
+        done = [False] * n
+        training = self.module.training
+        self.module.eval()
+        try:
+            with torch.no_grad():
+                logits, cache = self._forward(torch.tensor([list(prompt)] * n, device=self.device))
+                for _ in range(budget):
+                    logp = torch.log_softmax(logits, dim=-1)
+                    if temperature == 0:
+                        chosen = logp.argmax(dim=-1)
+                    else:
+                        probs = torch.softmax(logits / temperature, dim=-1)
+                        chosen = torch.multinomial(probs, 1, generator=self._generator)[:, 0]
+                    picked = logp.gather(-1, chosen[:, None])[:, 0].tolist()
+                    top = (
+                        logp.topk(min(self.top_logprobs, logp.shape[-1]), dim=-1)
+                        if logprobs
+                        else None
+                    )
+                    for row, token in enumerate(chosen.tolist()):
+                        if done[row]:
+                            continue
+                        ids, lps, tops = rows[row]
+                        ids.append(token)
+                        lps.append(picked[row])
+                        if top is not None:
+                            indices, values = top.indices[row].tolist(), top.values[row].tolist()
+                            tops.append(dict(zip(indices, values, strict=True)))
+                        done[row] = token in self.stop_ids
+                    if all(done):
+                        break
+                    logits, cache = self._forward(chosen[:, None], cache)
+        finally:
+            self.module.train(training)
+        return rows
+
+    def _forward(self, input_ids: Any, cache: Any = None) -> tuple[Any, Any]:
+        """The next-token logits (float32) after `input_ids`, and the KV cache to pass back."""
+        kwargs = {} if cache is None else {self._cache_argument: cache}
+        output = self.module(input_ids=input_ids, use_cache=True, **kwargs)
+        cache = getattr(output, "cache", None)
+        if cache is None:  # transformers before 5.x names it past_key_values
+            cache = getattr(output, "past_key_values", None)
+        return output.logits[:, -1, :].float(), cache
+
+    def _choice(
+        self, ids: list[int], lps: list[float], tops: list[dict[int, float]], *, logprobs: bool
+    ) -> Choice:
+        stopped = bool(ids) and ids[-1] in self.stop_ids
+        text = self.decode(ids[:-1] if stopped else ids)
+        tokens = None
+        if logprobs:
+            names = self.tokenizer.convert_ids_to_tokens(ids)
+            tokens = tuple(
+                TokenLogprob(
+                    str(name),
+                    lp,
+                    {str(self.tokenizer.convert_ids_to_tokens(i)): v for i, v in top.items()},
+                )
+                for name, lp, top in zip(names, lps, tops, strict=True)
+            )
+        return Choice(text, "stop" if stopped else "length", (), tokens, tuple(ids))
+
+
+def load_tokenizer(path: Path, name: str) -> Any:
+    """The tokenizer of the model folder `path`; a `ModelError` naming it when there is none,
+    or when it has no chat template."""
+    if not path.is_dir():
+        raise ModelError(
+            "bad_input",
+            f"{name}: {path} is not a folder; expected a Hugging Face model folder "
+            "(config.json, weights, tokenizer)",
+        )
+    if not any((path / file).is_file() for file in TOKENIZER_FILES):
+        raise ModelError(
+            "bad_input",
+            f"{name}: {path} has no tokenizer (none of {', '.join(TOKENIZER_FILES)})",
+        )
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError, KeyError) as error:
+        raise ModelError(
+            "bad_input", f"{name}: cannot load the tokenizer in {path}: {_first_line(error)}"
+        ) from None
+    if not getattr(tokenizer, "chat_template", None):
+        raise ModelError(
+            "bad_input",
+            f"{name}: the tokenizer in {path} has no chat template (chat_template.jinja or "
+            "tokenizer_config.json's chat_template); an instruct model's folder has one",
+        )
+    return tokenizer
+
+
+def tokenizer_fingerprint(tokenizer: Any) -> dict[str, Any]:
+    """``{"sha256", "eos_token_id", "vocab_size"}``: the hash covers the vocabulary and merges
+    (with the added tokens, normaliser and pre-tokeniser), the chat template and the EOS id,
+    so two tokenizers with equal hashes turn the same conversation into the same ids."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        spec = json.loads(backend.to_str())
+        parts = {
+            key: spec.get(key) for key in ("model", "added_tokens", "normalizer", "pre_tokenizer")
+        }
+    else:
+        parts = {"vocab": sorted(tokenizer.get_vocab().items())}
+    parts["chat_template"] = tokenizer.chat_template
+    parts["eos_token_id"] = tokenizer.eos_token_id
+    canonical = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return {
+        "sha256": hashlib.sha256(canonical.encode()).hexdigest(),
+        "eos_token_id": tokenizer.eos_token_id,
+        "vocab_size": len(tokenizer),
+    }
+
+
+def check_tokenizer(
+    stored: Mapping[str, Any] | None, fingerprint: Mapping[str, Any], *, where: str
+) -> None:
+    """Refuse (`ModelError` kind ``tokenizer_mismatch``) token ids of `where` (a run's store)
+    that a different tokenizer made; `stored` is its meta (None: nothing recorded yet)."""
+    if stored is None or stored.get("sha256") == fingerprint.get("sha256"):
+        return
+    raise ModelError(
+        "tokenizer_mismatch",
+        f"{where}: its token ids were made by tokenizer {str(stored.get('sha256'))[:12]} "
+        f"({stored.get('model', 'unknown model')}), but {fingerprint.get('model', 'this model')} "
+        f"has tokenizer {str(fingerprint.get('sha256'))[:12]}; use the model the run was played "
+        "with (or one sharing its tokenizer), or a new run folder",
+    )
+
+
+def _device(device: str, name: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelError("bad_input", f"{name}: device {device!r}: no CUDA device is available")
+    return device
+
+
+def _dtype(dtype: str, device: str) -> Any:
+    import torch
+
+    if dtype == "auto":
+        if device.startswith("cuda") and torch.cuda.is_bf16_supported():
+            return torch.bfloat16
+        return torch.float32
+    return getattr(torch, dtype)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
