@@ -14,6 +14,10 @@ from sprout.runfolder import RunFolder, RunFolderError, parse_checkpoint_ref
 from sprout.sandbox import LayerStore, Sandbox, SandboxError
 from sprout.store import StoreError
 from sprout.task import TaskError
+from sprout.train import step as train_step
+from sprout.train.batching import LearnerError
+from sprout.train.credit import CREDITS
+from sprout.train.export import FORMATS
 from sprout.tree import TreeError
 
 BAD_INPUT = 2
@@ -115,6 +119,10 @@ def _run(args: argparse.Namespace) -> int:
         roots=args.roots,
         rounds=parse_rounds(args.rounds),
         stop_at_pass=not args.keep_going,
+        children=args.children,
+        group_size=args.group_size,
+        selector=args.selector,
+        seed=args.selector_seed,
     )
     try:
         actor = ActorConfig.from_file(args.config) if args.config else ActorConfig()
@@ -189,6 +197,41 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
         print(f"run folder: {args.out}; oracle attempts: {attempts or 'none'}")
         print(f"  open one at turn k with `sprout shell {args.out} ATTEMPT:k`")
     return 0 if all(result.ok for result in results) else 1
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from sprout.train.credit import CreditError
+    from sprout.train.export import ExportError, export_run
+    from sprout.train.samples import SampleError
+
+    try:
+        path, report = export_run(
+            args.run,
+            args.format,
+            args.out,
+            methods=args.method or None,
+            credit=args.credit,
+            train_starting_turn=not args.no_starting_turn,
+            max_length=args.max_length,
+            overlong="drop" if args.drop_overlong else "error",
+        )
+    except (SampleError, ExportError, CreditError) as error:
+        raise UsageError(str(error)) from None
+    print(f"{report.describe()}\n{args.format} records: {path}")
+    for line in (*report.unfinished, *report.dropped):
+        print(f"  left out: {line}", file=sys.stderr)
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    raise UsageError("give a subcommand: step (see `sprout train --help`)")
+
+
+def cmd_train_step(args: argparse.Namespace) -> int:
+    try:
+        return train_step.run(args)
+    except LearnerError as error:
+        raise UsageError(str(error)) from None
 
 
 def _image_table(path: str | None) -> dict[str, str] | None:
@@ -282,7 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="sandboxes running at once: attempts of a round, tasks side by side (default 1)",
     )
     run.add_argument(
-        "--roots", type=int, default=1, metavar="N", help="roots of sprout and entropy (default 1)"
+        "--roots",
+        type=int,
+        metavar="N",
+        help="roots of sprout and entropy (default 1) and of train-rollouts (default 2)",
     )
     run.add_argument(
         "--rounds",
@@ -296,6 +342,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="play every round even after a pass (default: stop at the first pass)",
     )
     run.add_argument(
+        "--children", type=int, metavar="N", help="train-rollouts: children per root (default 3)"
+    )
+    run.add_argument(
+        "--group-size",
+        type=int,
+        metavar="N",
+        help="train-rollouts: rollouts per task, roots x (1 + children); sets --children",
+    )
+    run.add_argument(
+        "--selector",
+        default="reviewer",
+        metavar="NAME",
+        help="train-rollouts: who picks an unguided child's boundary: reviewer (default), "
+        "heuristic, uniform or entropy",
+    )
+    run.add_argument(
+        "--selector-seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="train-rollouts: the seed of --selector uniform (default 0)",
+    )
+    run.add_argument(
         "--config",
         metavar="FILE",
         help="TOML settings: an [actor] table (docs/agent.md) and a [roles] table (docs/roles.md)",
@@ -307,6 +376,61 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--repos", metavar="DIR", help="local clones of SWE-bench repositories")
     run.add_argument("--quiet", action="store_true", help="no progress lines, only the table")
     run.set_defaults(func=cmd_run)
+
+    export = commands.add_parser(
+        "export",
+        help="write a run's GRPO groups as training records for verl, TRL or sprout (jsonl)",
+        description="Build the token-exact samples of every finished group of RUN (a task's "
+        "rollouts under one method) with their advantages, and write them to FILE as JSON "
+        "Lines records of --format (docs/training.md shows how each trainer loads them).",
+    )
+    export.add_argument("run", metavar="RUN", help="run folder (holds sprout.db)")
+    export.add_argument("--format", required=True, choices=FORMATS, help="the records' format")
+    export.add_argument("--out", required=True, metavar="FILE", help="the .jsonl file to write")
+    export.add_argument(
+        "--method",
+        action="append",
+        metavar="NAME",
+        help="export only this method's groups (repeatable; default: every method)",
+    )
+    export.add_argument(
+        "--credit",
+        default="grpo",
+        choices=CREDITS,
+        help="how advantages are computed (default grpo)",
+    )
+    export.add_argument(
+        "--no-starting-turn",
+        action="store_true",
+        help="do not train the reviewer-written starting turns (default: trained)",
+    )
+    export.add_argument(
+        "--max-length", type=int, metavar="N", help="refuse samples longer than N tokens"
+    )
+    export.add_argument(
+        "--drop-overlong",
+        action="store_true",
+        help="with --max-length: leave longer samples out (named) instead of refusing",
+    )
+    export.set_defaults(func=cmd_export)
+
+    train = commands.add_parser(
+        "train",
+        help="train the policy: one learner step on exported samples (step)",
+        description="Train a Hugging Face causal LM on SPROUT's groups (docs/training.md).",
+    )
+    # Subcommands are optional so that options of `sprout train` itself can sit beside them.
+    train_commands = train.add_subparsers(dest="train_command", metavar="COMMAND")
+    train.set_defaults(func=cmd_train)
+    step = train_commands.add_parser(
+        "step",
+        help="one clipped-surrogate policy-gradient step on samples from `sprout export`",
+        description="Load --model, take one clipped-surrogate step (no KL term) on --samples, "
+        "save the updated weights and tokenizer to --out atomically, and print the step's "
+        "statistics as a JSON line and a readable line.",
+    )
+    train_step.add_arguments(step)
+    step.set_defaults(func=cmd_train_step, name="train step")
 
     tasks = commands.add_parser(
         "tasks", help="work with task folders (check)", description="Work with task folders."

@@ -1,4 +1,5 @@
-"""Search schedules (`pass@k`, `sprout`, `entropy`) and `sprout run` over many tasks."""
+"""Search schedules (`pass@k`, `sprout`, `entropy`), the training schedule (`train-rollouts`)
+and `sprout run` over many tasks."""
 
 from sprout.search.methods import Method, MethodError, parse_methods, parse_rounds
 from sprout.search.progress import Progress

@@ -1,4 +1,5 @@
-"""Search methods as the command line names them: `pass@4`, `sprout`, `entropy`.
+"""Search methods as the command line names them: `pass@4`, `sprout`, `entropy`, and the
+training schedule `train-rollouts`.
 
 A method is a schedule plus its settings; its name is what the store records
 on every attempt and model call, so each method's tokens and turns are
@@ -12,8 +13,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 DEFAULT_ROUNDS = (4, 3)
+TRAINING_ROOTS = 2
+TRAINING_CHILDREN = 3
 
-Schedule = Literal["pass@k", "sprout", "entropy"]
+Schedule = Literal["pass@k", "sprout", "entropy", "train-rollouts"]
+Selector = Literal["reviewer", "heuristic", "uniform", "entropy"]
+"""Who picks the boundary of an unguided training child (see `sprout.search.training`)."""
+SELECTORS: tuple[Selector, ...] = ("reviewer", "heuristic", "uniform", "entropy")
 
 
 class MethodError(ValueError):
@@ -33,29 +39,106 @@ class Method:
     stop_at_pass: bool = True
     """End the search, and the attempts still running, at the first pass (not for pass@k,
     whose Pass@1 needs every root)."""
+    children: int = 0
+    """train-rollouts only: children per root."""
+    selector: Selector = "reviewer"
+    """train-rollouts only: who picks an unguided child's boundary."""
+    seed: int = 0
+    """train-rollouts only: the seed of the `uniform` selector."""
 
     @property
     def needs_logprobs(self) -> bool:
-        return self.schedule == "entropy"
+        return self.schedule == "entropy" or (
+            self.schedule == "train-rollouts" and self.selector == "entropy"
+        )
+
+    @property
+    def group_size(self) -> int:
+        """Rollouts per task of pass@k and train-rollouts (a GRPO group); sprout and entropy
+        add branches until one passes, so theirs varies."""
+        return self.roots * (1 + self.children)
+
+    def to_json(self) -> dict[str, object]:
+        """The settings a resume must match; the training fields only for train-rollouts, so
+        that the settings stored by a run of another method read back unchanged."""
+        data: dict[str, object] = self.__dict__ | {"rounds": list(self.rounds)}
+        if self.schedule != "train-rollouts":
+            for key in ("children", "selector", "seed"):
+                data.pop(key)
+        return data
 
     def describe(self) -> str:
         if self.schedule == "pass@k":
             return f"{self.roots} independent roots"
+        if self.schedule == "train-rollouts":
+            return (
+                f"{self.roots} roots and {self.children} children per root (a group of "
+                f"{self.group_size}); guided children when every root fails, else unguided "
+                f"from {self.selector}-chosen boundaries"
+            )
         rounds = ", ".join(str(size) for size in self.rounds)
         stop = "stop at the first pass" if self.stop_at_pass else "run every round"
         kind = "reviewer-guided" if self.schedule == "sprout" else "unguided, highest entropy"
         return f"{self.roots} root(s), then rounds of {rounds} {kind} branches; {stop}"
 
 
+def training_method(
+    *,
+    roots: int = TRAINING_ROOTS,
+    children: int | None = None,
+    group_size: int | None = None,
+    selector: str = "reviewer",
+    seed: int = 0,
+    name: str = "train-rollouts",
+) -> Method:
+    """The training schedule: `roots` roots and `children` children per root (default 3), or
+    as many children as make `group_size` rollouts per task (roots x (1 + children))."""
+    if roots < 1:
+        raise MethodError(f"--roots: expected at least 1, got {roots}")
+    if group_size is not None:
+        per_root, extra = divmod(group_size, roots)
+        if extra or per_root < 2:
+            raise MethodError(
+                f"--group-size {group_size}: expected a multiple of --roots ({roots}) with at "
+                f"least one child per root, e.g. {roots * (1 + TRAINING_CHILDREN)}"
+            )
+        if children is not None and children != per_root - 1:
+            raise MethodError(
+                f"--group-size {group_size} and --children {children} disagree: {roots} roots "
+                f"with {children} children each make a group of {roots * (1 + children)}"
+            )
+        children = per_root - 1
+    children = TRAINING_CHILDREN if children is None else children
+    if children < 1:
+        raise MethodError(f"--children: expected at least 1, got {children}")
+    if selector not in SELECTORS:
+        raise MethodError(f"--selector {selector!r}: expected one of {', '.join(SELECTORS)}")
+    return Method(
+        name,
+        "train-rollouts",
+        roots=roots,
+        stop_at_pass=False,
+        children=children,
+        selector=selector,  # narrowed to a Selector by the check against SELECTORS
+        seed=seed,
+    )
+
+
 def parse_methods(
     text: str,
     *,
-    roots: int = 1,
+    roots: int | None = None,
     rounds: tuple[int, ...] = DEFAULT_ROUNDS,
     stop_at_pass: bool = True,
+    children: int | None = None,
+    group_size: int | None = None,
+    selector: str = "reviewer",
+    seed: int = 0,
 ) -> tuple[Method, ...]:
-    """`pass@4,sprout` as methods; `roots`, `rounds` and `stop_at_pass` set sprout and entropy."""
-    if roots < 1:
+    """`pass@4,sprout` as methods; `roots` (default 1), `rounds` and `stop_at_pass` set sprout
+    and entropy; `roots` (default 2), `children`, `group_size`, `selector` and `seed` set
+    train-rollouts."""
+    if roots is not None and roots < 1:
         raise MethodError(f"--roots: expected at least 1, got {roots}")
     if not rounds or any(size < 1 for size in rounds):
         raise MethodError(f"--rounds: expected branch counts of at least 1, got {rounds}")
@@ -69,9 +152,20 @@ def parse_methods(
                 raise MethodError(f"--method {name}: k must be at least 1")
             method = Method(name, "pass@k", roots=k, stop_at_pass=False)
         elif name in ("sprout", "entropy"):
-            method = Method(name, name, roots=roots, rounds=rounds, stop_at_pass=stop_at_pass)
+            method = Method(name, name, roots=roots or 1, rounds=rounds, stop_at_pass=stop_at_pass)
+        elif name == "train-rollouts":
+            method = training_method(
+                roots=roots or TRAINING_ROOTS,
+                children=children,
+                group_size=group_size,
+                selector=selector,
+                seed=seed,
+            )
         else:
-            raise MethodError(f"--method {name!r}: expected pass@K, sprout or entropy")
+            raise MethodError(
+                f"--method {name!r}: expected pass@K, sprout or entropy (search), or "
+                "train-rollouts (training)"
+            )
         if any(known.name == name for known in methods):
             raise MethodError(f"--method {text!r}: {name} is given twice")
         methods.append(method)

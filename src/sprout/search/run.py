@@ -26,6 +26,7 @@ from sprout.search.play import Search
 from sprout.search.progress import Progress
 from sprout.search.report import write_results
 from sprout.search.schedules import SearchError, run_entropy, run_pass_at_k, run_sprout
+from sprout.search.training import run_training
 from sprout.task import Task, TaskError
 from sprout.tasks import base_checkpoint
 from sprout.tree import TreeError
@@ -49,12 +50,14 @@ class RunSettings:
     api_key: str | None = field(default=None, repr=False)
     actor: ActorConfig = field(default_factory=ActorConfig)
     roles: RolesConfig = field(default_factory=RolesConfig)
+    hf_options: dict[str, Any] = field(default_factory=dict)
+    """`HFModel` keywords for an `hf/PATH` model (max_new_tokens, device, dtype, seed)."""
 
     def to_json(self) -> dict[str, Any]:
         """The settings a resume must match (the API key is never stored)."""
         return {
             "model": self.model,
-            "methods": [m.__dict__ | {"rounds": list(m.rounds)} for m in self.methods],
+            "methods": [m.to_json() for m in self.methods],
             "actor": self.actor.model_dump(mode="json"),
             "roles": self.roles.model_dump(mode="json"),
         }
@@ -68,7 +71,8 @@ def check_settings(settings: RunSettings) -> None:
     """Refuse, before anything runs, what cannot work: entropy with a model with no log-probs."""
     if settings.workers < 1:
         raise RunSettingsError(f"--workers: expected at least 1, got {settings.workers}")
-    resolve_model(settings.model, base_url=settings.base_url, steps=())  # names a bad --model
+    if not settings.model.startswith("hf/"):  # a local model is checked as it loads, once
+        resolve_model(settings.model, base_url=settings.base_url, steps=())
     for method in settings.methods:
         if method.needs_logprobs and is_oracle(settings.model):
             raise RunSettingsError(
@@ -160,7 +164,11 @@ def _model(settings: RunSettings, task: Task | None) -> Model:
                 f"{settings.model} replays the reference solution"
             )
     return resolve_model(
-        settings.model, base_url=settings.base_url, api_key=settings.api_key, steps=steps
+        settings.model,
+        base_url=settings.base_url,
+        api_key=settings.api_key,
+        steps=steps,
+        hf_options=settings.hf_options,
     )
 
 
@@ -198,26 +206,31 @@ def _search(
 def _schedule(method: Method, search: Search, settings: RunSettings) -> None:
     schedules: dict[str, Callable[[], None]] = {
         "pass@k": lambda: run_pass_at_k(search),
-        "sprout": lambda: run_sprout(
-            search,
-            Analyst(
-                search.actor.model,
-                search.tree,
-                search.layers,
-                call_format=settings.actor.call_format,
-                max_retries=settings.roles.max_retries,
-                template=settings.roles.analyst_template,
-            ),
-            Reviewer(
-                search.actor.model,
-                search.tree,
-                layers=search.layers,
-                call_format=settings.actor.call_format,
-                max_calls_per_turn=settings.actor.max_calls_per_turn,
-                max_retries=settings.roles.max_retries,
-                template=settings.roles.reviewer_template,
-            ),
-        ),
+        "sprout": lambda: run_sprout(search, *_roles(search, settings)),
         "entropy": lambda: run_entropy(search),
+        "train-rollouts": lambda: run_training(search, *_roles(search, settings)),
     }
     schedules[method.schedule]()
+
+
+def _roles(search: Search, settings: RunSettings) -> tuple[Analyst, Reviewer]:
+    """The analyst and the reviewer of `search`, on the actor's model."""
+    return (
+        Analyst(
+            search.actor.model,
+            search.tree,
+            search.layers,
+            call_format=settings.actor.call_format,
+            max_retries=settings.roles.max_retries,
+            template=settings.roles.analyst_template,
+        ),
+        Reviewer(
+            search.actor.model,
+            search.tree,
+            layers=search.layers,
+            call_format=settings.actor.call_format,
+            max_calls_per_turn=settings.actor.max_calls_per_turn,
+            max_retries=settings.roles.max_retries,
+            template=settings.roles.reviewer_template,
+        ),
+    )
