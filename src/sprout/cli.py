@@ -224,7 +224,66 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    raise UsageError("give a subcommand: step (see `sprout train --help`)")
+    from sprout.models.hf import TOKENIZER_META  # noqa: F401  (fails early without the extra)
+    from sprout.search import MethodError
+    from sprout.train.samples import SampleError
+
+    if args.model is None or args.tasks is None or args.out is None:
+        raise UsageError(
+            "give --model hf/PATH --tasks TASKS --steps N --out DIR, or a subcommand: step"
+        )
+    try:
+        return _train(args)
+    except (LearnerError, SampleError, MethodError) as error:
+        raise UsageError(str(error)) from None
+
+
+def _train(args: argparse.Namespace) -> int:
+    import transformers
+
+    from sprout.agent import ActorConfig
+    from sprout.search import Progress
+    from sprout.tasks import load_tasks
+    from sprout.train.loop import TrainSettings, train
+
+    if not args.model.startswith("hf/"):
+        raise UsageError(f"--model {args.model}: training needs a local model, hf/PATH")
+    if args.steps < 1:
+        raise UsageError(f"--steps: expected at least 1, got {args.steps}")
+    try:
+        actor = ActorConfig.from_file(args.config) if args.config else ActorConfig(max_turns=8)
+        learner = train_step.learner_config(args)
+    except ValueError as error:
+        raise UsageError(f"--config {error}") from None
+    if args.max_turns is not None:
+        actor = actor.model_copy(update={"max_turns": args.max_turns})
+    loaded = load_tasks(args.tasks, images=_image_table(args.images), repos=args.repos)
+    for error in loaded.errors:
+        print(f"sprout train: skipped: {error}", file=sys.stderr)
+    if not loaded.tasks:
+        raise UsageError("no task could be loaded (see the lines above)")
+    settings = TrainSettings(
+        model=Path(args.model.removeprefix("hf/")),
+        steps=args.steps,
+        roots=args.roots,
+        children=args.children,
+        selector=args.selector,
+        credit=args.credit,
+        train_starting_turn=not args.no_train_starting_turn,
+        max_length=args.max_length,
+        workers=args.workers,
+        actor=actor,
+        hf_options={"max_new_tokens": args.max_new_tokens, "device": learner.device},
+        learner=learner,
+    )
+    transformers.logging.disable_progress_bar()
+    run = RunFolder.create_new(args.out)
+    try:
+        history = train(loaded.tasks, run, settings, Progress(quiet=args.quiet))
+    finally:
+        run.close()
+    print(f"\n{len(history)} steps; log: {Path(args.out) / 'train.jsonl'}")
+    return BAD_INPUT if loaded.errors else 0
 
 
 def cmd_train_step(args: argparse.Namespace) -> int:
@@ -240,6 +299,39 @@ def _image_table(path: str | None) -> dict[str, str] | None:
     from sprout.tasks.discover import load_image_table
 
     return load_image_table(path)
+
+
+def _train_arguments(train: argparse.ArgumentParser) -> None:
+    """`sprout train`'s own options: rollouts, samples and learner steps, repeated."""
+    train.add_argument("--model", metavar="hf/PATH", help="the starting weights (a local model)")
+    train.add_argument("--tasks", nargs="+", metavar="TASKS", help="task folders to roll out")
+    train.add_argument("--steps", type=int, default=1, metavar="N", help="learner steps (1)")
+    train.add_argument("--out", metavar="DIR", help="run folder: sprout.db, policy/step-K")
+    train.add_argument("--workers", type=int, default=1, metavar="N", help="sandboxes at once")
+    train.add_argument("--roots", type=int, default=2, metavar="N", help="roots per task (2)")
+    train.add_argument("--children", type=int, default=3, metavar="N", help="children per root (3)")
+    train.add_argument(
+        "--selector",
+        default="reviewer",
+        help="boundary chooser of unguided children: reviewer, heuristic, uniform, entropy",
+    )
+    train.add_argument(
+        "--credit", default="grpo", help="advantages: grpo, drgrpo, tree or sibling (grpo)"
+    )
+    train.add_argument(
+        "--no-train-starting-turn",
+        action="store_true",
+        help="mask the reviewer's starting turn out of the loss (trained by default)",
+    )
+    train.add_argument("--max-length", type=int, metavar="N", help="drop longer samples")
+    train.add_argument("--max-turns", type=int, metavar="N", help="turns per attempt (8)")
+    train.add_argument(
+        "--max-new-tokens", type=int, default=256, metavar="N", help="tokens per reply (256)"
+    )
+    train.add_argument("--images", metavar="FILE", help="TOML [images] table")
+    train.add_argument("--repos", metavar="DIR", help="local clones of SWE-bench repositories")
+    train.add_argument("--quiet", action="store_true", help="no progress lines")
+    train_step.add_learner_arguments(train)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -416,12 +508,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser(
         "train",
-        help="train the policy: one learner step on exported samples (step)",
-        description="Train a Hugging Face causal LM on SPROUT's groups (docs/training.md).",
+        help="train a local model: rollouts, samples and a learner step, --steps times "
+        "(or `step`: one learner step on exported samples)",
+        description="Train a Hugging Face causal LM on SPROUT's groups (docs/training.md): "
+        "each step plays the train-rollouts schedule on --tasks with the current weights, "
+        "builds token-exact samples with tree credit, takes one learner step and saves the "
+        "weights to DIR/policy/step-K.",
     )
     # Subcommands are optional so that options of `sprout train` itself can sit beside them.
     train_commands = train.add_subparsers(dest="train_command", metavar="COMMAND")
     train.set_defaults(func=cmd_train)
+    _train_arguments(train)
     step = train_commands.add_parser(
         "step",
         help="one clipped-surrogate policy-gradient step on samples from `sprout export`",

@@ -59,8 +59,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where to save the updated model (written beside, then renamed into place; may "
         "be --model itself)",
     )
+    add_learner_arguments(parser)
+
+
+def add_learner_arguments(parser: argparse.ArgumentParser) -> None:
+    """--config and the learner options, shared by `sprout train` and `sprout train step`."""
     parser.add_argument(
-        "--config", metavar="FILE", help="TOML file with a [learner] table; options override it"
+        "--config",
+        metavar="FILE",
+        help="TOML file with a [learner] table (and, for `sprout train`, [actor]); options "
+        "override it",
     )
     for field, (kind, text) in OPTIONS.items():
         metavar = {int: "N", float: "X"}.get(kind, "NAME")

@@ -80,3 +80,11 @@ def build_tiny_model(path: str | Path, *, vocab_size: int = 400, seed: int = 0) 
     model.generation_config.pad_token_id = fast.pad_token_id
     model.save_pretrained(path)
     return path
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m sprout.train.tiny DIR  (writes a tiny random model to DIR)")
+    print(build_tiny_model(sys.argv[1]))

@@ -1,0 +1,72 @@
+"""`sprout train` end to end with the tiny local model: rollouts, samples, learner steps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sprout.cli import main
+from sprout.runfolder import RunFolder
+from tests.conftest import require_host_image
+from tests.search.tasks import write_task
+
+COIN = """#!/bin/bash
+# A coin toss: whatever the agent did, some rollouts pass, so groups have variance.
+if [ $((RANDOM % 2)) = 0 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt
+"""
+
+
+def train(tmp_path: Path, model: Path, *extra: str) -> int:
+    return main(
+        [
+            "train",
+            "--model",
+            f"hf/{model}",
+            "--tasks",
+            str(tmp_path / "tasks"),
+            "--steps",
+            "2",
+            "--out",
+            str(tmp_path / "run"),
+            "--max-turns",
+            "2",
+            "--max-new-tokens",
+            "12",
+            "--children",
+            "1",
+            "--lr",
+            "1e-3",
+            "--quiet",
+            *extra,
+        ]
+    )
+
+
+def test_each_step_rolls_out_with_the_last_weights_and_trains(
+    tmp_path: Path, tiny_model_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_host_image()
+    task = write_task(tmp_path / "tasks", "coin")
+    (task / "tests" / "test.sh").write_text(COIN)
+    assert train(tmp_path, tiny_model_path) == 0
+    out = tmp_path / "run"
+    log = [json.loads(line) for line in (out / "train.jsonl").read_text().splitlines()]
+    assert [entry["step"] for entry in log] == [1, 2]
+    for entry in log:
+        assert Path(entry["policy"]).is_dir() and (Path(entry["policy"]) / "config.json").is_file()
+        assert entry["groups"] == 1 and 0 < entry["tokens_trained"] < entry["tokens_in_batch"]
+    run = RunFolder.open(out)
+    methods = {a.method for a in run.store.attempts("coin")}
+    assert methods == {"train@1", "train@2"}
+    assert len(run.store.attempts("coin")) == 2 * (2 + 2)  # two roots, one child each, twice
+    run.close()
+    assert "2 steps" in capsys.readouterr().out
+
+
+def test_training_needs_a_local_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_task(tmp_path / "tasks")
+    code = main(["train", "--model", "oracle", "--tasks", str(tmp_path / "tasks"), "--out", "x"])
+    assert code == 2
+    assert "training needs a local model, hf/PATH" in capsys.readouterr().err
