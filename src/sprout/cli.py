@@ -244,7 +244,7 @@ def _train(args: argparse.Namespace) -> int:
     from sprout.agent import ActorConfig
     from sprout.search import Progress
     from sprout.tasks import load_tasks
-    from sprout.train.loop import TrainSettings, train
+    from sprout.train.loop import TrainResumeError, TrainSettings, train
 
     if not args.model.startswith("hf/"):
         raise UsageError(f"--model {args.model}: training needs a local model, hf/PATH")
@@ -277,12 +277,14 @@ def _train(args: argparse.Namespace) -> int:
         learner=learner,
     )
     transformers.logging.disable_progress_bar()
-    run = RunFolder.create_new(args.out)
+    run = RunFolder.create(args.out) if args.resume else RunFolder.create_new(args.out)
     try:
         history = train(loaded.tasks, run, settings, Progress(quiet=args.quiet))
+    except TrainResumeError as error:
+        raise UsageError(str(error)) from None
     finally:
         run.close()
-    print(f"\n{len(history)} steps; log: {Path(args.out) / 'train.jsonl'}")
+    print(f"\n{len(history)} steps run now; log: {Path(args.out) / 'train.jsonl'}")
     return BAD_INPUT if loaded.errors else 0
 
 
@@ -307,6 +309,11 @@ def _train_arguments(train: argparse.ArgumentParser) -> None:
     train.add_argument("--tasks", nargs="+", metavar="TASKS", help="task folders to roll out")
     train.add_argument("--steps", type=int, default=1, metavar="N", help="learner steps (1)")
     train.add_argument("--out", metavar="DIR", help="run folder: sprout.db, policy/step-K")
+    train.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on after the last saved step of --out (same settings; --steps may grow)",
+    )
     train.add_argument("--workers", type=int, default=1, metavar="N", help="sandboxes at once")
     train.add_argument("--roots", type=int, default=2, metavar="N", help="roots per task (2)")
     train.add_argument("--children", type=int, default=3, metavar="N", help="children per root (3)")

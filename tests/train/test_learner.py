@@ -224,6 +224,22 @@ def test_save_is_complete_and_loads_back(tiny_model_path: Path, tmp_path: Path) 
     assert [p.name for p in tmp_path.iterdir()] == ["step-1"]
 
 
+def test_the_optimizer_goes_on_from_a_saved_step(tiny_model_path: Path, tmp_path: Path) -> None:
+    """Two steps in one learner and one step in each of two learners (the second reading
+    what the first saved) end at the same weights: AdamW's moments travel with them."""
+    together = learner(tiny_model_path)
+    together.step(tree_batch())
+    together.step(tree_batch())
+
+    first = learner(tiny_model_path)
+    first.step(tree_batch())
+    saved = first.save(tmp_path / "step-1")
+    assert (saved / "optimizer.pt").is_file()
+    second = learner(saved)
+    second.step(tree_batch())
+    assert torch.allclose(weights(second.model), weights(together.model), atol=1e-7)
+
+
 def test_a_failed_save_leaves_the_old_weights(
     tiny_model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

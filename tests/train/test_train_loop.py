@@ -18,7 +18,7 @@ if [ $((RANDOM % 2)) = 0 ]; then echo 1; else echo 0; fi > /logs/verifier/reward
 """
 
 
-def train(tmp_path: Path, model: Path, *extra: str) -> int:
+def train(tmp_path: Path, model: Path, *extra: str, steps: int = 2) -> int:
     return main(
         [
             "train",
@@ -27,7 +27,7 @@ def train(tmp_path: Path, model: Path, *extra: str) -> int:
             "--tasks",
             str(tmp_path / "tasks"),
             "--steps",
-            "2",
+            str(steps),
             "--out",
             str(tmp_path / "run"),
             "--max-turns",
@@ -62,7 +62,7 @@ def test_each_step_rolls_out_with_the_last_weights_and_trains(
     assert methods == {"train@1", "train@2"}
     assert len(run.store.attempts("coin")) == 2 * (2 + 2)  # two roots, one child each, twice
     run.close()
-    assert "2 steps" in capsys.readouterr().out
+    assert "2 steps run now" in capsys.readouterr().out
 
 
 def test_training_needs_a_local_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -70,3 +70,25 @@ def test_training_needs_a_local_model(tmp_path: Path, capsys: pytest.CaptureFixt
     code = main(["train", "--model", "oracle", "--tasks", str(tmp_path / "tasks"), "--out", "x"])
     assert code == 2
     assert "training needs a local model, hf/PATH" in capsys.readouterr().err
+
+
+def test_a_resumed_run_goes_on_from_its_last_saved_step(
+    tmp_path: Path, tiny_model_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_host_image()
+    task = write_task(tmp_path / "tasks", "coin")
+    (task / "tests" / "test.sh").write_text(COIN)
+    assert train(tmp_path, tiny_model_path, steps=1) == 0
+    first = (tmp_path / "run" / "train.jsonl").read_text()
+    assert (tmp_path / "run" / "policy" / "step-1" / "optimizer.pt").is_file()
+
+    assert train(tmp_path, tiny_model_path, "--resume", "--lr", "5e-4") == 2
+    assert "different settings (learner)" in capsys.readouterr().err
+
+    assert train(tmp_path, tiny_model_path, "--resume") == 0
+    log = (tmp_path / "run" / "train.jsonl").read_text()
+    assert log.startswith(first) and len(log.splitlines()) == 2
+    assert "1 steps run now" in capsys.readouterr().out
+    run = RunFolder.open(tmp_path / "run")
+    assert {a.method for a in run.store.attempts("coin")} == {"train@1", "train@2"}
+    run.close()

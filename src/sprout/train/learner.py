@@ -45,6 +45,10 @@ __all__ = ["Learner", "LearnerConfig", "LearnerError", "StepStats", "learner_ste
 LossAggregation = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]
 
 
+OPTIMIZER_FILE = "optimizer.pt"
+"""AdamW's state, saved beside the weights."""
+
+
 class LearnerConfig(BaseModel):
     """How the learner turns a batch of samples into one optimizer step."""
 
@@ -202,6 +206,7 @@ class Learner:
             eps=self.config.eps,
             weight_decay=self.config.weight_decay,
         )
+        self._load_optimizer(path)
         # Padding is masked out everywhere; any id the embedding has will do.
         pad = self.tokenizer.pad_token_id
         self.pad_id: int = pad if pad is not None else (self.tokenizer.eos_token_id or 0)
@@ -297,7 +302,10 @@ class Learner:
         return out
 
     def save(self, path: str | Path) -> Path:
-        """Write the weights (in the checkpoint's own dtype) and the tokenizer, atomically."""
+        """Write the weights (in the checkpoint's own dtype), the tokenizer and the AdamW
+        state (`optimizer.pt`), atomically: the next step, in this process or another,
+        goes on with the same moments instead of starting AdamW afresh."""
+        import torch
 
         def write(folder: Path) -> None:
             state = cast_state_dict(self.model, self.saved_dtype)
@@ -305,8 +313,27 @@ class Learner:
             if state is not None:
                 set_config_dtype(folder, self.saved_dtype)
             self.tokenizer.save_pretrained(folder)
+            torch.save(self.optimizer.state_dict(), folder / OPTIMIZER_FILE)
 
         return save_folder_atomically(path, write)
+
+    def _load_optimizer(self, path: Path) -> None:
+        """Resume AdamW's moments from a folder this learner saved; a plain model folder
+        (no `optimizer.pt`) starts them at zero."""
+        import torch
+
+        saved = path / OPTIMIZER_FILE
+        if not saved.is_file():
+            return
+        try:
+            self.optimizer.load_state_dict(torch.load(saved, map_location=self.device))
+        except (RuntimeError, ValueError, KeyError) as error:
+            raise LearnerError(
+                f"model {path}: {OPTIMIZER_FILE} does not fit this model ({error}); "
+                "remove it to start the optimizer afresh"
+            ) from None
+        for group in self.optimizer.param_groups:  # this run's settings, not the saved ones
+            group.update(lr=self.config.lr, weight_decay=self.config.weight_decay)
 
     # ------------------------------------------------------------------ internals
 

@@ -42,26 +42,73 @@ class TrainSettings:
     learner: LearnerConfig = field(default_factory=LearnerConfig)
 
 
+LOG = "train.jsonl"
+
+
+def _settings_json(settings: TrainSettings) -> dict[str, Any]:
+    """What a resume must match; the number of steps may grow."""
+    return {
+        "model": str(settings.model),
+        "roots": settings.roots,
+        "children": settings.children,
+        "selector": settings.selector,
+        "credit": settings.credit,
+        "train_starting_turn": settings.train_starting_turn,
+        "max_length": settings.max_length,
+        "actor": settings.actor.model_dump(mode="json"),
+        "hf_options": settings.hf_options,
+        "learner": settings.learner.model_dump(mode="json"),
+    }
+
+
 def policy_path(out: Path, step: int) -> Path:
     """Where the weights after `step` learner steps are saved."""
     return out / "policy" / f"step-{step}"
 
 
+class TrainResumeError(ValueError):
+    """A `--resume` whose settings differ from those the run was started with."""
+
+
+def finished_steps(run: RunFolder) -> list[dict[str, Any]]:
+    """The log lines of the steps that ended (weights saved), in order."""
+    log = run.path / LOG
+    if not log.is_file():
+        return []
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line]
+
+
 def train(
     tasks: Sequence[Task], run: RunFolder, settings: TrainSettings, progress: Progress
 ) -> list[StepStats]:
-    """`settings.steps` rounds of rollouts and one learner step each; stats per step, also
-    appended to `OUT/train.jsonl` as they come."""
-    learner = Learner(settings.model, settings.learner)
+    """Rollouts and one learner step, up to `settings.steps` steps; stats of the steps run
+    now, also appended to `OUT/train.jsonl` as they come.
+
+    A run folder that already holds steps (a resumed run) goes on after its last saved
+    step, from that step's weights and optimizer state; the rollouts of an unfinished
+    step continue where they stopped.
+    """
+    wanted = json.loads(json.dumps(_settings_json(settings)))
+    stored = run.store.get_meta("train")
+    if stored is None:
+        run.store.set_meta("train", wanted)
+    elif stored != wanted:
+        changed = sorted(key for key in wanted if stored.get(key) != wanted[key])
+        raise TrainResumeError(
+            f"{run.path}: --resume with different settings ({', '.join(changed)}) than the "
+            "run was started with"
+        )
+    done = finished_steps(run)
+    policy = Path(done[-1]["policy"]) if done else settings.model
+    learner = Learner(policy, settings.learner)
     for note in learner.notes:
         progress.event("-", "train", f"note: {note}")
-    policy = settings.model
     actor = settings.actor
     if not actor.logprobs:
         actor = actor.model_copy(update={"logprobs": True})  # rollout log-probs for the ratio
-    log = run.path / "train.jsonl"
+    log = run.path / LOG
     history: list[StepStats] = []
-    for step in range(1, settings.steps + 1):
+    for step in range(len(done) + 1, settings.steps + 1):
         method = training_method(
             roots=settings.roots,
             children=settings.children,
