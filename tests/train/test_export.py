@@ -14,6 +14,7 @@ from sprout.train.export import (
     ExportError,
     Format,
     from_record,
+    read_meta,
     read_samples,
     to_record,
     write_records,
@@ -98,6 +99,7 @@ def test_the_cli_exports_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert len(lines) == 4 and {json.loads(line)["group_id"] for line in lines} == {
         "two-edits/train-rollouts"
     }
+    assert read_meta(out) == {"format": "trl", "samples": 4, "tokenizer": None}
     assert (
         main(["export", str(run), "--format", "jsonl", "--out", str(out), "--credit", "sibling"])
         == 0

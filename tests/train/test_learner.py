@@ -354,3 +354,20 @@ def test_the_learner_benchmark_runs(tmp_path: Path, capsys: pytest.CaptureFixtur
     (result,) = json.loads(out.read_text())["results"]
     assert result["tokens_ratio"] < 0.6 and result["gradient_max_rel_diff"] < 1e-5
     assert "prefix duplicated" in capsys.readouterr().out
+
+
+def test_a_step_refuses_samples_another_tokenizer_made(
+    tiny_model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sprout.models.hf import tokenizer_fingerprint
+    from sprout.train.export import meta_path
+    from sprout.train.tiny import build_tiny_model
+
+    other = build_tiny_model(tmp_path / "other", vocab_size=300)
+    file = write_samples(tmp_path / "samples.jsonl", tree_batch())
+    stamp = {"format": "jsonl", "tokenizer": tokenizer_fingerprint(learner(other).tokenizer)}
+    meta_path(file).write_text(json.dumps(stamp))
+    args = ["train", "step", "--samples", str(file), "--model", str(tiny_model_path)]
+    assert main([*args, "--out", str(tmp_path / "out"), "--device", "cpu"]) == 2
+    assert "its token ids were made by tokenizer" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

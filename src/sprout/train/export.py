@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from sprout.models.hf import TOKENIZER_META
 from sprout.runfolder import RunFolder
 from sprout.sandbox.durable import write_atomically
 from sprout.train.credit import Credit
@@ -160,9 +161,33 @@ def export_run(
             max_length=max_length,
             overlong=overlong,
         )
+        tokenizer = folder.store.get_meta(TOKENIZER_META)
     finally:
         folder.close()
-    return write_records(batch.samples, fmt, out), batch.report
+    written = write_records(batch.samples, fmt, out)
+    meta = {"format": fmt, "samples": len(batch.samples), "tokenizer": tokenizer}
+    write_atomically(str(meta_path(written)), json.dumps(meta, indent=2) + "\n", durable=True)
+    return written, batch.report
+
+
+def meta_path(export: str | Path) -> Path:
+    """The sidecar `FILE.meta.json` beside an export: its format, sample count and the
+    fingerprint of the tokenizer that made its ids (the records keep the shape their
+    trainers read)."""
+    export = Path(export)
+    return export.with_name(export.name + ".meta.json")
+
+
+def read_meta(export: str | Path) -> dict[str, Any] | None:
+    """An export's sidecar, or None when it has none (written by hand, or by another tool)."""
+    path = meta_path(export)
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ExportError(f"{path}: not JSON ({error.msg})") from None
+    return data if isinstance(data, dict) else None
 
 
 def write_records(samples: Sequence[Sample], fmt: Format, out: str | Path) -> Path:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -173,6 +173,7 @@ class Learner:
 
         self.config = config or LearnerConfig()
         path = Path(model_path)
+        self.path = path
         if not (path / "config.json").is_file():
             why = "does not exist" if not path.exists() else "has no config.json"
             raise LearnerError(f"model {path}: {why} (expected a Hugging Face model folder)")
@@ -210,6 +211,18 @@ class Learner:
         # Padding is masked out everywhere; any id the embedding has will do.
         pad = self.tokenizer.pad_token_id
         self.pad_id: int = pad if pad is not None else (self.tokenizer.eos_token_id or 0)
+
+    def check_tokenizer(self, stored: Mapping[str, Any] | None, *, where: str) -> None:
+        """Refuse token ids that another tokenizer made (`stored`: the fingerprint a run or
+        an export recorded; None when it recorded none)."""
+        from sprout.models import ModelError
+        from sprout.models.hf import check_tokenizer, tokenizer_fingerprint
+
+        mine = {**tokenizer_fingerprint(self.tokenizer), "model": str(self.path)}
+        try:
+            check_tokenizer(stored, mine, where=str(where))
+        except ModelError as error:
+            raise LearnerError(str(error)) from None
 
     @property
     def context(self) -> int:

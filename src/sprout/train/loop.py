@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sprout.agent import ActorConfig
+from sprout.models.hf import TOKENIZER_META
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, run_tasks
 from sprout.search.methods import training_method
@@ -101,6 +102,7 @@ def train(
     done = finished_steps(run)
     policy = Path(done[-1]["policy"]) if done else settings.model
     learner = Learner(policy, settings.learner)
+    learner.check_tokenizer(run.store.get_meta(TOKENIZER_META), where=str(run.path))
     for note in learner.notes:
         progress.event("-", "train", f"note: {note}")
     actor = settings.actor

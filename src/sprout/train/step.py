@@ -105,13 +105,14 @@ def learner_config(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Read, check, step, save; print the stats as a JSON line and a readable line."""
-    from sprout.train.export import ExportError, read_samples
+    from sprout.train.export import ExportError, read_meta, read_samples
     from sprout.train.modelfolder import check_target
 
     config = learner_config(args)
     check_target(args.out)
     try:
         samples = read_samples(args.samples, args.format)
+        meta = read_meta(args.samples) or {}
     except OSError as error:
         raise LearnerError(f"--samples {args.samples}: {error.strerror}") from None
     except ExportError as error:
@@ -125,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
 
     transformers.logging.disable_progress_bar()
     learner = Learner(args.model, config)
+    learner.check_tokenizer(meta.get("tokenizer"), where=args.samples)
     for note in learner.notes:
         print(f"note: {note}", file=sys.stderr)
     stats = learner.step(samples)
