@@ -351,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser(
         "bench",
-        help="run a benchmark from benchmarks/ (sandbox: checkpoint, fork, per-call costs)",
+        help="run a benchmark from benchmarks/ (sandbox, learner)",
         description="Run benchmarks/NAME.py; options after NAME go to the benchmark "
         "(try `sprout bench sandbox --help`).",
     )
@@ -388,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser(
         "run",
-        help="run search methods (pass@k, sprout, entropy) on tasks and compare them",
+        help="run search methods (pass@k, sprout, entropy, train-rollouts) on tasks; compare",
         description="Run each --method on each task with --model; write DIR/sprout.db, "
         "DIR/results.json and print the comparison table. A task path is a task folder, a "
         "folder of task folders, or a SWE-bench .jsonl file (with --repos).",
