@@ -89,11 +89,12 @@ def workdir_patch(layers: LayerStore, base: str, checkpoint: str, workdir: str) 
         if before is None and after is None:
             continue
         name = change.path[len(prefix) :]
-        hunks.append(_diff(name, before, after))
+        hunks.append(file_diff(name, before, after))
     return "".join(hunks)
 
 
-def _diff(name: str, before: bytes | None, after: bytes | None) -> str:
+def file_diff(name: str, before: bytes | None, after: bytes | None) -> str:
+    """One file's unified diff (or "Binary file NAME differs"), for patches and viewers."""
     old = (before or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
     new = (after or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
     if b"\0" in (before or b"") + (after or b""):
