@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEBIAN_PACKAGES := gcc libc6-dev util-linux python3-pytest
+DEBIAN_PACKAGES := gcc libc6-dev util-linux python3-pytest chromium
 
 DEMO_RUN := runs/demo
 
@@ -44,7 +44,7 @@ system-packages:
 	    echo "installing Debian packages:$$missing"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	  else \
-	    echo "missing Debian packages:$$missing (install them as root: the overlay sandbox needs a C compiler, the example tasks pytest)"; \
+	    echo "missing Debian packages:$$missing (install them as root: the overlay sandbox needs a C compiler, the example tasks pytest, the viewer's tests chromium)"; \
 	  fi; \
 	fi
 
