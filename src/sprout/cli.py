@@ -148,17 +148,42 @@ def _run(args: argparse.Namespace) -> int:
     run = open_run(args.out, settings, resume=args.resume)
     try:
         content = run_tasks(loaded.tasks, run, settings, Progress(quiet=args.quiet))
+        report = _write_report(run)
     finally:
         run.close()
     print()
     print(table(content))
     print(f"\nresults: {Path(args.out) / 'results.json'}")
+    if report is not None:
+        print(f"report: {report}")
     if loaded.errors:
         return BAD_INPUT
     failed = [
         task for task, by in content["tasks"].items() if any("error" in r for r in by.values())
     ]
     return 1 if failed else 0
+
+
+def _write_report(run: RunFolder) -> Path | None:
+    """report.html for the run; a report that cannot be written is a warning, since the
+    run itself (sprout.db, results.json) is complete."""
+    from sprout.viewer import ViewerError
+    from sprout.viewer.report import write_report
+
+    try:
+        return write_report(run)
+    except (ViewerError, OSError) as error:
+        print(f"warning: report.html not written: {error}", file=sys.stderr)
+        return None
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from sprout.viewer.server import serve
+
+    try:
+        return serve(args.run, args.port)
+    except OSError as error:
+        raise UsageError(f"--port {args.port}: cannot listen on 127.0.0.1 ({error})") from None
 
 
 def cmd_tasks_check(args: argparse.Namespace) -> int:
@@ -385,6 +410,19 @@ def build_parser() -> argparse.ArgumentParser:
     shell.add_argument("run", metavar="RUN", help="run folder (holds sprout.db and layers/)")
     shell.add_argument("checkpoint", metavar="ATTEMPT:k", help="attempt id and turn boundary")
     shell.set_defaults(func=cmd_shell)
+
+    view = commands.add_parser(
+        "view",
+        help="the episode viewer: a run's search trees in the browser, on 127.0.0.1",
+        description="Serve the episode viewer of RUN on 127.0.0.1:PORT: every task's tree "
+        "of attempts, each turn in full, the verifier's, analyst's and reviewer's notes, and "
+        "the methods side by side (docs/viewer.md). A run still being written updates live.",
+    )
+    view.add_argument("run", metavar="RUN_DIR", help="run folder (holds sprout.db and layers/)")
+    view.add_argument(
+        "--port", type=int, default=8000, metavar="P", help="port on 127.0.0.1 (default 8000)"
+    )
+    view.set_defaults(func=cmd_view)
 
     run = commands.add_parser(
         "run",

@@ -3,33 +3,14 @@ oracle-noise:p=1 (every step it plays alone is wrong), so the tree's shape is kn
 
 from __future__ import annotations
 
-import io
 import json
-from collections.abc import Iterator
 
 import pytest
 
 from sprout.runfolder import RunFolder
-from sprout.search import Progress, RunSettings, parse_methods, run_tasks
-from sprout.tasks import load_native
 from sprout.tree import CallRecord, Turn
 from sprout.viewer import ViewerError, run_summary, task_tree, turn_detail
-from tests.conftest import require_host_image
-from tests.search.tasks import write_task
-
-TASK = "two-edits"
-
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunFolder]:
-    require_host_image()
-    root = tmp_path_factory.mktemp("viewer")
-    task = load_native(write_task(root / "tasks"))
-    folder = RunFolder.create_new(root / "run")
-    settings = RunSettings("oracle-noise:p=1", parse_methods("pass@2,sprout"), workers=2)
-    run_tasks([task], folder, settings, Progress(io.StringIO()))
-    yield folder
-    folder.close()
+from tests.viewer.conftest import TASK
 
 
 def test_summary_has_both_methods_with_the_numbers_of_results_json(run: RunFolder) -> None:

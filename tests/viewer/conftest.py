@@ -1,0 +1,30 @@
+"""A real small run for the viewer's tests: pass@2 and sprout on the two-edit task with
+oracle-noise:p=1 (every step it plays alone is wrong), so the tree's shape is known.
+Module-scoped: each test module gets its own run, so one that adds to it disturbs no other."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+import pytest
+
+from sprout.runfolder import RunFolder
+from sprout.search import Progress, RunSettings, parse_methods, run_tasks
+from sprout.tasks import load_native
+from tests.conftest import require_host_image
+from tests.search.tasks import write_task
+
+TASK = "two-edits"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunFolder]:
+    require_host_image()
+    root = tmp_path_factory.mktemp("viewer")
+    task = load_native(write_task(root / "tasks"))
+    folder = RunFolder.create_new(root / "run")
+    settings = RunSettings("oracle-noise:p=1", parse_methods("pass@2,sprout"), workers=2)
+    run_tasks([task], folder, settings, Progress(io.StringIO()))
+    yield folder
+    folder.close()
