@@ -5,6 +5,7 @@ Module-scoped: each test module gets its own run, so one that adds to it disturb
 from __future__ import annotations
 
 import io
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -12,8 +13,10 @@ import pytest
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.tasks import load_native
+from sprout.viewer.server import make_server
 from tests.conftest import require_host_image
 from tests.search.tasks import write_task
+from tests.viewer.browser import browser, page  # noqa: F401  (fixtures for test_browser.py)
 
 TASK = "two-edits"
 
@@ -28,3 +31,15 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunFolder]:
     run_tasks([task], folder, settings, Progress(io.StringIO()))
     yield folder
     folder.close()
+
+
+@pytest.fixture(scope="module")
+def base(run: RunFolder) -> Iterator[str]:
+    """The viewer of `run`, served on a free loopback port: its base URL."""
+    server = make_server(run.path, port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    host, port = server.server_address[:2]
+    yield f"http://{host!s}:{port}"
+    server.shutdown()
+    server.server_close()

@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,23 +19,11 @@ from sprout.runfolder import RunFolder
 from sprout.store import SCHEMA_VERSION
 from sprout.viewer import run_summary, task_tree, turn_detail
 from sprout.viewer.report import write_report
-from sprout.viewer.server import make_server
 from tests.conftest import require_host_image
 from tests.search.tasks import write_task
 from tests.viewer.conftest import TASK
 
 TEST_IDS = ("task-list", "play-button", "position", "timeline", "turn-panel", "tooltip")
-
-
-@pytest.fixture(scope="module")
-def base(run: RunFolder) -> Iterator[str]:
-    server = make_server(run.path, port=0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    host, port = server.server_address[:2]
-    yield f"http://{host!s}:{port}"
-    server.shutdown()
-    server.server_close()
 
 
 def fetch(url: str) -> tuple[int, str, str]:
