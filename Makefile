@@ -16,8 +16,8 @@ demo: install
 	rm -rf $(DEMO_RUN)
 	$(BIN)/sprout run examples/tasks --model oracle-noise --method pass@4,sprout \
 	  --workers 2 --out $(DEMO_RUN)
-	@echo "report: $(DEMO_RUN)/report.html (open it in a browser; no server needed)"
-	@echo "viewer: $(BIN)/sprout view $(DEMO_RUN)"
+	@echo "open $(DEMO_RUN)/report.html in a browser (no server needed), or browse the run live:"
+	@echo "  $(BIN)/sprout view $(DEMO_RUN)"
 
 test: install
 	$(BIN)/ruff check src tests benchmarks examples
