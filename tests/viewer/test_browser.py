@@ -111,3 +111,22 @@ def test_the_report_opens_from_disk_with_the_network_off(page: Any, run: RunFold
     assert requested == [], "the report asks the network for nothing"
     page.screenshot(path=artifacts() / "report.png")
     assert page.errors == []
+
+
+def test_the_player_can_follow_one_attempt_alone(page: Any, run: RunFolder, base: str) -> None:
+    tree = task_tree(run, TASK)
+    branch = next(a for a in tree["attempts"] if a["kind"] == "branch" and a["turns"])
+    length = branch["boundary"] + len(branch["turns"])  # inherited turns, then its own
+    open_task(page, base)
+    page.locator(f"[data-testid=attempt-label][data-attempt='{branch['id']}']").click()
+    page.get_by_test_id("turn-title").wait_for(timeout=WAIT_MS)
+    page.get_by_test_id("play-scope").select_option("attempt")
+    assert f" of {length} " in position(page)
+    page.get_by_test_id("step-back").click()
+    for _ in range(length):
+        page.get_by_test_id("step-back").click()
+    assert position(page).startswith(f"turn 1 of {length} · attempt {branch['parent']} turn 1")
+    page.get_by_test_id("play-scope").select_option("search")
+    total = sum(len(a["turns"]) for a in tree["attempts"])
+    assert f" of {total} " in position(page)
+    assert page.errors == []

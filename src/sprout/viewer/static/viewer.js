@@ -259,14 +259,32 @@
       '<span title="' + esc(TIP.starting) + '"><span class="swatch st-fail" style="border:2px solid #1b1f24"></span>reviewer\'s starting turn</span>' +
       '<span title="' + esc(TIP.branchPoint) + '">○ branch point</span>' +
       '<span title="' + esc(TIP.path) + '"><span class="swatch" style="background:#bf8700;opacity:.5"></span>first passing path</span>';
-    // the timeline: every own turn, in the order it was committed
-    state.events = [];
-    tree.attempts.forEach((a) => a.turns.forEach((t) => state.events.push({ attempt: a.id, index: t.index, created: t.created })));
-    state.events.sort((p, q) => ((p.created ?? Infinity) - (q.created ?? Infinity)) || (p.attempt - q.attempt) || (p.index - q.index));
-    const range = $("timeline");
-    range.max = String(Math.max(0, state.events.length - 1));
+    buildEvents();
     if (state.selected) select(state.selected.attempt, state.selected.index, { keepPanel: true });
     else updatePosition();
+  }
+
+  // the timeline: the whole search (every own turn, in the order it was committed), or
+  // one attempt's path (the turns it inherited from its parents, then its own)
+  function buildEvents() {
+    const tree = state.tree;
+    state.events = [];
+    if (!tree) return;
+    const scoped = $("scope").value === "attempt" && state.selected;
+    if (scoped) {
+      const byId = new Map(tree.attempts.map((a) => [a.id, a]));
+      const path = (a, upto) => {
+        const parent = a.parent != null ? byId.get(a.parent) : null;
+        const inherited = parent ? path(parent, Math.min(upto, a.boundary)) : [];
+        return inherited.concat(a.turns.filter((t) => t.index <= upto).map((t) => ({ attempt: a.id, index: t.index })));
+      };
+      const chosen = byId.get(state.selected.attempt);
+      if (chosen) state.events = path(chosen, Infinity);
+    } else {
+      tree.attempts.forEach((a) => a.turns.forEach((t) => state.events.push({ attempt: a.id, index: t.index, created: t.created })));
+      state.events.sort((p, q) => ((p.created ?? Infinity) - (q.created ?? Infinity)) || (p.attempt - q.attempt) || (p.index - q.index));
+    }
+    $("timeline").max = String(Math.max(0, state.events.length - 1));
   }
 
   // selection, the player and the URL
@@ -282,6 +300,8 @@
     options = options || {};
     attemptId = Number(attemptId); index = Number(index);
     state.selected = { attempt: attemptId, index: index };
+    const onTimeline = (e) => e.attempt === attemptId && e.index === index;
+    if ($("scope").value === "attempt" && !state.events.some(onTimeline)) buildEvents();
     state.pos = state.events.findIndex((e) => e.attempt === attemptId && e.index === index);
     document.querySelectorAll(".turn-dot.selected").forEach((d) => d.classList.remove("selected"));
     const dot = document.querySelector('.turn-dot[data-attempt="' + attemptId + '"][data-index="' + index + '"]');
@@ -453,6 +473,13 @@
   $("play").addEventListener("click", (e) => { e.stopPropagation(); togglePlay(); });
   $("step-back").addEventListener("click", () => { pause(); step(-1); });
   $("step-forward").addEventListener("click", () => { pause(); step(1); });
+  $("scope").addEventListener("change", () => {
+    pause();
+    const sel = state.selected;
+    buildEvents();
+    if (sel) select(sel.attempt, sel.index, { keepPanel: true });
+    else updatePosition();
+  });
   $("timeline").addEventListener("input", (e) => { pause(); const ev = state.events[Number(e.target.value)]; if (ev) select(ev.attempt, ev.index); });
   window.addEventListener("hashchange", applyHash);
 
