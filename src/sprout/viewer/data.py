@@ -14,6 +14,7 @@ not expose are read over a separate read-only SQLite connection.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from contextlib import closing
 from typing import Any
 
@@ -275,6 +276,7 @@ def turn_detail(
     *,
     max_output_chars: int = 20000,
     max_diff_chars: int = 20000,
+    path: Sequence[Turn] | None = None,
 ) -> dict[str, Any]:
     """Turn `index` on attempt `attempt_id`'s path in full: its text, each call with its
     output, its tokens, and the files its layer changed.
@@ -285,15 +287,18 @@ def turn_detail(
     cut instead of silently showing less. Files are the changes from the previous
     checkpoint on the path to this turn's, read from the sealed layers (nothing runs);
     caches and git bookkeeping (`sprout.edits.is_noise`) are listed apart under `noise`.
+    `path`, the attempt's `RolloutTree.path`, saves rebuilding it for every turn of an
+    attempt (report.html details them all).
     """
     attempt = run.store.get_attempt(attempt_id)
     if attempt is None:
         raise ViewerError(f"{run.path}: no attempt {attempt_id!r} in this run")
     tree = run.tree
-    try:
-        path = tree.path(attempt)
-    except TreeError as error:
-        raise ViewerError(f"{run.path}: attempt {attempt_id}: {error}") from None
+    if path is None:
+        try:
+            path = tree.path(attempt)
+        except TreeError as error:
+            raise ViewerError(f"{run.path}: attempt {attempt_id}: {error}") from None
     found = [t for t in path if t.index == index]
     if not found:
         last = path[-1].index if path else attempt.boundary

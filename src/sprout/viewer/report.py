@@ -32,6 +32,7 @@ def report_data(run: RunFolder) -> dict[str, Any]:
     turns: dict[str, Any] = {}
     for tree in trees.values():
         for attempt in tree["attempts"]:
+            path = run.tree.path(run.tree.attempt(attempt["id"])) if attempt["turns"] else []
             for turn in attempt["turns"]:
                 key = f"{attempt['id']}/{turn['index']}"
                 turns[key] = turn_detail(
@@ -40,6 +41,7 @@ def report_data(run: RunFolder) -> dict[str, Any]:
                     turn["index"],
                     max_output_chars=MAX_OUTPUT_CHARS,
                     max_diff_chars=MAX_DIFF_CHARS,
+                    path=path,
                 )
     return {"summary": run_summary(run), "status": run_status(run), "trees": trees, "turns": turns}
 
