@@ -32,7 +32,6 @@ Results go to a table on stdout and to JSON (`--out`).
 
 import argparse
 import datetime
-import importlib.util
 import json
 import random
 import shlex
@@ -40,22 +39,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-
-def _load_sibling(name: str) -> ModuleType:
-    """Load benchmarks/NAME.py: `sprout bench` loads this file by path, not as a package."""
-    path = Path(__file__).with_name(f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"sprout_bench_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-stats = _load_sibling("_stats")
+import _stats as stats
 
 MODES = {"prefix once": True, "prefix duplicated": False}
 """Mode name -> LearnerConfig.share_prefixes."""

@@ -24,7 +24,6 @@ import argparse
 import ctypes
 import datetime
 import hashlib
-import importlib.util
 import json
 import os
 import shlex
@@ -36,32 +35,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import _stats as stats
 import sprout.sandbox
 from sprout.sandbox import LayerStore, Observation, Sandbox
 from sprout.sandbox.durable import flush_tree
 from sprout.sandbox.layerfmt import disk_usage
 
-
-def _load_sibling(name: str) -> ModuleType:
-    """Load benchmarks/NAME.py: `sprout bench` loads this file by path, not as a package.
-
-    (This module itself is not in sys.modules while it loads, which is also why it
-    does without `from __future__ import annotations`: dataclasses look string
-    annotations up in sys.modules.)
-    """
-    path = Path(__file__).with_name(f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"sprout_bench_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-stats = _load_sibling("_stats")
 summary = stats.summary
 timed = stats.timed
 fmt_ms = stats.fmt_ms

@@ -33,44 +33,19 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import json
 import random
 import shlex
-import shutil
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-
-def _load_sibling(name: str) -> ModuleType:
-    """Load benchmarks/NAME.py: `sprout bench` loads this file by path, not as a package."""
-    path = Path(__file__).with_name(f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"sprout_bench_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-stats = _load_sibling("_stats")
-
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-"""The flags tests/viewer/browser.py launches chromium with (a benchmark does not import
-the tests, so they are repeated here)."""
+import _stats as stats
+from sprout.viewer.headless import CHROMIUM_ARGS, find_chromium
 
 WAIT_MS = 120_000
 """How long a browser step may take before it counts as failed."""
@@ -297,18 +272,6 @@ def measure_api(base: str, facts: dict[str, Any], repeat: int) -> dict[str, Any]
         size = _get(base + route)
         out[name] = {**_repeat(repeat, lambda route=route: _get(base + route)), "bytes": size}
     return out
-
-
-def find_chromium() -> tuple[str | None, str | None]:
-    """The chromium executable, or None and why it cannot be used."""
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return None, "playwright is not installed (the dev extra)"
-    executable = shutil.which("chromium") or shutil.which("chromium-browser")
-    if executable is None:
-        return None, "chromium is not installed (Debian package chromium)"
-    return executable, None
 
 
 def _timed_page(browser: Any, fn: Any) -> float:
@@ -543,7 +506,9 @@ def main(argv: list[str]) -> int:
                 from playwright.sync_api import sync_playwright
 
                 playwright = sync_playwright().start()
-                browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+                browser = playwright.chromium.launch(
+                    executable_path=executable, args=list(CHROMIUM_ARGS)
+                )
             for i, (name, shape) in enumerate(shapes.items()):
                 folder = Path(scratch) / f"run-{i}"
                 results.append(bench_shape(name, shape, folder, args, browser, log))

@@ -53,6 +53,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if not path.is_file():
         names = ", ".join(available_benchmarks()) or "none found"
         raise UsageError(f"bench {args.name}: no such benchmark (available: {names})")
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))  # so a benchmark imports its siblings (_stats)
     spec = importlib.util.spec_from_file_location(f"sprout_bench_{args.name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -8,22 +8,13 @@ chromium (`make test` installs it), so they run offline. Screenshots go to
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-"""Without the background-networking flags chromium keeps dialling out at start."""
+from sprout.viewer.headless import CHROMIUM_ARGS, find_chromium
 
 
 def artifacts() -> Path:
@@ -36,14 +27,13 @@ def artifacts() -> Path:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """A headless chromium, or a skip naming what is missing."""
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is not installed (the dev extra)"
-    )
-    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    executable, missing = find_chromium()
     if executable is None:
-        pytest.skip("chromium is not installed (Debian package chromium; make test installs it)")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        pytest.skip(str(missing))
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=list(CHROMIUM_ARGS))
         yield launched
         launched.close()
 
