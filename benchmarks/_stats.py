@@ -76,6 +76,19 @@ def fmt_ratio(r: float) -> str:
     return f"1/{1 / r:,.0f}"
 
 
+def render_table(rows: Sequence[Sequence[str]], *, markdown: bool = False) -> str:
+    """`rows` (the first one the header) as aligned columns, or as a Markdown table for
+    docs/benchmarks.md."""
+    if markdown:
+        lines = ["| " + " | ".join(row) + " |" for row in rows]
+        lines.insert(1, "|" + "---|" * len(rows[0]))
+        return "\n".join(lines)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows
+    )
+
+
 def _unescape_mount_path(text: str) -> str:
     """mountinfo escapes space, tab, newline and backslash as octal (\\040 ...)."""
     out, i = [], 0

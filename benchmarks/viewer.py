@@ -454,14 +454,7 @@ def table(results: list[dict[str, Any]], markdown: bool) -> str:
         ["biggest task: attempts / turns"]
         + [f"{r['biggest_task_attempts']} / {r['biggest_task_turns']:,}" for r in results]
     )
-    if markdown:
-        lines = ["| " + " | ".join(row) + " |" for row in rows]
-        lines.insert(1, "|" + "---|" * len(header))
-        return "\n".join(lines)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows
-    )
+    return stats.render_table(rows, markdown=markdown)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
