@@ -1,0 +1,186 @@
+"""`sprout run`: search methods on tasks, compared."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from sprout.commands.common import (
+    BAD_INPUT,
+    UsageError,
+    add_task_source_arguments,
+    load_task_arguments,
+    usable_tasks,
+)
+from sprout.runfolder import RunFolder
+
+
+def add_parser(commands: Any) -> None:
+    run = commands.add_parser(
+        "run",
+        help="run search methods (pass@k, sprout, entropy, train-rollouts) on tasks; compare",
+        description="Run each --method on each task with --model; write DIR/sprout.db, "
+        "DIR/results.json and print the comparison table. A task path is a task folder, a "
+        "folder of task folders, or a SWE-bench .jsonl file (with --repos).",
+    )
+    run.add_argument(
+        "tasks",
+        nargs="+",
+        metavar="TASKS",
+        help="task folders, folders of them, or SWE-bench .jsonl files",
+    )
+    run.add_argument(
+        "--model",
+        required=True,
+        metavar="M",
+        help="openai/<name> (an OpenAI-compatible server: --base-url or OPENAI_BASE_URL, "
+        "key in OPENAI_API_KEY), oracle, or oracle-noise[:p=<0..1>,seed=<int>]",
+    )
+    run.add_argument(
+        "--method",
+        default="pass@4,sprout",
+        metavar="LIST",
+        help="comma-separated: pass@K, sprout, entropy (default: pass@4,sprout)",
+    )
+    run.add_argument("--out", required=True, metavar="DIR", help="the run folder to write")
+    run.add_argument(
+        "--resume", action="store_true", help="continue the run in --out where it stopped"
+    )
+    run.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="sandboxes running at once: attempts of a round, tasks side by side (default 1)",
+    )
+    run.add_argument(
+        "--roots",
+        type=int,
+        metavar="N",
+        help="roots of sprout and entropy (default 1) and of train-rollouts (default 2)",
+    )
+    run.add_argument(
+        "--rounds",
+        default="4,3",
+        metavar="LIST",
+        help="branches per round of sprout and entropy (default 4,3)",
+    )
+    run.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="play every round even after a pass (default: stop at the first pass)",
+    )
+    run.add_argument(
+        "--children", type=int, metavar="N", help="train-rollouts: children per root (default 3)"
+    )
+    run.add_argument(
+        "--group-size",
+        type=int,
+        metavar="N",
+        help="train-rollouts: rollouts per task, roots x (1 + children); sets --children",
+    )
+    run.add_argument(
+        "--selector",
+        default="reviewer",
+        metavar="NAME",
+        help="train-rollouts: who picks an unguided child's boundary: reviewer (default), "
+        "heuristic, uniform or entropy",
+    )
+    run.add_argument(
+        "--selector-seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="train-rollouts: the seed of --selector uniform (default 0)",
+    )
+    run.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML settings: an [actor] table (docs/agent.md) and a [roles] table (docs/roles.md)",
+    )
+    run.add_argument("--base-url", metavar="URL", help="the OpenAI-compatible server's /v1 URL")
+    add_task_source_arguments(run)
+    run.add_argument("--quiet", action="store_true", help="no progress lines, only the table")
+    run.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from sprout.search import MethodError, RunSettingsError
+
+    try:
+        return _run(args)
+    except (MethodError, RunSettingsError) as error:
+        raise UsageError(str(error)) from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from sprout.agent import ActorConfig
+    from sprout.roles import RolesConfig
+    from sprout.search import (
+        Progress,
+        RunSettings,
+        open_run,
+        parse_methods,
+        parse_rounds,
+        run_tasks,
+        table,
+    )
+    from sprout.search.run import check_settings
+
+    methods = parse_methods(
+        args.method,
+        roots=args.roots,
+        rounds=parse_rounds(args.rounds),
+        stop_at_pass=not args.keep_going,
+        children=args.children,
+        group_size=args.group_size,
+        selector=args.selector,
+        seed=args.selector_seed,
+    )
+    try:
+        actor = ActorConfig.from_file(args.config) if args.config else ActorConfig()
+        roles = RolesConfig.from_file(args.config) if args.config else RolesConfig()
+    except ValueError as error:
+        raise UsageError(f"--config {error}") from None
+    settings = RunSettings(
+        model=args.model,
+        methods=methods,
+        workers=args.workers,
+        base_url=args.base_url,
+        actor=actor,
+        roles=roles,
+    )
+    check_settings(settings)
+    loaded = usable_tasks(load_task_arguments(args.tasks, args), "run")
+    run = open_run(args.out, settings, resume=args.resume)
+    try:
+        content = run_tasks(loaded.tasks, run, settings, Progress(quiet=args.quiet))
+        report = _write_report(run)
+    finally:
+        run.close()
+    print()
+    print(table(content))
+    print(f"\nresults: {Path(args.out) / 'results.json'}")
+    if report is not None:
+        print(f"report: {report}")
+    if loaded.errors:
+        return BAD_INPUT
+    failed = [
+        task for task, by in content["tasks"].items() if any("error" in r for r in by.values())
+    ]
+    return 1 if failed else 0
+
+
+def _write_report(run: RunFolder) -> Path | None:
+    """report.html for the run; a report that cannot be written is a warning, since the
+    run itself (sprout.db, results.json) is complete."""
+    from sprout.viewer import ViewerError
+    from sprout.viewer.report import write_report
+
+    try:
+        return write_report(run)
+    except (ViewerError, OSError) as error:
+        print(f"warning: report.html not written: {error}", file=sys.stderr)
+        return None

@@ -1,0 +1,211 @@
+"""`sprout train`, `sprout train step` and `sprout export`: from the tree to the learner."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from sprout.commands.common import (
+    BAD_INPUT,
+    UsageError,
+    add_task_source_arguments,
+    load_task_arguments,
+    usable_tasks,
+)
+from sprout.runfolder import RunFolder
+from sprout.train import step as train_step
+from sprout.train.batching import LearnerError
+from sprout.train.credit import CREDITS
+from sprout.train.export import FORMATS
+
+
+def add_parsers(commands: Any) -> None:
+    export = commands.add_parser(
+        "export",
+        help="write a run's GRPO groups as training records for verl, TRL or sprout (jsonl)",
+        description="Build the token-exact samples of every finished group of RUN (a task's "
+        "rollouts under one method) with their advantages, and write them to FILE as JSON "
+        "Lines records of --format (docs/training.md shows how each trainer loads them).",
+    )
+    export.add_argument("run", metavar="RUN", help="run folder (holds sprout.db)")
+    export.add_argument("--format", required=True, choices=FORMATS, help="the records' format")
+    export.add_argument("--out", required=True, metavar="FILE", help="the .jsonl file to write")
+    export.add_argument(
+        "--method",
+        action="append",
+        metavar="NAME",
+        help="export only this method's groups (repeatable; default: every method)",
+    )
+    export.add_argument(
+        "--credit",
+        default="grpo",
+        choices=CREDITS,
+        help="how advantages are computed (default grpo)",
+    )
+    export.add_argument(
+        "--no-starting-turn",
+        action="store_true",
+        help="do not train the reviewer-written starting turns (default: trained)",
+    )
+    export.add_argument(
+        "--max-length", type=int, metavar="N", help="refuse samples longer than N tokens"
+    )
+    export.add_argument(
+        "--drop-overlong",
+        action="store_true",
+        help="with --max-length: leave longer samples out (named) instead of refusing",
+    )
+    export.set_defaults(func=cmd_export)
+
+    train = commands.add_parser(
+        "train",
+        help="train a local model: rollouts, samples and a learner step, --steps times "
+        "(or `step`: one learner step on exported samples)",
+        description="Train a Hugging Face causal LM on SPROUT's groups (docs/training.md): "
+        "each step plays the train-rollouts schedule on --tasks with the current weights, "
+        "builds token-exact samples with tree credit, takes one learner step and saves the "
+        "weights to DIR/policy/step-K.",
+    )
+    # Subcommands are optional so that options of `sprout train` itself can sit beside them.
+    train_commands = train.add_subparsers(dest="train_command", metavar="COMMAND")
+    train.set_defaults(func=cmd_train)
+    _train_arguments(train)
+    step = train_commands.add_parser(
+        "step",
+        help="one clipped-surrogate policy-gradient step on samples from `sprout export`",
+        description="Load --model, take one clipped-surrogate step (no KL term) on --samples, "
+        "save the updated weights and tokenizer to --out atomically, and print the step's "
+        "statistics as a JSON line and a readable line.",
+    )
+    train_step.add_arguments(step)
+    step.set_defaults(func=cmd_train_step, name="train step")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from sprout.train.credit import CreditError
+    from sprout.train.export import ExportError, export_run
+    from sprout.train.samples import SampleError
+
+    try:
+        path, report = export_run(
+            args.run,
+            args.format,
+            args.out,
+            methods=args.method or None,
+            credit=args.credit,
+            train_starting_turn=not args.no_starting_turn,
+            max_length=args.max_length,
+            overlong="drop" if args.drop_overlong else "error",
+        )
+    except (SampleError, ExportError, CreditError) as error:
+        raise UsageError(str(error)) from None
+    print(f"{report.describe()}\n{args.format} records: {path}")
+    for line in (*report.unfinished, *report.dropped):
+        print(f"  left out: {line}", file=sys.stderr)
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from sprout.models.hf import TOKENIZER_META  # noqa: F401  (fails early without the extra)
+    from sprout.search import MethodError
+    from sprout.train.samples import SampleError
+
+    if args.model is None or args.tasks is None or args.out is None:
+        raise UsageError(
+            "give --model hf/PATH --tasks TASKS --steps N --out DIR, or a subcommand: step"
+        )
+    try:
+        return _train(args)
+    except (LearnerError, SampleError, MethodError) as error:
+        raise UsageError(str(error)) from None
+
+
+def _train(args: argparse.Namespace) -> int:
+    import transformers
+
+    from sprout.agent import ActorConfig
+    from sprout.search import Progress
+    from sprout.train.loop import TrainResumeError, TrainSettings, train
+
+    if not args.model.startswith("hf/"):
+        raise UsageError(f"--model {args.model}: training needs a local model, hf/PATH")
+    if args.steps < 1:
+        raise UsageError(f"--steps: expected at least 1, got {args.steps}")
+    try:
+        actor = ActorConfig.from_file(args.config) if args.config else ActorConfig(max_turns=8)
+        learner = train_step.learner_config(args)
+    except ValueError as error:
+        raise UsageError(f"--config {error}") from None
+    if args.max_turns is not None:
+        actor = actor.model_copy(update={"max_turns": args.max_turns})
+    loaded = usable_tasks(load_task_arguments(args.tasks, args), "train")
+    settings = TrainSettings(
+        model=Path(args.model.removeprefix("hf/")),
+        steps=args.steps,
+        roots=args.roots,
+        children=args.children,
+        selector=args.selector,
+        credit=args.credit,
+        train_starting_turn=not args.no_train_starting_turn,
+        max_length=args.max_length,
+        workers=args.workers,
+        actor=actor,
+        hf_options={"max_new_tokens": args.max_new_tokens, "device": learner.device},
+        learner=learner,
+    )
+    transformers.logging.disable_progress_bar()
+    run = RunFolder.create(args.out) if args.resume else RunFolder.create_new(args.out)
+    try:
+        history = train(loaded.tasks, run, settings, Progress(quiet=args.quiet))
+    except TrainResumeError as error:
+        raise UsageError(str(error)) from None
+    finally:
+        run.close()
+    print(f"\n{len(history)} steps run now; log: {Path(args.out) / 'train.jsonl'}")
+    return BAD_INPUT if loaded.errors else 0
+
+
+def cmd_train_step(args: argparse.Namespace) -> int:
+    try:
+        return train_step.run(args)
+    except LearnerError as error:
+        raise UsageError(str(error)) from None
+
+
+def _train_arguments(train: argparse.ArgumentParser) -> None:
+    """`sprout train`'s own options: rollouts, samples and learner steps, repeated."""
+    train.add_argument("--model", metavar="hf/PATH", help="the starting weights (a local model)")
+    train.add_argument("--tasks", nargs="+", metavar="TASKS", help="task folders to roll out")
+    train.add_argument("--steps", type=int, default=1, metavar="N", help="learner steps (1)")
+    train.add_argument("--out", metavar="DIR", help="run folder: sprout.db, policy/step-K")
+    train.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on after the last saved step of --out (same settings; --steps may grow)",
+    )
+    train.add_argument("--workers", type=int, default=1, metavar="N", help="sandboxes at once")
+    train.add_argument("--roots", type=int, default=2, metavar="N", help="roots per task (2)")
+    train.add_argument("--children", type=int, default=3, metavar="N", help="children per root (3)")
+    train.add_argument(
+        "--selector",
+        default="reviewer",
+        help="boundary chooser of unguided children: reviewer, heuristic, uniform, entropy",
+    )
+    train.add_argument(
+        "--credit", default="grpo", help="advantages: grpo, drgrpo, tree or sibling (grpo)"
+    )
+    train.add_argument(
+        "--no-train-starting-turn",
+        action="store_true",
+        help="mask the reviewer's starting turn out of the loss (trained by default)",
+    )
+    train.add_argument("--max-length", type=int, metavar="N", help="drop longer samples")
+    train.add_argument("--max-turns", type=int, metavar="N", help="turns per attempt (8)")
+    train.add_argument(
+        "--max-new-tokens", type=int, default=256, metavar="N", help="tokens per reply (256)"
+    )
+    add_task_source_arguments(train)
+    train.add_argument("--quiet", action="store_true", help="no progress lines")
+    train_step.add_learner_arguments(train)
