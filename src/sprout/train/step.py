@@ -84,7 +84,7 @@ def add_learner_arguments(parser: argparse.ArgumentParser) -> None:
 
 def learner_config(args: argparse.Namespace) -> Any:
     """The `[learner]` table of --config, overridden by the options given."""
-    from sprout.train.learner import LearnerConfig
+    from sprout.train.learnerconfig import LearnerConfig
 
     try:
         base = LearnerConfig.from_file(args.config) if args.config else LearnerConfig()
