@@ -154,7 +154,8 @@ def test_a_tokenizer_without_a_chat_template_is_named(tiny_model_path, tmp_path)
 
 
 def test_the_fingerprint_follows_the_tokenizer_not_the_weights(model, tiny_model_path, tmp_path):
-    from sprout.models.hf import HFModel, tokenizer_fingerprint
+    from sprout.models.fingerprint import tokenizer_fingerprint
+    from sprout.models.hf import HFModel
 
     same = tokenizer_fingerprint(model.tokenizer)
     assert model.tokenizer_fingerprint() == {**same, "model": model.name}

@@ -359,7 +359,7 @@ def test_the_learner_benchmark_runs(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_a_step_refuses_samples_another_tokenizer_made(
     tiny_model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from sprout.models.hf import tokenizer_fingerprint
+    from sprout.models.fingerprint import tokenizer_fingerprint
     from sprout.train.export import meta_path
     from sprout.train.tiny import build_tiny_model
 

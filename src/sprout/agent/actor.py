@@ -22,7 +22,7 @@ from sprout.agent.config import ActorConfig
 from sprout.agent.parse import FormatError, parse_calls
 from sprout.agent.prompts import render
 from sprout.models import Completion, Model, ModelError, token_model
-from sprout.models.hf import TOKENIZER_META, check_tokenizer
+from sprout.models.fingerprint import TOKENIZER_META, check_tokenizer
 from sprout.sandbox import LayerStore, Sandbox, SandboxError
 from sprout.tree import (
     Attempt,

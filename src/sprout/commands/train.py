@@ -108,7 +108,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from sprout.models.hf import TOKENIZER_META  # noqa: F401  (fails early without the extra)
     from sprout.search import MethodError
     from sprout.train.samples import SampleError
 

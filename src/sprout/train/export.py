@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from sprout.models.hf import TOKENIZER_META
+from sprout.models.fingerprint import TOKENIZER_META
 from sprout.runfolder import RunFolder
 from sprout.sandbox.durable import write_atomically
 from sprout.train.credit import Credit

@@ -96,7 +96,7 @@ class Learner:
         """Refuse token ids that another tokenizer made (`stored`: the fingerprint a run or
         an export recorded; None when it recorded none)."""
         from sprout.models import ModelError
-        from sprout.models.hf import check_tokenizer, tokenizer_fingerprint
+        from sprout.models.fingerprint import check_tokenizer, tokenizer_fingerprint
 
         mine = {**tokenizer_fingerprint(self.tokenizer), "model": str(self.path)}
         try:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sprout.agent import ActorConfig
-from sprout.models.hf import TOKENIZER_META
+from sprout.models.fingerprint import TOKENIZER_META
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, run_tasks
 from sprout.search.methods import training_method
