@@ -13,7 +13,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -454,6 +454,33 @@ class Store:
             }
             for row in rows
         ]
+
+    # when things happened: what the viewer's timeline and token curves are ordered by
+
+    def schedule_finish_times(self) -> dict[tuple[str, str], float | None]:
+        """When each (task, method) finished (None while it runs)."""
+        with self._lock:
+            rows = self._db.execute("SELECT task_id, method, finished FROM schedules").fetchall()
+        return {(row["task_id"], row["method"]): row["finished"] for row in rows}
+
+    def attempt_finish_times(self, ids: Sequence[int]) -> dict[int, float | None]:
+        """When each of the attempts `ids` ended (None while it runs)."""
+        marks = ",".join("?" * len(ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT id, finished FROM attempts WHERE id IN ({marks})", list(ids)
+            ).fetchall()
+        return {row["id"]: row["finished"] for row in rows}
+
+    def turn_times(self, ids: Sequence[int]) -> dict[tuple[int, int], float]:
+        """When each turn of the attempts `ids` was committed, by (attempt id, index)."""
+        marks = ",".join("?" * len(ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT attempt_id, idx, created FROM turns WHERE attempt_id IN ({marks})",
+                list(ids),
+            ).fetchall()
+        return {(row["attempt_id"], row["idx"]): row["created"] for row in rows}
 
     def task_ids(self) -> list[str]:
         with self._lock:

@@ -13,9 +13,7 @@ not expose are read over a separate read-only SQLite connection.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
-from contextlib import closing
 from typing import Any
 
 from sprout.edits import is_noise
@@ -48,7 +46,7 @@ def run_summary(run: RunFolder) -> dict[str, Any]:
     """
     methods = _methods(run)
     content = results(run, methods)
-    finished = _schedule_finish_times(run)
+    finished = run.store.schedule_finish_times()
     task_ids = run.store.task_ids()
     curves: dict[str, Any] = {}
     for method in methods:
@@ -118,8 +116,8 @@ def task_tree(run: RunFolder, task_id: str) -> dict[str, Any]:
     analyses = run.store.analyses(task_id)
     reviews = run.store.reviews(task_id)
     ids = [a.id for a in attempts]
-    finished = _attempt_finish_times(run, ids)
-    turn_times = _turn_times(run, ids)
+    finished = run.store.attempt_finish_times(ids)
+    turn_times = run.store.turn_times(ids)
     items = []
     seen: dict[tuple[Any, ...], int] = {}
     for attempt in attempts:
@@ -385,41 +383,3 @@ def _cap(text: str, limit: int) -> tuple[str, int]:
     if len(text) <= limit:
         return text, 0
     return text[: max(limit, 0)], len(text) - max(limit, 0)
-
-
-# timestamps the store's API leaves out, read without writing anything
-
-
-def _read_only(run: RunFolder) -> sqlite3.Connection:
-    """A read-only connection to the run's database, so the viewer can never write to a
-    run (even one that `sprout run` is still writing)."""
-    return sqlite3.connect(run.store.path.resolve().as_uri() + "?mode=ro", uri=True)
-
-
-def _schedule_finish_times(run: RunFolder) -> dict[tuple[str, str], float | None]:
-    with closing(_read_only(run)) as db:
-        rows = db.execute("SELECT task_id, method, finished FROM schedules").fetchall()
-    return {(task, method): finished for task, method, finished in rows}
-
-
-def _attempt_finish_times(run: RunFolder, ids: list[int]) -> dict[int, float | None]:
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    with closing(_read_only(run)) as db:
-        rows = db.execute(
-            f"SELECT id, finished FROM attempts WHERE id IN ({marks})", ids
-        ).fetchall()
-    return dict(rows)
-
-
-def _turn_times(run: RunFolder, ids: list[int]) -> dict[tuple[int, int], float]:
-    """When each turn was committed: what playing the search in order needs."""
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    with closing(_read_only(run)) as db:
-        rows = db.execute(
-            f"SELECT attempt_id, idx, created FROM turns WHERE attempt_id IN ({marks})", ids
-        ).fetchall()
-    return {(attempt, idx): created for attempt, idx, created in rows}
