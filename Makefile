@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEBIAN_PACKAGES := gcc libc6-dev util-linux python3-pytest chromium
+DEBIAN_PACKAGES := gcc libc6-dev libseccomp-dev util-linux python3-pytest python3-pip chromium
 
 DEMO_RUN := runs/demo
 
@@ -46,7 +46,7 @@ system-packages:
 	    echo "installing Debian packages:$$missing"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	  else \
-	    echo "missing Debian packages:$$missing (install them as root: the overlay sandbox needs a C compiler, the example tasks pytest, the viewer's tests chromium)"; \
+	    echo "missing Debian packages:$$missing (install them as root: the overlay sandbox needs a C compiler and libseccomp, the example tasks pytest, the viewer's tests chromium)"; \
 	  fi; \
 	fi
 

@@ -64,6 +64,12 @@ class Task(BaseModel):
     verifier_command: str = "bash /tests/test.sh"
     verifier_timeout_s: float = 900.0
     agent_timeout_s: float | None = None
+    cpus: float | None = None
+    """CPUs the agent's sandbox may use ([environment] cpus); None: the sandbox's default."""
+    memory_bytes: int | None = None
+    """Memory of the agent's sandbox ([environment] memory_mb or memory); None: default."""
+    disk_bytes: int | None = None
+    """Bytes the agent may write ([environment] storage_mb or storage); None: default."""
     results: ResultsFormat = "auto"
     required_tests: tuple[str, ...] | None = None
     warnings: tuple[str, ...] = ()

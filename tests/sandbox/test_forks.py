@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib.util
 import os
 import subprocess
-import sys
-import sysconfig
 import threading
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -137,23 +134,33 @@ def build_wheel(directory: Path, name: str, value: str) -> Path:
     return wheel
 
 
+SYSTEM_PYTHON = "/usr/bin/python3"
+"""The machine's own Python: the `host` image shows /usr, never a checkout's virtualenv."""
+
+
 @pytest.mark.sandbox
 def test_pip_install_lands_in_the_layer_and_forks_never_on_the_host(
     overlay_store, tmp_path, marker
 ):
-    if importlib.util.find_spec("pip") is None:
-        pytest.skip(f"{sys.executable} has no pip")
+    has_pip = subprocess.run([SYSTEM_PYTHON, "-m", "pip", "--version"], capture_output=True)
+    if has_pip.returncode != 0:
+        pytest.skip(f"{SYSTEM_PYTHON} has no pip (apt-get install python3-pip)")
     name = "sprout_probe_" + marker.replace(".", "_")
-    site_packages = sysconfig.get_paths()["purelib"]
+    site_packages = subprocess.run(
+        [SYSTEM_PYTHON, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     files = tmp_path / "files"
     files.mkdir()
     wheel = build_wheel(files, name, marker)
-    host_import = [sys.executable, "-c", f"import {name}"]
+    host_import = [SYSTEM_PYTHON, "-c", f"import {name}"]
     install = (
-        f"{sys.executable} -m pip install --no-index --no-deps --no-cache-dir "
-        f"--disable-pip-version-check /workspace/{wheel.name}"
+        f"{SYSTEM_PYTHON} -m pip install --no-index --no-deps --no-cache-dir "
+        f"--break-system-packages --disable-pip-version-check /workspace/{wheel.name}"
     )
-    probe = f"{sys.executable} -c 'import {name}; print({name}.VALUE)'"
+    probe = f"{SYSTEM_PYTHON} -c 'import {name}; print({name}.VALUE)'"
     with Sandbox.create(overlay_store, files=files) as sandbox:
         before = sandbox.parent
         installed = sandbox.run(install, timeout=120)

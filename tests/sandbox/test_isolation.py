@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
+from tests.conftest import require_host_image
 
 SAME_SESSION = {
     "ampersand": "sleep {m} & echo started",
@@ -124,14 +125,14 @@ def test_only_harmless_devices_are_visible(overlay_store):
 
 
 @pytest.mark.sandbox
-def test_hostname_is_isolated(overlay_store):
+def test_hostname_is_the_sandboxs_and_cannot_be_changed(overlay_store):
     host_name = socket.gethostname()
     with Sandbox.create(overlay_store) as sandbox:
         assert sandbox.run("hostname").output == "sprout\n"
-        changed = sandbox.run("hostname changed-inside && hostname")
-        assert changed.output == "changed-inside\n"
+        changed = sandbox.run("hostname changed-inside")
+        assert changed.exit_code != 0, "root inside holds no capability over its UTS namespace"
         assert socket.gethostname() == host_name
-        assert sandbox.run("hostname").output == "sprout\n", "a call's hostname leaked"
+        assert sandbox.run("hostname").output == "sprout\n"
 
 
 def _interfaces(proc_net_dev: str) -> set[str]:
@@ -167,15 +168,23 @@ def test_network_is_the_hosts_by_default(overlay_store):
 
 
 @pytest.mark.sandbox
-def test_store_is_hidden_from_calls(overlay_store):
-    with Sandbox.create(overlay_store) as sandbox:
+def test_store_and_its_run_folder_are_not_in_the_host_image(tmp_path):
+    require_host_image()
+    run_folder = tmp_path / "run"
+    store = LayerStore(run_folder / "layers")
+    (run_folder / "sprout.db").write_text("secret")
+    with Sandbox.create(store) as sandbox:
         sandbox.run("echo x > f")
         sandbox.checkpoint()
-        observation = sandbox.run(f"ls -A {overlay_store.path}; touch {overlay_store.path}/m/x")
+        observation = sandbox.run(
+            f"ls -A {store.path}; ls {run_folder}; touch {store.path}/m/x; "
+            f"cat {run_folder}/sprout.db"
+        )
     assert observation.exit_code != 0
-    assert observation.output.splitlines()[0].startswith("touch:"), observation.output
-    assert os.listdir(os.path.join(overlay_store.path, "m")) != []
-    assert not os.path.exists(os.path.join(overlay_store.path, "m", "x"))
+    assert "secret" not in observation.output
+    assert observation.output.count("No such file or directory") == 4, observation.output
+    assert os.listdir(os.path.join(store.path, "m")) != []
+    assert not os.path.exists(os.path.join(store.path, "m", "x"))
 
 
 @pytest.mark.sandbox

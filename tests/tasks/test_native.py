@@ -86,6 +86,10 @@ def test_unsupported_instructions_are_named(tmp_path, instruction):
         ("[sprout]\nresults = 'xml'\n", "sprout.results"),
         ("[sprout]\nimagee = 'host'\n", "sprout.imagee"),
         ("[sprout]\nworkdir = 'app'\n", "sprout.workdir"),
+        ("[environment]\ncpus = 0\n", "environment.cpus"),
+        ("[environment]\nmemory_mb = 'lots'\n", "environment.memory_mb"),
+        ("[environment]\nstorage = '10 parsecs'\n", "environment.storage"),
+        ("[environment]\ncpus = true\n", "environment.cpus"),
     ],
 )
 def test_bad_sprout_fields_name_task_file_and_field(tmp_path, toml, field):
@@ -156,6 +160,33 @@ def test_an_offline_task_gives_the_agent_only_loopback(overlay_store: LayerStore
         assert interfaces(later) == ["lo"], "every later turn inherits it"
     with Sandbox.fork(overlay_store, turn, network=True) as verifier:
         assert interfaces(verifier) != ["lo"]
+
+
+@pytest.mark.parametrize(
+    ("toml", "cpus", "memory", "disk"),
+    [
+        ("[environment]\ncpus = 1\nmemory_mb = 2048\nstorage_mb = 10240\n", 1.0, 2 << 30, 10 << 30),
+        ('[environment]\ncpus = 0.5\nmemory = "512M"\nstorage = "2G"\n', 0.5, 512 << 20, 2 << 30),
+        ("", None, None, None),
+    ],
+)
+def test_environment_resources_are_read(tmp_path, toml, cpus, memory, disk):
+    task = load_native(make_task(tmp_path, toml=toml))
+    assert (task.cpus, task.memory_bytes, task.disk_bytes) == (cpus, memory, disk)
+
+
+def test_the_agent_gets_the_tasks_limits_and_set_up_the_defaults(
+    overlay_store: LayerStore, tmp_path
+):
+    toml = '[environment]\ncpus = 1\nmemory = "300M"\n'
+    task = load_native(make_task(tmp_path, toml=toml))
+    base = base_checkpoint(task, overlay_store)
+    limits = overlay_store.layer(base).config.limits
+    assert (limits.cpus, limits.memory_bytes) == (1.0, 300 << 20)
+    with Sandbox.fork(overlay_store, base) as agent:
+        hog = agent.run("python3 -c 'x = bytearray(600 * 1024 * 1024)'", timeout=60)
+        assert hog.exit_code != 0, "the task's memory limit did not bind"
+        assert agent.run("cat built.txt").output == "hello test\n"
 
 
 def test_the_unmapped_image_warning_goes_when_sprout_names_the_image(tmp_path):

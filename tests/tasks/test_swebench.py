@@ -106,7 +106,8 @@ def test_a_record_becomes_a_task(tmp_path: Path, made: dict[str, str]):
     assert f"git checkout --quiet {made['base']} -- tests/test_ops.py" in script
     assert "python3 -m pytest -rA --rootdir=/testbed" in script
     assert script.rstrip().endswith("tests/test_ops.py")
-    [checkout] = task.setup
+    copy, checkout = task.setup
+    assert copy.kind == "copy" and task.environment_dir == tmp_path / "repos" / "acme__calc"
     assert str(tmp_path / "repos" / "acme__calc") in checkout.command
     assert made["test_patch"] not in checkout.command
     [step] = task.solution
@@ -118,7 +119,7 @@ def test_clones_are_found_under_each_layout(tmp_path: Path):
         repos = tmp_path / layout.replace("/", "_") / "repos"
         made = make_repo(repos, layout)
         path = write_jsonl(tmp_path / "dev.jsonl", [record(made)])
-        assert str(repos / layout) in only_task(path, repos).setup[0].command
+        assert str(repos / layout) in only_task(path, repos).setup[1].command
 
 
 def test_sidecar_sets_defaults_and_per_repository_fields(tmp_path: Path, made: dict[str, str]):
@@ -128,8 +129,8 @@ def test_sidecar_sets_defaults_and_per_repository_fields(tmp_path: Path, made: d
         '[repos."acme/calc@1.0"]\nenv = { MODE = "one" }\n'
     )
     task = only_task(write_jsonl(tmp_path / "dev.jsonl", [record(made)]), tmp_path / "repos")
-    assert [s.command for s in task.setup[1:]] == ["pip install -e ."]
-    assert task.env == {"MODE": "one"} and task.setup[1].env == {"MODE": "one"}
+    assert [s.command for s in task.setup[2:]] == ["pip install -e ."]
+    assert task.env == {"MODE": "one"} and task.setup[2].env == {"MODE": "one"}
     assert task.network is False and task.verifier_timeout_s == 30
     assert "/usr/bin/python3 -m pytest -rA" in task.test_files["test.sh"]
 
@@ -294,6 +295,6 @@ def test_a_commit_missing_from_the_clone_is_named(
     line = record(made, base_commit="0" * 40)
     task = only_task(write_jsonl(tmp_path / "dev.jsonl", [line]), tmp_path / "repos")
     with pytest.raises(
-        TaskError, match=r"acme__calc-1: set-up step 1 .*0{40} is not in .*fetch it"
+        TaskError, match=r"acme__calc-1: set-up step 2 .*0{40} is not in .*fetch it"
     ):
         base_checkpoint(task, overlay_store)

@@ -1,11 +1,25 @@
 /*
- * sprout-box: run one command in fresh namespaces over an overlayfs layer stack.
+ * sprout-box: run one command in a jail over an overlayfs layer stack.
  *
  * Why a C helper: a shell call must cost milliseconds. Starting a Python
  * interpreter or chaining mount(8) processes per call costs tens of them, and
  * forking a threaded Python process to call unshare(2) is unsafe. This helper
- * does only the kernel plumbing; every decision (which layers, which limits)
- * is made by sprout.sandbox.overlay and passed on the command line.
+ * does only the kernel plumbing; every decision (which layers, which limits,
+ * which host paths the image shows) is made by sprout.sandbox and passed on
+ * the command line.
+ *
+ * Two ways in, one jail:
+ *   --idmap HOST:COUNT  (run as root) the helper mounts everything as host
+ *       root in namespaces that host root owns, then the command joins a user
+ *       namespace mapping sandbox ids 0..COUNT-1 to host ids HOST.. . Because
+ *       the mount, UTS, IPC, network and PID namespaces belong to the host's
+ *       user namespace, root inside holds no capability over any of them: it
+ *       cannot mount, unmount, set the hostname or touch host sysctls.
+ *   --rootless  (not root) the helper maps its own uid to 0 in a new user
+ *       namespace and mounts inside it (overlayfs with userxattr).
+ * Either way the command then runs with a container engine's default
+ * capability set, no_new_privs and a seccomp filter, in cgroups the caller
+ * made, with /proc masked as runc masks it and a minimal /dev.
  *
  * Process shape:  helper --fork--> init (PID 1 of the new PID namespace)
  *                                   --fork--> command
@@ -20,6 +34,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
@@ -37,22 +53,30 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef SPROUT_SECCOMP
+#include <seccomp.h>
+#endif
 
 #define SETUP_FAILED 125
-#define MAX_MASKS 16
+#define MAX_CGROUPS 8
+#define PATH_LEN 4200
 
 struct options {
     const char *layer_root;   /* directory the relative layer names live in */
-    const char *lowerdirs;    /* overlay lowerdir value, top first */
+    const char *lowerdirs;    /* overlay lowerdir value, top first, relative to layer_root */
     const char *upper;
     const char *work;
-    const char *mountpoint;   /* scratch directory: a tmpfs holding the new root goes here */
+    const char *scratch;      /* empty directory, relative to layer_root: a tmpfs goes here */
     const char *workdir;      /* current directory of the command */
-    const char *masks[MAX_MASKS];
-    int n_masks;
-    int userns;               /* rootless: map our uid to 0 in a user namespace */
+    const char *image;        /* root-filesystem directory under the layers, or NULL */
     int host;                 /* the image is this machine's root filesystem */
+    unsigned long map_host, map_count; /* --idmap */
+    int rootless;
     int no_network;
+    int seccomp;
+    int nested_userns;        /* let the command create user namespaces of its own */
+    const char *cgroups[MAX_CGROUPS];
+    int n_cgroups;
     rlim_t nproc, fsize, cpu, nofile;
     char **argv;
 };
@@ -75,8 +99,19 @@ static void write_file(const char *path, const char *text) {
     close(fd);
 }
 
-static void enter_user_namespace(uid_t uid, gid_t gid) {
+static void mount_or_die(const char *src, const char *dst, const char *type,
+                         unsigned long flags, const char *data) {
+    if (mount(src, dst, type, flags, data) < 0)
+        die("mount %s on %s", type ? type : src, dst);
+}
+
+/* ---- user namespaces ------------------------------------------------------------- */
+
+static void map_self_to_root(void) {
     char map[64];
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    if (unshare(CLONE_NEWUSER) < 0) die("unshare a user namespace");
     write_file("/proc/self/setgroups", "deny");
     snprintf(map, sizeof map, "0 %u 1", uid);
     write_file("/proc/self/uid_map", map);
@@ -84,10 +119,70 @@ static void enter_user_namespace(uid_t uid, gid_t gid) {
     write_file("/proc/self/gid_map", map);
 }
 
-static void mount_or_die(const char *src, const char *dst, const char *type,
-                         unsigned long flags, const char *data) {
-    if (mount(src, dst, type, flags, data) < 0)
-        die("mount %s on %s", type ? type : src, dst);
+/* A user namespace mapping 0..count-1 to host ids host.., held by an fd.
+ * A short-lived child creates it; we write its maps (only a process outside
+ * may map more than its own id) and keep a reference to it. */
+static int make_user_namespace(unsigned long host, unsigned long count) {
+    int ready[2], done[2], fd;
+    char path[64], map[64], byte = 0;
+    pid_t child;
+
+    if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(done, O_CLOEXEC) < 0) die("pipe");
+    child = fork();
+    if (child < 0) die("fork");
+    if (child == 0) {
+        close(ready[0]);
+        close(done[1]);
+        if (unshare(CLONE_NEWUSER) < 0) _exit(1);
+        if (write(ready[1], &byte, 1) != 1) _exit(1);
+        if (read(done[0], &byte, 1) < 0) _exit(1); /* returns at EOF: the parent is done */
+        _exit(0);
+    }
+    close(ready[1]);
+    close(done[0]);
+    if (read(ready[0], &byte, 1) != 1) {
+        errno = EPERM;
+        die("could not create a user namespace");
+    }
+    snprintf(map, sizeof map, "0 %lu %lu", host, count);
+    snprintf(path, sizeof path, "/proc/%d/uid_map", child);
+    write_file(path, map);
+    snprintf(path, sizeof path, "/proc/%d/gid_map", child);
+    write_file(path, map);
+    snprintf(path, sizeof path, "/proc/%d/ns/user", child);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) die("open %s", path);
+    close(done[1]);
+    close(ready[0]);
+    while (waitpid(child, NULL, 0) < 0)
+        if (errno != EINTR) die("waitpid");
+    return fd;
+}
+
+/* ---- the root filesystem ----------------------------------------------------------- */
+
+/* A detached copy of the mount at `source` (not its submounts) placed at `target`;
+ * with a user namespace fd, ids on disk read as that namespace maps them, so an
+ * image owned by host root is owned by the sandbox's root. */
+static void clone_mount(const char *source, const char *target, int userns, int read_only) {
+    struct mount_attr attr = {0};
+    int tree = open_tree(AT_FDCWD, source, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (tree < 0) die("clone the mount of %s", source);
+    if (userns >= 0) {
+        attr.attr_set |= MOUNT_ATTR_IDMAP;
+        attr.userns_fd = userns;
+    }
+    if (read_only) attr.attr_set |= MOUNT_ATTR_RDONLY;
+    attr.attr_set |= MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID;
+    if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+        die("set attributes on the mount of %s", source);
+    if (move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        die("attach %s at %s", source, target);
+    close(tree);
+}
+
+static void make_dir(const char *path, mode_t mode) {
+    if (mkdir(path, mode) < 0) die("mkdir %s", path);
 }
 
 static void bind_device(const char *name) {
@@ -100,22 +195,128 @@ static void bind_device(const char *name) {
     mount_or_die(host, inside, NULL, MS_BIND, NULL);
 }
 
-/* A minimal /dev: the harmless character devices, a private devpts and shm.
- * Host block devices never appear because /dev is a fresh tmpfs. */
-static void make_dev(void) {
+/* A minimal /dev, owned by the sandbox's root: the harmless character devices,
+ * a private devpts and shm. Host block devices never appear because /dev is a
+ * fresh tmpfs. */
+static void make_dev(unsigned long root_id) {
     static const char *devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
-    mount_or_die("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=65536k");
+    char options[128];
+    snprintf(options, sizeof options, "mode=755,size=65536k,uid=%lu,gid=%lu", root_id, root_id);
+    mount_or_die("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, options);
     for (size_t i = 0; i < sizeof devices / sizeof *devices; i++) bind_device(devices[i]);
-    if (mkdir("dev/pts", 0755) < 0) die("mkdir dev/pts");
+    make_dir("dev/pts", 0755);
     mount_or_die("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
                  "newinstance,ptmxmode=0666,mode=620");
-    if (mkdir("dev/shm", 01777) < 0) die("mkdir dev/shm");
-    mount_or_die("tmpfs", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+    make_dir("dev/shm", 01777);
+    snprintf(options, sizeof options, "mode=1777,uid=%lu,gid=%lu", root_id, root_id);
+    mount_or_die("tmpfs", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, options);
     if (symlink("pts/ptmx", "dev/ptmx") < 0 || symlink("/proc/self/fd", "dev/fd") < 0 ||
         symlink("/proc/self/fd/0", "dev/stdin") < 0 ||
         symlink("/proc/self/fd/1", "dev/stdout") < 0 ||
         symlink("/proc/self/fd/2", "dev/stderr") < 0)
         die("symlink in dev");
+}
+
+/* A volatile overlay leaves work/incompat/volatile behind, and the kernel
+ * refuses to mount that workdir again until it is gone. */
+static void clear_volatile_marker(const char *work) {
+    char path[PATH_LEN];
+    snprintf(path, sizeof path, "%s/work/incompat/volatile/dirty", work);
+    if (unlink(path) < 0 && errno != ENOENT) die("unlink %s", path);
+    snprintf(path, sizeof path, "%s/work/incompat/volatile", work);
+    if (rmdir(path) < 0 && errno != ENOENT) die("rmdir %s", path);
+    errno = 0;
+}
+
+/* Mounts the sandbox's root at SCRATCH/root and leaves the current directory there.
+ * Every path in overlay options is relative to the layer root, so that
+ * /proc/self/mountinfo inside names no host path. */
+static void assemble_root(const struct options *o, int userns) {
+    char data[4096], lowers[4096], path[PATH_LEN];
+    int n;
+
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) die("make / private");
+    if (chdir(o->layer_root) < 0) die("chdir %s", o->layer_root);
+    clear_volatile_marker(o->work);
+    mount_or_die("tmpfs", o->scratch, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16k");
+    n = snprintf(lowers, sizeof lowers, "%s", o->lowerdirs);
+    if (o->image) {
+        snprintf(path, sizeof path, "%s/image", o->scratch);
+        make_dir(path, 0755);
+        clone_mount(o->image, path, userns, 1);
+        n = snprintf(lowers, sizeof lowers, "%s%s%s", o->lowerdirs, *o->lowerdirs ? ":" : "",
+                     path);
+    } else if (o->host) {
+        /* overlayfs refuses a lower layer whose ancestor is another lower layer,
+         * and the layers may live inside "/". A read-only overlay of "/" is a
+         * separate superblock, so the layers no longer descend from it. */
+        char host_root[1024], empty[1024];
+        snprintf(host_root, sizeof host_root, "%s/hostroot", o->scratch);
+        snprintf(empty, sizeof empty, "%s/empty", o->scratch);
+        snprintf(path, sizeof path, "%s/host", o->scratch);
+        make_dir(host_root, 0755);
+        make_dir(empty, 0755);
+        make_dir(path, 0755);
+        clone_mount("/", host_root, userns, 1);
+        snprintf(data, sizeof data,
+                 "lowerdir=%s:%s,redirect_dir=nofollow,index=off,metacopy=off", host_root,
+                 empty);
+        mount_or_die("overlay", path, "overlay", MS_RDONLY, data);
+        n = snprintf(lowers, sizeof lowers, "%s%s%s", o->lowerdirs, *o->lowerdirs ? ":" : "",
+                     path);
+    }
+    if (n < 0 || (size_t)n >= sizeof lowers) {
+        errno = E2BIG;
+        die("lower layer list longer than one page");
+    }
+    /* volatile: unmounting at namespace teardown must not sync the upper
+     * filesystem on every call; checkpoints flush explicitly instead. */
+    n = snprintf(data, sizeof data,
+                 "lowerdir=%s,upperdir=%s,workdir=%s,volatile,redirect_dir=nofollow,"
+                 "index=off,metacopy=off%s",
+                 lowers, o->upper, o->work, o->rootless ? ",userxattr" : "");
+    if (n < 0 || (size_t)n >= sizeof data) {
+        errno = E2BIG;
+        die("overlay options longer than one page (%d bytes)", n);
+    }
+    snprintf(path, sizeof path, "%s/root", o->scratch);
+    make_dir(path, 0755);
+    mount_or_die("overlay", path, "overlay", MS_NODEV, data);
+    if (chdir(path) < 0) die("chdir %s", path);
+    if (access("dev", F_OK) == 0) make_dev(o->map_host); /* 0 when rootless: root inside */
+}
+
+/* runc's defaults: what /proc tells about the host, or lets anyone change in it. */
+static const char *const proc_masked[] = {
+    "proc/acpi", "proc/asound", "proc/interrupts", "proc/kcore", "proc/keys",
+    "proc/latency_stats", "proc/timer_list", "proc/timer_stats", "proc/sched_debug",
+    "proc/scsi",
+};
+static const char *const proc_read_only[] = {
+    "proc/bus", "proc/fs", "proc/irq", "proc/sys", "proc/sysrq-trigger",
+};
+
+static void mount_proc(void) {
+    struct stat st;
+    if (access("proc", F_OK) != 0) return;
+    mount_or_die("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    for (size_t i = 0; i < sizeof proc_masked / sizeof *proc_masked; i++) {
+        const char *path = proc_masked[i];
+        if (lstat(path, &st) < 0) continue;
+        if (S_ISDIR(st.st_mode))
+            mount_or_die("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                         "size=0");
+        else
+            mount_or_die("/dev/null", path, NULL, MS_BIND, NULL);
+    }
+    for (size_t i = 0; i < sizeof proc_read_only / sizeof *proc_read_only; i++) {
+        const char *path = proc_read_only[i];
+        if (lstat(path, &st) < 0) continue;
+        mount_or_die(path, path, NULL, MS_BIND | MS_REC, NULL);
+        mount_or_die(NULL, path, NULL,
+                     MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+    }
+    errno = 0;
 }
 
 static void loopback_up(void) {
@@ -130,75 +331,146 @@ static void loopback_up(void) {
     close(fd);
 }
 
-static void set_limit(int resource, rlim_t value) {
-    struct rlimit lim = {value, value};
-    if (value == 0) return;  /* 0 means "leave as inherited" */
-    if (setrlimit(resource, &lim) < 0) die("setrlimit %d", resource);
-}
+/* ---- what the command may do ----------------------------------------------------- */
 
-/* A volatile overlay leaves work/incompat/volatile behind, and the kernel
- * refuses to mount that workdir again until it is gone. */
-static void clear_volatile_marker(const char *work) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/work/incompat/volatile/dirty", work);
-    if (unlink(path) < 0 && errno != ENOENT) die("unlink %s", path);
-    snprintf(path, sizeof path, "%s/work/incompat/volatile", work);
-    if (rmdir(path) < 0 && errno != ENOENT) die("rmdir %s", path);
+/* A container engine's default capability set (Docker's and Podman's). */
+static const int default_caps[] = {
+    CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_SETGID, CAP_SETUID,
+    CAP_SETPCAP, CAP_NET_BIND_SERVICE, CAP_NET_RAW, CAP_SYS_CHROOT, CAP_MKNOD, CAP_AUDIT_WRITE,
+    CAP_SETFCAP,
+};
+
+static void set_capabilities(int keep_defaults) {
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    unsigned long long keep = 0;
+    if (keep_defaults)
+        for (size_t i = 0; i < sizeof default_caps / sizeof *default_caps; i++)
+            keep |= 1ULL << default_caps[i];
+    for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
+        if (!(keep & (1ULL << cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+            die("drop capability %d from the bounding set", cap);
+    memset(data, 0, sizeof data);
+    data[0].effective = data[0].permitted = data[0].inheritable = (__u32)keep;
+    data[1].effective = data[1].permitted = data[1].inheritable = (__u32)(keep >> 32);
+    if (syscall(SYS_capset, &header, data) < 0) die("capset");
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0) die("clear ambient caps");
     errno = 0;
 }
 
-static void assemble_root(const struct options *o) {
-    char data[4096], host_view[4200] = "", root[4200];
-    int n;
+#ifdef SPROUT_SECCOMP
+/* Denied with EPERM, as a container engine's default profile denies them: they
+ * reach the kernel's most privileged or least hardened corners, or let a
+ * process leave the jail. Names this libseccomp does not know are skipped. */
+static const char *const denied_syscalls[] = {
+    "mount", "umount", "umount2", "pivot_root", "move_mount", "open_tree", "open_tree_attr",
+    "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "setns",
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+    "create_module", "query_module", "get_kernel_syms", "bpf", "perf_event_open",
+    "open_by_handle_at", "name_to_handle_at", "keyctl", "add_key", "request_key",
+    "userfaultfd", "reboot", "swapon", "swapoff", "syslog", "acct", "settimeofday",
+    "clock_settime", "clock_settime64", "clock_adjtime", "clock_adjtime64", "adjtimex", "stime",
+    "quotactl", "quotactl_fd", "nfsservctl", "lookup_dcookie", "vhangup", "iopl", "ioperm",
+    "uselib", "_sysctl", "pciconfig_read", "pciconfig_write", "pciconfig_iobase", "vm86",
+    "vm86old", "fanotify_init", "kcmp", "io_uring_setup", "io_uring_enter",
+    "io_uring_register", "sethostname", "setdomainname",
+    "process_madvise", "move_pages", "mbind", "set_mempolicy", "migrate_pages",
+};
 
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) die("make / private");
-    if (chdir(o->layer_root) < 0) die("chdir %s", o->layer_root);
-    clear_volatile_marker(o->work);
-    /* Scratch tmpfs: mountpoints for the host view and the new root. */
-    mount_or_die("tmpfs", o->mountpoint, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16k");
-    snprintf(root, sizeof root, "%s/root", o->mountpoint);
-    if (mkdir(root, 0755) < 0) die("mkdir %s", root);
-    if (o->host) {
-        /* overlayfs refuses a lower layer whose ancestor is another lower layer,
-         * and every layer in the store descends from "/". A read-only overlay
-         * of "/" is a separate superblock, so the layers no longer descend
-         * from a lower layer's root. */
-        char empty[4200];
-        snprintf(empty, sizeof empty, "%s/empty", o->mountpoint);
-        snprintf(host_view, sizeof host_view, "%s/host", o->mountpoint);
-        if (mkdir(empty, 0755) < 0 || mkdir(host_view, 0755) < 0) die("mkdir in scratch");
-        snprintf(data, sizeof data, "lowerdir=/:%s,redirect_dir=nofollow,index=off,metacopy=off",
-                 empty);
-        mount_or_die("overlay", host_view, "overlay", MS_RDONLY, data);
+static const unsigned long namespace_flags[] = {
+    CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP,
+    CLONE_NEWUSER, 0x00000080 /* CLONE_NEWTIME */,
+};
+
+/* clone(2) and unshare(2) may not make namespaces: each would bring a fresh
+ * set of capabilities and the kernel code that only namespace owners reach. */
+static void deny_namespace_flags(scmp_filter_ctx ctx, int syscall_nr) {
+    for (size_t i = 0; i < sizeof namespace_flags / sizeof *namespace_flags; i++) {
+        unsigned long flag = namespace_flags[i];
+        if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), syscall_nr, 1,
+                             SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)) < 0)
+            die("seccomp rule on namespace flags");
     }
-    /* volatile: unmounting at namespace teardown must not sync the upper
-     * filesystem on every call; checkpoints flush explicitly instead. */
-    n = snprintf(data, sizeof data,
-                 "lowerdir=%s%s%s,upperdir=%s,workdir=%s,volatile,redirect_dir=nofollow,"
-                 "index=off,metacopy=off%s",
-                 o->lowerdirs, *o->lowerdirs && o->host ? ":" : "", host_view, o->upper,
-                 o->work, o->userns ? ",userxattr" : "");
-    if (n < 0 || (size_t)n >= sizeof data) {
-        errno = E2BIG;
-        die("overlay options longer than one page (%d bytes)", n);
-    }
-    mount_or_die("overlay", root, "overlay", 0, data);
-    if (chdir(root) < 0) die("chdir %s", root);
-    for (int i = 0; i < o->n_masks; i++) {
-        const char *inside = o->masks[i] + 1; /* relative to the new root */
-        if (access(inside, F_OK) == 0)
-            mount_or_die("tmpfs", inside, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
-                         "mode=755,size=4k");
-    }
-    if (access("proc", F_OK) == 0)
-        mount_or_die("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-    if (access("dev", F_OK) == 0) make_dev();
-    if (syscall(SYS_pivot_root, ".", ".") < 0) die("pivot_root");
-    if (umount2(".", MNT_DETACH) < 0) die("detach the old root");
-    if (chdir("/") < 0) die("chdir /");
 }
 
-static int run_init(const struct options *o, int alive) {
+static void load_seccomp(int nested_userns) {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    uint32_t native = seccomp_arch_native();
+    if (!ctx) die("seccomp_init");
+    /* The native ABI's rules also cover the compat ABIs a binary could switch to. */
+    if (native == SCMP_ARCH_X86_64) {
+        if (seccomp_arch_add(ctx, SCMP_ARCH_X86) < 0 || seccomp_arch_add(ctx, SCMP_ARCH_X32) < 0)
+            die("seccomp compat architectures");
+    } else if (native == SCMP_ARCH_AARCH64) {
+        if (seccomp_arch_add(ctx, SCMP_ARCH_ARM) < 0) die("seccomp compat architectures");
+    }
+    for (size_t i = 0; i < sizeof denied_syscalls / sizeof *denied_syscalls; i++) {
+        int nr = seccomp_syscall_resolve_name(denied_syscalls[i]);
+        if (nr == __NR_SCMP_ERROR) continue;
+        /* A syscall absent from every ABI of the filter cannot be called anyway. */
+        (void)seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+    }
+    if (!nested_userns) {
+        /* clone3 passes its flags in memory a filter cannot read: it reports
+         * ENOSYS, and libc falls back to clone. */
+        if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) < 0)
+            die("seccomp rule on clone3");
+        deny_namespace_flags(ctx, SCMP_SYS(clone));
+        deny_namespace_flags(ctx, SCMP_SYS(unshare));
+    }
+    if (seccomp_load(ctx) < 0) die("load the seccomp filter");
+    seccomp_release(ctx);
+    errno = 0;
+}
+#endif
+
+static void set_limit(int resource, rlim_t value) {
+    struct rlimit lim = {value, value};
+    if (value == 0) return; /* 0 means "leave as inherited" */
+    if (setrlimit(resource, &lim) < 0) die("setrlimit %d", resource);
+}
+
+static void join_cgroups(const struct options *o) {
+    char path[PATH_LEN];
+    for (int i = 0; i < o->n_cgroups; i++) {
+        snprintf(path, sizeof path, "%s/cgroup.procs", o->cgroups[i]);
+        write_file(path, "0");
+    }
+    /* Inside, /proc/self/cgroup reads "/": no host cgroup path shows. */
+    if (o->n_cgroups && unshare(CLONE_NEWCGROUP) < 0) die("unshare a cgroup namespace");
+}
+
+static void run_command(const struct options *o, int userns) {
+    if (userns >= 0) {
+        if (setns(userns, CLONE_NEWUSER) < 0) die("join the sandbox's user namespace");
+        if (setgroups(0, NULL) < 0) die("setgroups");
+    }
+    if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) die("become root of the sandbox");
+    set_limit(RLIMIT_NPROC, o->nproc);
+    set_limit(RLIMIT_FSIZE, o->fsize);
+    set_limit(RLIMIT_CPU, o->cpu);
+    set_limit(RLIMIT_NOFILE, o->nofile);
+    set_capabilities(1);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("no_new_privs");
+#ifdef SPROUT_SECCOMP
+    if (o->seccomp) load_seccomp(o->nested_userns);
+#else
+    if (o->seccomp) {
+        errno = ENOSYS;
+        die("--seccomp: this helper was built without libseccomp");
+    }
+#endif
+    /* An agent may delete its own workdir; later calls still run, from /. */
+    if (chdir(o->workdir) < 0) {
+        fprintf(stderr, "sprout-box: cannot enter %s (%s); running in /\n", o->workdir,
+                strerror(errno));
+        if (chdir("/") < 0) die("chdir /");
+    }
+    execvp(o->argv[0], o->argv);
+    die("exec %s", o->argv[0]);
+}
+
+static int run_init(const struct options *o, int alive, int userns) {
     int status;
     pid_t command, pid;
 
@@ -210,26 +482,21 @@ static int run_init(const struct options *o, int alive) {
     if (write(alive, "", 1) != 1) _exit(SETUP_FAILED);
     close(alive);
     signal(SIGPIPE, SIG_DFL);
-    assemble_root(o);
-    if (sethostname("sprout", 6) < 0) die("sethostname");
-    if (o->no_network) loopback_up();
+    /* init stays outside the sandbox's user namespace: nothing inside may
+     * trace it or read its /proc entries. */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) die("prctl dumpable");
+    if (unshare(CLONE_NEWNS) < 0) die("unshare a mount namespace");
+    mount_proc();
+    join_cgroups(o);
+    if (syscall(SYS_pivot_root, ".", ".") < 0) die("pivot_root");
+    if (umount2(".", MNT_DETACH) < 0) die("detach the old root");
+    if (chdir("/") < 0) die("chdir /");
 
     command = fork();
     if (command < 0) die("fork");
-    if (command == 0) {
-        set_limit(RLIMIT_NPROC, o->nproc);
-        set_limit(RLIMIT_FSIZE, o->fsize);
-        set_limit(RLIMIT_CPU, o->cpu);
-        set_limit(RLIMIT_NOFILE, o->nofile);
-        /* An agent may delete its own workdir; later calls still run, from /. */
-        if (chdir(o->workdir) < 0) {
-            fprintf(stderr, "sprout-box: cannot enter %s (%s); running in /\n", o->workdir,
-                    strerror(errno));
-            if (chdir("/") < 0) die("chdir /");
-        }
-        execvp(o->argv[0], o->argv);
-        die("exec %s", o->argv[0]);
-    }
+    if (command == 0) run_command(o, userns);
+    if (userns >= 0) close(userns);
+    set_capabilities(0);
     /* PID 1 reaps orphans until the command itself ends. */
     for (;;) {
         pid = waitpid(-1, &status, 0);
@@ -240,14 +507,34 @@ static int run_init(const struct options *o, int alive) {
     return WEXITSTATUS(status);
 }
 
-static rlim_t parse_limit(const char *text) {
+/* ---- command line ------------------------------------------------------------------- */
+
+static unsigned long long parse_number(const char *flag, const char *text) {
     char *end;
+    errno = 0;
     unsigned long long value = strtoull(text, &end, 10);
-    if (*end) {
+    if (errno || end == text || *end) {
         errno = EINVAL;
-        die("bad limit %s", text);
+        die("%s %s: expected a number", flag, text);
     }
-    return (rlim_t)value;
+    return value;
+}
+
+static void parse_idmap(const char *text, struct options *o) {
+    char host[32];
+    const char *colon = strchr(text, ':');
+    if (!colon || (size_t)(colon - text) >= sizeof host) {
+        errno = EINVAL;
+        die("--idmap %s: expected HOST:COUNT", text);
+    }
+    memcpy(host, text, colon - text);
+    host[colon - text] = 0;
+    o->map_host = parse_number("--idmap", host);
+    o->map_count = parse_number("--idmap", colon + 1);
+    if (o->map_count == 0 || o->map_host == 0) {
+        errno = EINVAL;
+        die("--idmap %s: the range must be unprivileged and not empty", text);
+    }
 }
 
 static void parse(int argc, char **argv, struct options *o) {
@@ -257,43 +544,46 @@ static void parse(int argc, char **argv, struct options *o) {
     for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
         const char *flag = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(flag, "--userns")) { o->userns = 1; continue; }
+        if (!strcmp(flag, "--rootless")) { o->rootless = 1; continue; }
         if (!strcmp(flag, "--no-network")) { o->no_network = 1; continue; }
         if (!strcmp(flag, "--host")) { o->host = 1; continue; }
+        if (!strcmp(flag, "--seccomp")) { o->seccomp = 1; continue; }
+        if (!strcmp(flag, "--nested-userns")) { o->nested_userns = 1; continue; }
         if (!value) { errno = EINVAL; die("%s needs a value", flag); }
         i++;
         if (!strcmp(flag, "--layer-root")) o->layer_root = value;
         else if (!strcmp(flag, "--lower")) o->lowerdirs = value;
         else if (!strcmp(flag, "--upper")) o->upper = value;
         else if (!strcmp(flag, "--work")) o->work = value;
-        else if (!strcmp(flag, "--mountpoint")) o->mountpoint = value;
+        else if (!strcmp(flag, "--scratch")) o->scratch = value;
         else if (!strcmp(flag, "--workdir")) o->workdir = value;
-        else if (!strcmp(flag, "--mask")) {
-            if (o->n_masks == MAX_MASKS || value[0] != '/') { errno = EINVAL; die("--mask %s", value); }
-            o->masks[o->n_masks++] = value;
+        else if (!strcmp(flag, "--image")) o->image = value;
+        else if (!strcmp(flag, "--idmap")) parse_idmap(value, o);
+        else if (!strcmp(flag, "--cgroup")) {
+            if (o->n_cgroups == MAX_CGROUPS || value[0] != '/') { errno = EINVAL; die("--cgroup %s", value); }
+            o->cgroups[o->n_cgroups++] = value;
         }
-        else if (!strcmp(flag, "--nproc")) o->nproc = parse_limit(value);
-        else if (!strcmp(flag, "--fsize")) o->fsize = parse_limit(value);
-        else if (!strcmp(flag, "--cpu")) o->cpu = parse_limit(value);
-        else if (!strcmp(flag, "--nofile")) o->nofile = parse_limit(value);
+        else if (!strcmp(flag, "--nproc")) o->nproc = parse_number(flag, value);
+        else if (!strcmp(flag, "--fsize")) o->fsize = parse_number(flag, value);
+        else if (!strcmp(flag, "--cpu")) o->cpu = parse_number(flag, value);
+        else if (!strcmp(flag, "--nofile")) o->nofile = parse_number(flag, value);
         else { errno = EINVAL; die("unknown option %s", flag); }
     }
-    if (!o->layer_root || !o->lowerdirs || !o->upper || !o->work || !o->mountpoint ||
-        i + 1 >= argc) {
+    if (!o->layer_root || !o->lowerdirs || !o->upper || !o->work || !o->scratch ||
+        i + 1 >= argc || (o->image && o->host) || !o->rootless == !o->map_count) {
         errno = EINVAL;
-        die("usage: sprout-box --layer-root D --lower L --upper U --work W --mountpoint M "
-            "[--workdir P] [--mask P]... [--host] [--userns] [--no-network] -- COMMAND...");
+        die("usage: sprout-box (--idmap HOST:COUNT | --rootless) --layer-root D --lower L "
+            "--upper U --work W --scratch S [--image DIR | --host] [--workdir P] "
+            "[--cgroup DIR]... [--seccomp] [--nested-userns] [--no-network] -- COMMAND...");
     }
     o->argv = argv + i + 1;
 }
 
 int main(int argc, char **argv) {
     struct options o;
-    int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
-    uid_t uid = getuid();
-    gid_t gid = getgid();
+    int flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
+    int userns = -1, status, alive[2];
     pid_t init;
-    int status, alive[2];
 
     parse(argc, argv, &o);
     /* If the caller dies (kill -9 of the agent process), the call dies with it:
@@ -301,17 +591,21 @@ int main(int argc, char **argv) {
     pid_t caller = getppid();
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) die("prctl");
     if (getppid() != caller) return SETUP_FAILED;
-    if (o.userns) flags |= CLONE_NEWUSER;
+    if (o.rootless) map_self_to_root();
+    else userns = make_user_namespace(o.map_host, o.map_count);
     if (o.no_network) flags |= CLONE_NEWNET;
     if (unshare(flags) < 0) die("unshare");
-    if (o.userns) enter_user_namespace(uid, gid);
+    if (sethostname("sprout", 6) < 0) die("sethostname");
+    if (o.no_network) loopback_up();
+    assemble_root(&o, userns);
+    if (unshare(CLONE_NEWPID) < 0) die("unshare a PID namespace");
 
     if (pipe2(alive, O_CLOEXEC) < 0) die("pipe");
     init = fork();
     if (init < 0) die("fork");
     if (init == 0) {
         close(alive[0]);
-        _exit(run_init(&o, alive[1]));
+        _exit(run_init(&o, alive[1], userns));
     }
     close(alive[1]);
     while (waitpid(init, &status, 0) < 0)

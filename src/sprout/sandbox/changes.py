@@ -65,5 +65,6 @@ def checkpoint_changes(store: LayerStore, since: str, checkpoint: str) -> list[C
         raise BadArgument("since", f"checkpoint {since} is not under checkpoint {checkpoint}")
     above = [store.diff_dir(layer_id) for layer_id in chain[: chain.index(since)]]
     below = [store.diff_dir(layer_id) for layer_id in store.stack(since)]
-    image = store.image_root(store.layer(checkpoint).config)
-    return diff_layers(above, below, image, store.format)
+    config = store.layer(checkpoint).config
+    below += store.image_layers(config)
+    return diff_layers(above, below, store.image_root(config), store.format)

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -27,32 +28,69 @@ def _cache_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"sprout-{os.getuid()}"
 
 
+@dataclass(frozen=True)
+class HelperBuild:
+    """The compiled helper, and whether it can load a seccomp filter."""
+
+    path: str
+    seccomp: bool
+    note: str = ""
+    """Why seccomp is missing, when it is."""
+
+
 def helper_path() -> str:
     """The compiled helper, built into the cache directory if this source version has none."""
+    return helper_build().path
+
+
+def helper_build() -> HelperBuild:
+    """The helper with seccomp when libseccomp's headers are installed, else without it."""
     with _build_lock:
         return _build_once()
 
 
 @cache
-def _build_once() -> str:
+def _build_once() -> HelperBuild:
     source = SOURCE.read_bytes()
-    target = _cache_dir() / f"sprout-box-{hashlib.sha256(source).hexdigest()[:12]}"
-    if target.exists():
-        return str(target)
+    stem = _cache_dir() / f"sprout-box-{hashlib.sha256(source).hexdigest()[:12]}"
     compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    with_seccomp = stem.with_name(stem.name + "-seccomp")
+    without = stem
+    if with_seccomp.exists():
+        return HelperBuild(str(with_seccomp), True)
     if compiler is None:
+        if without.exists():
+            return HelperBuild(str(without), False, SECCOMP_MISSING)
         raise SandboxUnavailable(
             "the overlay backend builds a small C helper once and needs a C compiler: "
             "install gcc (apt-get install gcc) or open the store with mode='copy'"
         )
+    failure = _compile(compiler, with_seccomp, ["-DSPROUT_SECCOMP"], ["-lseccomp"])
+    if failure is None:
+        return HelperBuild(str(with_seccomp), True)
+    if "seccomp" not in failure:
+        raise SandboxUnavailable(f"building {SOURCE} with {compiler} failed:\n{failure}")
+    if not without.exists():
+        failure = _compile(compiler, without, [], [])
+        if failure is not None:
+            raise SandboxUnavailable(f"building {SOURCE} with {compiler} failed:\n{failure}")
+    return HelperBuild(str(without), False, SECCOMP_MISSING)
+
+
+SECCOMP_MISSING = "libseccomp's headers are missing (apt-get install libseccomp-dev)"
+
+
+def _compile(compiler: str, target: Path, defines: list[str], libraries: list[str]) -> str | None:
+    """Build the helper at `target`; the compiler's messages when it fails."""
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")  # processes race; rename wins
     result = subprocess.run(
-        [compiler, "-O2", "-Wall", "-o", str(temporary), str(SOURCE)],
+        [compiler, "-O2", "-Wall", *defines, "-o", str(temporary), str(SOURCE), *libraries],
         capture_output=True,
         text=True,
     )
     if result.returncode != 0:
-        raise SandboxUnavailable(f"building {SOURCE} with {compiler} failed:\n{result.stderr}")
+        temporary.unlink(missing_ok=True)
+        return result.stderr
     os.replace(temporary, target)
-    return str(target)
+    return None

@@ -143,7 +143,8 @@ def lookup(stack: Sequence[str], image: str | None, rel: str, fmt: LayerFormat) 
 
     Implements overlayfs's rules: the topmost layer holding the path wins; a
     whiteout, or a non-directory or opaque directory on the way down, hides
-    everything below it.
+    everything below it. No link is followed, on the host or inside: `rel`
+    names an entry, and the entry may itself be a link (see `resolve`).
     """
     parts = rel.split("/")
     for root in stack:
@@ -163,8 +164,105 @@ def lookup(stack: Sequence[str], image: str | None, rel: str, fmt: LayerFormat) 
                 return None
     if image is None:
         return None
-    found = os.path.join(image, rel)
-    return found if os.path.lexists(found) else None
+    current = image
+    for depth, part in enumerate(parts):
+        current = os.path.join(current, part)
+        try:
+            st = os.lstat(current)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if depth < len(parts) - 1 and not stat.S_ISDIR(st.st_mode):
+            return None
+    return current
+
+
+MAX_LINKS = 40
+"""Links followed while resolving one path, as the kernel's ELOOP limit."""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A path inside a sandbox with every link in it followed inside the sandbox's view."""
+
+    parts: tuple[str, ...]
+    """The path's components after following links; empty for the root."""
+    found: str | None
+    """Where the final entry lives on disk, or None when the view holds nothing there."""
+    missing: int = 0
+    """How many trailing components of `parts` do not exist (only with `allow_missing`)."""
+
+
+def resolve(
+    stack: Sequence[str],
+    image: str | None,
+    path: str,
+    fmt: LayerFormat,
+    *,
+    allow_missing: bool = False,
+) -> Resolved | None:
+    """Follow `path` through the merged view as the kernel would inside the sandbox.
+
+    An absolute link restarts at the sandbox's root, never the host's, so a
+    link an agent planted cannot lead a host-side reader out of the view. None
+    when a component is not a directory, links loop, or (unless
+    `allow_missing`) something on the way does not exist.
+    """
+    pending = [p for p in path.split("/") if p not in ("", ".")]
+    parts: list[str] = []
+    links = 0
+    missing = 0
+    while pending:
+        part = pending.pop(0)
+        if part == "..":
+            if parts and not missing:
+                parts.pop()
+            elif missing:
+                return None
+            continue
+        parts.append(part)
+        if missing:
+            missing += 1
+            continue
+        found = lookup(stack, image, "/".join(parts), fmt)
+        if found is None:
+            if not allow_missing:
+                return None
+            missing = 1
+            continue
+        st = os.lstat(found)
+        if stat.S_ISLNK(st.st_mode):
+            links += 1
+            if links > MAX_LINKS:
+                return None
+            target = os.readlink(found)
+            parts.pop()
+            if target.startswith("/"):
+                parts = []
+            pending = [p for p in target.split("/") if p not in ("", ".")] + pending
+            continue
+        if pending and not stat.S_ISDIR(st.st_mode):
+            return None
+    if missing or not parts:
+        return Resolved(tuple(parts), None, missing)
+    return Resolved(tuple(parts), lookup(stack, image, "/".join(parts), fmt))
+
+
+def read_regular_file(path: str) -> bytes | None:
+    """The bytes of `path` when it is a regular file; never follows a link or opens a fifo
+    or device (which an agent could plant to hang or harm the host-side reader)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def names_below(stack: Sequence[str], image: str | None, rel: str, fmt: LayerFormat) -> set[str]:

@@ -3,12 +3,14 @@
 Layout under the store's path (names are short on purpose: overlayfs takes
 the whole lower-layer list in one mount option of at most one page):
 
-    store.json        format version and mode (root, rootless or copy)
+    store.json        format version, mode (root, rootless or copy) and, as root, the
+                      host ids the sandboxes' ids map to
     l/ID/             a layer's files, in overlayfs upper form
     m/ID.json         a sealed layer's metadata; a layer without it is unsealed
     w/ID/             scratch for an unsealed layer (overlay workdir, mountpoint)
     h/ID              a hold: an open sandbox writing unsealed layer ID
     r/NAME            a named checkpoint (e.g. a task's cached base layer), kept by GC
+    v/DIGEST/         the mask that decides what the `host` image shows (sprout.sandbox.hostview)
 
 A checkpoint id is a layer id. Sealing writes the metadata last, atomically,
 so a process killed mid-turn leaves at worst an unsealed directory that GC
@@ -21,6 +23,7 @@ import contextlib
 import json
 import os
 import secrets
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -28,19 +31,23 @@ from typing import Literal, cast
 
 from sprout.sandbox.durable import bytes_freed_by_removing, flush_tree, write_atomically
 from sprout.sandbox.errors import BadArgument, StoreModeMismatch, UnknownCheckpoint
+from sprout.sandbox.hostview import mask_layer
+from sprout.sandbox.idmap import IdRange, check_unclaimed, configured_range, give_to
 from sprout.sandbox.layerfmt import (
     LayerFormat,
     MarkerFormat,
     OverlayFormat,
     disk_usage,
-    lookup,
     merge,
+    read_regular_file,
     remove_tree,
+    resolve,
 )
 from sprout.sandbox.types import SandboxConfig
 
 StoreMode = Literal["root", "rootless", "copy"]
-STORE_FORMAT = 1
+STORE_FORMAT = 2
+"""2: sandboxes of root stores run in a user namespace, and their layers hold mapped ids."""
 MODES: tuple[StoreMode, ...] = ("root", "rootless", "copy")
 
 
@@ -110,6 +117,8 @@ class LayerStore:
     a checkpoint survive a crash of the machine, not just of the process).
     `max_stack` is how deep a stack may grow before sealing squashes it into one
     layer; ids stay valid, since the squashed copy is only used for mounting.
+    `hide` names host paths (task folders, say) that the `host` image must never
+    show, besides the store itself and the folder it lives in (a run's folder).
     """
 
     def __init__(
@@ -119,6 +128,7 @@ class LayerStore:
         *,
         durable: bool = True,
         max_stack: int = 100,
+        hide: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
         if mode is not None and mode not in MODES:
             raise BadArgument("mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
@@ -127,9 +137,14 @@ class LayerStore:
         self.path = os.path.abspath(os.fspath(path))
         self.durable = durable
         self.max_stack = max_stack
+        self.hidden = (self.path, os.path.dirname(self.path), *(os.fspath(p) for p in hide))
         self._cache: dict[str, Layer] = {}
+        self._mask: str | None = None
+        self._mask_lock = threading.Lock()
         for sub in ("l", "m", "w", "h", "r"):
             os.makedirs(os.path.join(self.path, sub), exist_ok=True)
+        self.ids: IdRange | None = None
+        """As root: the host ids that sandbox ids 0.. are (see sprout.sandbox.idmap)."""
         self.mode = self._open_mode(mode)
         self.format: LayerFormat = (
             MarkerFormat()
@@ -144,15 +159,26 @@ class LayerStore:
                 from sprout.sandbox.backends import default_mode
 
                 requested = default_mode()
-            write_atomically(
-                meta_path, json.dumps({"format": STORE_FORMAT, "mode": requested}), True
-            )
+            meta: dict[str, object] = {"format": STORE_FORMAT, "mode": requested}
+            if requested == "root":
+                self.ids = configured_range()
+                check_unclaimed(self.ids)
+                meta["ids"] = str(self.ids)
+            write_atomically(meta_path, json.dumps(meta), True)
             return requested
         with open(meta_path, encoding="utf-8") as handle:
             data = json.load(handle)
         stored = data.get("mode")
-        if data.get("format") != STORE_FORMAT or stored not in MODES:
+        if data.get("format") not in (1, STORE_FORMAT) or stored not in MODES:
             raise StoreModeMismatch(f"{meta_path}: unknown store format {data!r}")
+        if stored == "root" and data.get("format") == 1:
+            raise StoreModeMismatch(
+                f"{meta_path}: written by a sprout whose sandboxes ran as host root (store "
+                "format 1); its layers hold host-owned files that today's user-namespace "
+                "sandboxes cannot use: remove the store (or the run folder) and run again"
+            )
+        if stored == "root":
+            self.ids = IdRange.parse(str(data.get("ids")), f"{meta_path}: ids")
         if requested is not None and requested != stored:
             raise StoreModeMismatch(
                 f"{meta_path}: store was written in {stored} mode, "
@@ -170,6 +196,27 @@ class LayerStore:
         if self.mode == "copy":
             return None
         return "/" if config.image == "host" else config.image
+
+    def image_layers(self, config: SandboxConfig) -> list[str]:
+        """Layers between a stack and its image: for `host`, the mask of what it shows."""
+        return [self.host_mask()] if self.mode != "copy" and config.image == "host" else []
+
+    def host_mask(self) -> str:
+        """The layer that decides what the `host` image shows (built once per process)."""
+        with self._mask_lock:
+            if self._mask is None or not os.path.isdir(self._mask):
+                if self.ids is None:
+                    raise BadArgument("image", '"host" needs a root store (run sprout as root)')
+                self._mask = mask_layer(
+                    os.path.join(self.path, "v"), self.hidden, self.ids, self.format
+                )
+            return self._mask
+
+    def give_to_sandbox_root(self, path: str) -> None:
+        """Make files the host wrote into a layer belong to root inside, as Docker's COPY does
+        (rootless and copy stores need nothing: the user is root inside already)."""
+        if self.ids is not None:
+            give_to(path, self.ids.base, self.ids.base)
 
     def diff_dir(self, layer_id: str) -> str:
         """The directory holding a layer's files (sealed or not)."""
@@ -235,16 +282,18 @@ class LayerStore:
 
     def read(self, layer_id: str, path: str, *, upper: str | None = None) -> bytes | None:
         """The bytes of file `path` as checkpoint `layer_id` (plus an unsealed `upper`) holds
-        it, read from the layers without running anything; None when it is not a file."""
-        stack = [self.diff_dir(i) for i in self.stack(layer_id)]
+        it, read from the layers without running anything; None when it is not a file.
+
+        Links are followed inside the sandbox's view, as a process inside would follow
+        them, so a link an agent planted never leads this host-side read out of it."""
+        config = self.layer(layer_id).config
+        stack = [self.diff_dir(i) for i in self.stack(layer_id)] + self.image_layers(config)
         if upper is not None:
             stack.insert(0, self.diff_dir(upper))
-        rel = os.path.normpath(path).lstrip("/")
-        found = lookup(stack, self.image_root(self.layer(layer_id).config), rel, self.format)
-        if found is None or not os.path.isfile(found):
+        found = resolve(stack, self.image_root(config), path, self.format)
+        if found is None or found.found is None:
             return None
-        with open(found, "rb") as handle:
-            return handle.read()
+        return read_regular_file(found.found)
 
     def new_layer(self, parent: str | None) -> str:
         """Start an unsealed layer on top of `parent`, held by this process until sealed."""
@@ -252,6 +301,7 @@ class LayerStore:
         hold = {"pid": os.getpid(), "start": _process_start(os.getpid()), "parent": parent}
         write_atomically(os.path.join(self.path, "h", layer_id), json.dumps(hold), False)
         os.mkdir(self.diff_dir(layer_id))
+        self.give_to_sandbox_root(self.diff_dir(layer_id))  # the root directory inside
         return layer_id
 
     def discard(self, layer_id: str) -> None:

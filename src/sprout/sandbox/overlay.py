@@ -7,12 +7,14 @@ directory the kernel already wrote: sealing copies nothing.
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 
+from sprout.sandbox import cgroups
 from sprout.sandbox.backends import BASE_ENV, OpenLayer, shell_for
-from sprout.sandbox.errors import SandboxSetupFailed
-from sprout.sandbox.helper import helper_path
-from sprout.sandbox.layerfmt import replace_with_copy
+from sprout.sandbox.errors import BadArgument, SandboxSetupFailed
+from sprout.sandbox.helper import helper_build
+from sprout.sandbox.layerfmt import lookup, replace_with_copy, resolve
 from sprout.sandbox.layers import LayerStore
 from sprout.sandbox.output import run_captured
 from sprout.sandbox.types import Observation
@@ -31,12 +33,22 @@ class OverlayBackend:
 
     def __init__(self, store: LayerStore) -> None:
         self.store = store
-        self.helper = helper_path()
+        build = helper_build()
+        self.helper = build.path
+        self.seccomp = build.seccomp
         self.image_root: str | None = None
+        self.cgroup: cgroups.SandboxCgroup | None = None
 
     def open(self, sandbox: OpenLayer) -> None:
+        """Pick the shell, and make the sandbox's cgroup (where the machine gives sprout one)."""
         self.image_root = "/" if sandbox.config.image == "host" else sandbox.config.image
         self.shell = shell_for(self.image_root)
+        found = cgroups.support()
+        if found.parents:
+            limits = sandbox.config.limits
+            pids = limits.processes + 1 if limits.processes else 0  # the call's init too
+            wanted = cgroups.CgroupLimits(limits.memory_bytes, pids, limits.cpus)
+            self.cgroup = cgroups.SandboxCgroup.create(wanted, found)
 
     def run(self, sandbox: OpenLayer, command: str, timeout: float) -> Observation:
         observation = run_captured(
@@ -55,34 +67,41 @@ class OverlayBackend:
         return subprocess.run(self._argv(sandbox, []), env=env, check=False).returncode
 
     def _argv(self, sandbox: OpenLayer, shell_arguments: list[str]) -> list[str]:
-        """The helper's command line for one call of the shell with `shell_arguments`."""
+        """The helper's command line for one call of the shell with `shell_arguments`.
+
+        Every path the kernel shows inside (in /proc/self/mountinfo) is relative to
+        the store's `l/` directory, so no call learns where the store or its run lives.
+        """
         assert self.image_root is not None, "open() first"
-        scratch = self.store.scratch_dir(sandbox.upper)
+        store = self.store
+        layer_root = os.path.join(store.path, "l")
+        scratch = store.scratch_dir(sandbox.upper)
         os.makedirs(os.path.join(scratch, "w"), exist_ok=True)
         os.makedirs(os.path.join(scratch, "m"), exist_ok=True)
-        lowers = self.store.stack(sandbox.parent)
-        if sandbox.config.image != "host":
-            lowers.append(self.image_root)
         config = sandbox.config
+        lowers = store.stack(sandbox.parent)
+        lowers += [os.path.relpath(p, layer_root) for p in store.image_layers(config)]
         limits = config.limits
+        scratch_rel = os.path.relpath(scratch, layer_root)
         argv = [
             self.helper,
-            "--layer-root", os.path.join(self.store.path, "l"),
+            "--layer-root", layer_root,
             "--lower", ":".join(lowers),
             "--upper", sandbox.upper,
-            "--work", f"../w/{sandbox.upper}/w",
-            "--mountpoint", os.path.join(scratch, "m"),
+            "--work", f"{scratch_rel}/w",
+            "--scratch", f"{scratch_rel}/m",
             "--workdir", config.workdir,
-            "--mask", self.store.path,
             "--nproc", str(limits.processes),
             "--fsize", str(limits.file_size),
             "--cpu", str(limits.cpu_seconds),
             "--nofile", str(limits.open_files),
         ]  # fmt: skip
-        if sandbox.config.image == "host":
-            argv.append("--host")
-        if self.store.mode == "rootless":
-            argv.append("--userns")
+        argv += ["--host"] if config.image == "host" else ["--image", config.image]
+        argv += ["--idmap", str(store.ids)] if store.ids is not None else ["--rootless"]
+        for directory in self.cgroup.directories if self.cgroup else []:
+            argv += ["--cgroup", directory]
+        if self.seccomp:
+            argv.append("--seccomp")
         if not config.network:
             argv.append("--no-network")
         return [*argv, "--", self.shell, *shell_arguments]
@@ -90,21 +109,56 @@ class OverlayBackend:
     def put(self, sandbox: OpenLayer, source: str, destination: str) -> None:
         """Write straight into the upper directory: between calls nothing is mounted.
 
-        Whiteouts on the way are cleared, and a copied directory is marked opaque
-        so that it replaces, rather than merges with, what lower layers hold.
+        Links on the way to `destination` are followed inside the sandbox's view
+        (as Docker's COPY follows them inside the container), never on the host.
+        Directories the upper lacks are copied up from below with their mode and
+        owner; whiteouts on the way are cleared; a copied directory is marked
+        opaque so that it replaces, rather than merges with, what lower layers hold.
         """
-        fmt = self.store.format
-        current = self.store.diff_dir(sandbox.upper)
-        for part in [p for p in os.path.dirname(destination).split("/") if p]:
+        store = self.store
+        fmt = store.format
+        upper = store.diff_dir(sandbox.upper)
+        below = [store.diff_dir(i) for i in store.stack(sandbox.parent)]
+        below += store.image_layers(sandbox.config)
+        parent = resolve(
+            [upper, *below], self.image_root, os.path.dirname(destination), fmt,
+            allow_missing=True,
+        )  # fmt: skip
+        if parent is None:
+            raise BadArgument(
+                "destination", f"{destination}: a folder on the way is a file (or links loop)"
+            )
+        current = upper
+        for depth, part in enumerate(parent.parts):
             current = os.path.join(current, part)
-            if fmt.entry(current) == "whiteout":
+            kind = fmt.entry(current)
+            if kind == "whiteout":
                 os.unlink(current)
-            if not os.path.isdir(current):
-                os.mkdir(current, 0o755)
+            if kind in (None, "whiteout"):
+                os.mkdir(current)
+                self._copy_up_attributes(current, "/".join(parent.parts[: depth + 1]), below)
         target = os.path.join(current, os.path.basename(destination))
         replace_with_copy(source, target)
+        store.give_to_sandbox_root(target)
         if os.path.isdir(source):
             fmt.write_opaque(target)
+
+    def _copy_up_attributes(self, directory: str, rel: str, below: list[str]) -> None:
+        """Give a directory made in the upper the mode and owner it has below, as copy-up does."""
+        found = lookup(below, self.image_root, rel, self.store.format)
+        st = os.lstat(found) if found is not None else None
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            self.store.give_to_sandbox_root(directory)
+            return
+        os.chmod(directory, stat.S_IMODE(st.st_mode))
+        ids = self.store.ids
+        if ids is None:
+            return
+        in_layer = any(found.startswith(layer + os.sep) for layer in below)
+        uid, gid = (
+            (st.st_uid, st.st_gid) if in_layer else (ids.on_disk(st.st_uid), ids.on_disk(st.st_gid))
+        )
+        os.lchown(directory, uid, gid)
 
     def capture(self, sandbox: OpenLayer) -> None:
         """Nothing to do: the kernel wrote every change into the upper directory already."""
@@ -113,4 +167,7 @@ class OverlayBackend:
         """Nothing to move: the next call mounts the new upper; the old scratch goes with it."""
 
     def close(self, sandbox: OpenLayer) -> None:
-        """Nothing stays mounted between calls, so there is nothing to release."""
+        """Nothing stays mounted between calls; the cgroup goes."""
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None

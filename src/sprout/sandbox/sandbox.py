@@ -104,6 +104,7 @@ class Sandbox:
                 os.makedirs(target, exist_ok=True)
             else:
                 shutil.copytree(files, target, symlinks=True, dirs_exist_ok=True)
+            store.give_to_sandbox_root(store.diff_dir(base))
             sealed = store.seal(base, None, config)
         finally:
             store.discard(base)
@@ -203,6 +204,7 @@ class Sandbox:
         above = [self.store.diff_dir(self.upper)]
         above += [self.store.diff_dir(i) for i in chain[: chain.index(since)]]
         below = [self.store.diff_dir(i) for i in self.store.stack(since)]
+        below += self.store.image_layers(self.config)
         return diff_layers(above, below, self._backend.image_root, self.store.format)
 
     def close(self) -> None:

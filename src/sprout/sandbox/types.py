@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 ChangeKind = Literal["added", "modified", "deleted"]
 
@@ -35,17 +35,29 @@ class Change:
     """Size now in bytes (0 for a deletion)."""
 
 
+GIB = 1024**3
+
+
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits for each call; 0 leaves a limit as inherited.
+    """Resource limits of a sandbox; 0 leaves a limit off.
 
-    The defaults stop a runaway build or fork bomb without getting in the way of
-    ordinary installs and test runs.
+    The defaults suit software-engineering tasks (an install, a build, a test
+    run) and stop a runaway build, a fork bomb or a disk filler before it
+    starves the machine. `processes`, `memory_bytes` and `cpus` bind through the
+    sandbox's cgroup, for root inside too; `disk_bytes` binds where the store's
+    filesystem can cap a directory (`sprout doctor` says whether it can).
     """
 
     processes: int = 4096
-    """RLIMIT_NPROC (not enforced for root, which the kernel exempts)."""
-    file_size: int = 16 * 1024**3
+    """Processes and threads at once (the cgroup's pids.max, and RLIMIT_NPROC)."""
+    memory_bytes: int = 4 * GIB
+    """Memory of all the sandbox's processes together, page cache included (no swap)."""
+    cpus: float = 2.0
+    """CPU time per wall-clock second, in CPUs (the cgroup's CPU quota)."""
+    disk_bytes: int = 10 * GIB
+    """Bytes the sandbox's unsealed layer may hold."""
+    file_size: int = 16 * GIB
     """RLIMIT_FSIZE in bytes: the largest single file a call may write."""
     cpu_seconds: int = 3600
     """RLIMIT_CPU per process."""
@@ -55,12 +67,28 @@ class Limits:
     """Cap on the output kept per call; head and tail are kept, the middle is cut."""
 
     def __post_init__(self) -> None:
-        for name in ("processes", "file_size", "cpu_seconds", "open_files", "output_bytes"):
+        for name in (
+            "processes", "memory_bytes", "disk_bytes", "file_size", "cpu_seconds",
+            "open_files", "output_bytes",
+        ):  # fmt: skip
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"limits.{name}: expected a non-negative int, got {value!r}")
+        cpus = self.cpus
+        if not isinstance(cpus, int | float) or isinstance(cpus, bool) or not 0 <= cpus <= 4096:
+            raise ValueError(f"limits.cpus: expected a number of CPUs from 0 to 4096, got {cpus!r}")
         if self.output_bytes < 64:
             raise ValueError(f"limits.output_bytes: at least 64, got {self.output_bytes}")
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> Limits:
+        """Limits as `to_json` wrote them; fields an older store lacks take today's defaults."""
+        values: dict[str, Any] = {}
+        for name in cls.__dataclass_fields__:
+            value = data.get(name)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                values[name] = float(value) if name == "cpus" else int(value)
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -93,5 +121,5 @@ class SandboxConfig:
             workdir=str(data["workdir"]),
             env={str(k): str(v) for k, v in env.items()},
             network=bool(data.get("network", True)),
-            limits=Limits(**{str(k): int(v) for k, v in limits.items()}),
+            limits=Limits.from_json({str(k): v for k, v in limits.items()}),
         )

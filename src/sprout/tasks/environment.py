@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import re
 import shlex
 
-from sprout.sandbox import LayerStore, Sandbox
+from sprout.sandbox import LayerStore, Limits, Sandbox
 from sprout.task import Task, TaskError
 
 SETUP_TIMEOUT_S = 1800.0
@@ -25,6 +26,7 @@ def _digest(task: Task) -> str:
                 task.env,
                 task.network,
                 [s.model_dump() for s in task.setup],
+                [task.cpus, task.memory_bytes, task.disk_bytes],
             ],
             sort_keys=True,
         ).encode()
@@ -40,11 +42,24 @@ def _digest(task: Task) -> str:
     return digest.hexdigest()[:16]
 
 
+def agent_limits(task: Task) -> Limits:
+    """The sandbox limits of the task's agent: its `[environment]` over the defaults."""
+    defaults = Limits()
+    return dataclasses.replace(
+        defaults,
+        cpus=defaults.cpus if task.cpus is None else task.cpus,
+        memory_bytes=defaults.memory_bytes if task.memory_bytes is None else task.memory_bytes,
+        disk_bytes=defaults.disk_bytes if task.disk_bytes is None else task.disk_bytes,
+    )
+
+
 def base_checkpoint(task: Task, layers: LayerStore) -> str:
     """Checkpoint 0 of `task`: built on first use, then reused by every run on `layers`.
 
-    Set-up runs with the network; the checkpoint carries the task's `network`
-    setting, which every fork of it (the agent's sandboxes) inherits.
+    Set-up runs with the network and the default limits, as `docker build` runs
+    without the container's; the checkpoint carries the task's `network` setting
+    and its `[environment]` limits, which every fork of it (the agent's
+    sandboxes, the verifier's) inherits.
     """
     name = f"base-{re.sub(r'[^A-Za-z0-9._-]', '_', task.id)[:80]}-{_digest(task)}"
     cached = layers.ref(name)
@@ -69,9 +84,10 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
                     f"exit code {observation.exit_code}: " + " | ".join(tail)
                 )
         checkpoint = sandbox.checkpoint()
-    if not task.network:
+    limits = agent_limits(task)
+    if not task.network or limits != Limits():
         # Set-up may fetch what it needs; the agent's calls, forked from here, may not.
-        with Sandbox.fork(layers, checkpoint, network=False) as offline:
-            checkpoint = offline.checkpoint(always=True)
+        with Sandbox.fork(layers, checkpoint, network=task.network, limits=limits) as agent:
+            checkpoint = agent.checkpoint(always=True)
     layers.set_ref(name, checkpoint)
     return checkpoint

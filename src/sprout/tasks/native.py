@@ -63,6 +63,62 @@ def _timeout(data: dict[str, object], table: str, path: Path, task_id: str) -> f
     return float(value)
 
 
+SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What the harness's `[environment]` table asks for the agent's sandbox."""
+
+    cpus: float | None = None
+    memory_bytes: int | None = None
+    disk_bytes: int | None = None
+
+
+def _size(value: object, field: str, megabytes: bool) -> int:
+    """`memory_mb = 2048`, or `memory = "2G"` / `"512M"` / a number of bytes."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value * 1024**2 if megabytes else value
+    if isinstance(value, float) and value > 0:
+        return int(value * 1024**2 if megabytes else value)
+    if isinstance(value, str) and not megabytes:
+        text = value.strip().lower().removesuffix("b").removesuffix("i")
+        number, unit = (text[:-1], text[-1]) if text[-1:] in SIZE_UNITS else (text, "")
+        try:
+            amount = float(number)
+        except ValueError:
+            amount = -1
+        if amount > 0:
+            return int(amount * SIZE_UNITS[unit])
+    wanted = "a positive number of megabytes" if megabytes else 'a size such as "2G" or "512M"'
+    raise ValueError(f"{field}: expected {wanted}, got {value!r}")
+
+
+def read_resources(data: dict[str, object], path: Path, task_id: str) -> Resources:
+    """The `[environment]` table's cpus, memory and storage (Harbor's `memory_mb` and
+    `storage_mb`, or Terminal-Bench's `memory = "2G"` and `storage = "10G"`)."""
+    table = data.get("environment", {})
+    if not isinstance(table, dict):
+        raise TaskError(f"{task_id}: {path}: environment: expected a table")
+    try:
+        cpus = table.get("cpus")
+        if cpus is not None and (
+            isinstance(cpus, bool) or not isinstance(cpus, int | float) or cpus <= 0
+        ):
+            raise ValueError(f"environment.cpus: expected a positive number, got {cpus!r}")
+        sizes: dict[str, int | None] = {}
+        for name in ("memory", "storage"):
+            if f"{name}_mb" in table:
+                sizes[name] = _size(table[f"{name}_mb"], f"environment.{name}_mb", True)
+            elif name in table:
+                sizes[name] = _size(table[name], f"environment.{name}", False)
+            else:
+                sizes[name] = None
+    except ValueError as error:
+        raise TaskError(f"{task_id}: {path}: {error}") from None
+    return Resources(float(cpus) if cpus is not None else None, sizes["memory"], sizes["storage"])
+
+
 def split_solution(text: str) -> tuple[SolutionStep, ...]:
     """The reference solution as the oracle's turns.
 
@@ -182,6 +238,7 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         if (solution_file.is_file())
         else ()
     )
+    resources = read_resources(data, toml_path, task_id)
     tests_dir = path / "tests"
     if sprout.verifier_command is None and not (tests_dir / "test.sh").is_file():
         raise TaskError(
@@ -203,6 +260,9 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         verifier_command=sprout.verifier_command or "bash /tests/test.sh",
         verifier_timeout_s=_timeout(data, "verifier", toml_path, task_id) or 900.0,
         agent_timeout_s=_timeout(data, "agent", toml_path, task_id),
+        cpus=resources.cpus,
+        memory_bytes=resources.memory_bytes,
+        disk_bytes=resources.disk_bytes,
         results=sprout.results,
         required_tests=tuple(sprout.required_tests) if sprout.required_tests else None,
         warnings=setting.warnings,

@@ -234,36 +234,30 @@ def apply_command(patch: str) -> str:
     return f"git apply --verbose <<'{marker}'\n{text}{marker}"
 
 
-def _checkout_steps(record: SweBenchRecord, clone: Path, image: str) -> list[SetupStep]:
+def _checkout_steps(record: SweBenchRecord, clone: Path) -> list[SetupStep]:
     """The repository at base_commit in /testbed, fetched from the clone: no network, and
-    none of the commits after base_commit."""
+    none of the commits after base_commit. No image shows the host's files, so the clone's
+    history is copied in for the fetch and removed before the layer is sealed."""
     commit = record.base_commit
-    steps = []
-    source = str(clone)
-    cleanup = ""
-    if image != "host":
-        # A root-filesystem image does not show the host's files: copy the clone in first.
-        git_dir = ".git" if (clone / ".git").is_dir() else "."
-        steps.append(SetupStep(kind="copy", source=git_dir, destination=COPIED_CLONE))
-        source, cleanup = COPIED_CLONE, f" && rm -rf {COPIED_CLONE}"
+    git_dir = ".git" if (clone / ".git").is_dir() else "."
     fetch = (
         f"git -C {WORKDIR} fetch --quiet --no-tags --upload-pack={shlex.quote(UPLOAD_PACK)} "
-        f"{shlex.quote(source)} {commit}"
+        f"{COPIED_CLONE} {commit}"
     )
     hint = shlex.quote(f"sprout: commit {commit} is not in {clone}: fetch it there")
     missing = f"echo {hint} >&2; exit 1"
-    steps.append(
+    return [
+        SetupStep(kind="copy", source=git_dir, destination=COPIED_CLONE),
         SetupStep(
             kind="run",
             command=(
                 f"git init --quiet {WORKDIR} && {{ {fetch} || {{ {missing}; }}; }}"
                 f" && git -C {WORKDIR} checkout --quiet --detach {commit}"
-                f" && rm -f {WORKDIR}/.git/FETCH_HEAD{cleanup}"
+                f" && rm -f {WORKDIR}/.git/FETCH_HEAD && rm -rf {COPIED_CLONE}"
             ),
             workdir=WORKDIR,
-        )
-    )
-    return steps
+        ),
+    ]
 
 
 def task_from_record(
@@ -276,7 +270,7 @@ def task_from_record(
 ) -> Task:
     """The task of one validated line; `image` is already resolved to "host" or a folder."""
     env = settings.env or {}
-    steps = _checkout_steps(record, clone, image)
+    steps = _checkout_steps(record, clone)
     steps += [
         SetupStep(kind="run", command=c, workdir=WORKDIR, env=env) for c in settings.setup or []
     ]
@@ -286,7 +280,7 @@ def task_from_record(
         instruction=record.problem_statement.strip(),
         image=image,
         setup=tuple(steps),
-        environment_dir=clone if image != "host" else None,
+        environment_dir=clone,
         workdir=WORKDIR,
         env=env,
         network=settings.network is not False,

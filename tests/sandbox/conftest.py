@@ -1,0 +1,92 @@
+"""Running sandboxes as an unprivileged user: the tests run as root and switch to `nobody`
+for a small script that prints what it saw as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+NOBODY = 65534
+
+
+def switch_user_prefix() -> list[str]:
+    """The command prefix that runs a program as `nobody`, or a skip."""
+    if os.geteuid() != 0:
+        pytest.skip("switching to an unprivileged user needs root")
+    if shutil.which("setpriv"):
+        return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    if shutil.which("su"):
+        return ["su", "nobody", "-s", "/bin/sh", "-c"]
+    pytest.skip("neither setpriv nor su is installed")
+
+
+def as_nobody(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    prefix = switch_user_prefix()
+    if prefix[0] == "su":
+        assignments = [f"{k}={v}" for k, v in env.items()]
+        argv = [*prefix, shlex.join(["env", "-i", *assignments, *argv])]
+    else:
+        argv = [*prefix, *argv]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def nobody_home(shared_tmp: Path) -> Path:
+    """A home for `nobody`, where the helper gets built once for this module's tests."""
+    home = shared_tmp / "nobody-home"
+    home.mkdir(exist_ok=True)
+    os.chown(home, NOBODY, NOBODY)
+    return home
+
+
+@pytest.fixture
+def nobody_env(nobody_home: Path, overlay_available: None) -> dict[str, str]:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(nobody_home),
+        "SPROUT_CACHE": str(nobody_home / "cache"),
+        "LANG": "C.UTF-8",
+    }
+    if shutil.which("unshare"):
+        probe = as_nobody(["unshare", "--user", "--map-root-user", "true"], env)
+        if probe.returncode != 0:
+            pytest.skip(f"unprivileged user namespaces are disabled: {probe.stderr.strip()}")
+    elif Path("/proc/sys/user/max_user_namespaces").read_text().strip() == "0":
+        pytest.skip("unprivileged user namespaces are disabled (user.max_user_namespaces=0)")
+    return env
+
+
+@pytest.fixture
+def nobody_dir(shared_tmp: Path, request: pytest.FixtureRequest) -> Path:
+    """A directory `nobody` owns, fresh for each test."""
+    path = shared_tmp / request.node.name.replace("/", "_")
+    path.mkdir()
+    os.chown(path, NOBODY, NOBODY)
+    return path
+
+
+def run_script(script: str, args: list[str], env: dict[str, str]) -> str:
+    result = as_nobody([sys.executable, "-c", script, *args], env)
+    assert result.returncode == 0, f"the script failed as nobody:\n{result.stderr}"
+    return result.stdout
+
+
+@pytest.fixture
+def own_image(nobody_dir: Path, minimal_rootfs: Path) -> Path:
+    """The user's own image: with one uid mapped, files of other owners are read-only inside."""
+    image = nobody_dir / "rootfs"
+    shutil.copytree(minimal_rootfs, image, symlinks=True)
+    subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(image)], check=True)
+    return image
+
+
+def run_in_image(script: str, image: Path, nobody_dir: Path, marker: str, env: dict[str, str]):
+    store_path = nobody_dir / "store"
+    return json.loads(run_script(script, [str(image), str(store_path), marker], env))
