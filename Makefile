@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEBIAN_PACKAGES := gcc libc6-dev libseccomp-dev util-linux python3-pytest python3-pip chromium
+DEBIAN_PACKAGES := gcc libc6-dev libseccomp-dev util-linux btrfs-progs python3-pytest python3-pip chromium
 
 DEMO_RUN := runs/demo
 

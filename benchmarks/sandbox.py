@@ -4,7 +4,10 @@ Run it with `sprout bench sandbox [options]` (or `make bench`). Every figure is
 measured in one process, repeated, and reported as a median (p50) and p90
 beside a baseline measured in the same run:
 
-1. per-call overhead: `sb.run("true")` vs `subprocess.run(["true"])`;
+1. per-call overhead: `sb.run("true")` vs `subprocess.run(["true"])`, and the
+   cost of the jail: the same call without seccomp and without cgroups (as a
+   machine lacking them runs it), and, with `--against SRC`, the same call of
+   another sprout tree (say the commit before the jail) in the same run;
 2. checkpoint: the seal (`checkpoint()` on a durable=False store) after a small
    turn in a 10 MB vs a 2 GB workdir, the durability flush (`flush_tree`) vs a
    plain fsync of as many bytes, and a default durable checkpoint end to end;
@@ -133,6 +136,8 @@ class Context:
     results: dict[str, Any] = field(default_factory=dict)
     checks: list[dict[str, Any]] = field(default_factory=list)
     mode: str | None = None
+    against: str | None = None
+    """Another sprout tree's src/ folder, timed beside this one (--against)."""
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.root, *parts)
@@ -297,6 +302,43 @@ def bench_floor(ctx: Context, when: str) -> None:
 # --------------------------------------------------------------------------- 1. per call
 
 
+AGAINST_SCRIPT = r"""
+import json, sys, tempfile, time
+from sprout.sandbox import LayerStore, Sandbox
+parent, warmup, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+with tempfile.TemporaryDirectory(dir=parent) as scratch:
+    with Sandbox.create(LayerStore(scratch + "/s", durable=False)) as sb:
+        times = []
+        for i in range(warmup + n):
+            start = time.perf_counter()
+            sb.run("true")
+            if i >= warmup:
+                times.append(time.perf_counter() - start)
+print(json.dumps(times))
+"""
+"""`sb.run("true")` timed by another sprout tree (`--against`), in a process of its own."""
+
+
+def _against_series(ctx: Context, source: str, n: int) -> list[float]:
+    done = subprocess.run(
+        [sys.executable, "-c", AGAINST_SCRIPT, ctx.root, str(WARMUP), str(n)],
+        env={**os.environ, "PYTHONPATH": source},
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise BenchError(f"--against {source}: {done.stderr.strip().splitlines()[-1:]}")
+    return [float(t) for t in json.loads(done.stdout)]
+
+
+def _jail_variant(sandbox: Sandbox, whole: tuple[Any, Any], *, seccomp: bool, cgroups: bool):
+    """Run `sandbox`'s next calls as a machine without libseccomp or cgroups runs them
+    (`whole`: the backend's seccomp flag and cgroup with the whole jail)."""
+    backend: Any = sandbox._backend
+    backend.seccomp = whole[0] if seccomp else False
+    backend.cgroup = whole[1] if cgroups else None
+
+
 def bench_calls(ctx: Context) -> None:
     ctx.log("1/5 per-call overhead")
     n = ctx.sizes.repeat * 2
@@ -308,10 +350,22 @@ def bench_calls(ctx: Context) -> None:
     if shm_root is not None:
         on_tmpfs = Sandbox.create(LayerStore(os.path.join(shm_root, "s"), durable=False))
     boxed, boxed_exec, plain, shell, tmpfs_box = [], [], [], [], []
+    bare: dict[str, list[float]] = {"no seccomp": [], "no cgroups": [], "neither": []}
+    variants = {"no seccomp": (False, True), "no cgroups": (True, False), "neither": (False, False)}
+    backend: Any = sb._backend
+    whole = (getattr(backend, "seccomp", False), getattr(backend, "cgroup", None))
     for i in range(WARMUP + n):
         # interleaved, so that drift in the machine's load hits all alike
         t_box, obs = timed(lambda: sb.run("true"))
         must(obs, "run true")
+        if ctx.mode != "copy":
+            for name, (seccomp, cgroups) in variants.items():
+                _jail_variant(sb, whole, seccomp=seccomp, cgroups=cgroups)
+                t_bare, obs = timed(lambda: sb.run("true"))
+                must(obs, f"run true, {name}")
+                if i >= WARMUP:
+                    bare[name].append(t_bare)
+            _jail_variant(sb, whole, seccomp=True, cgroups=True)
         if on_tmpfs is not None:
             t_tmpfs, obs = timed(lambda: on_tmpfs.run("true"))
             must(obs, "run true, store on tmpfs")
@@ -326,6 +380,12 @@ def bench_calls(ctx: Context) -> None:
             boxed_exec.append(t_exec)
             plain.append(t_plain)
             shell.append(t_shell)
+    against: list[float] = []
+    if ctx.against:
+        ctx.log(f"   the same call from {ctx.against}")
+        for _ in range(5):  # alternating with this tree's own calls, five times
+            against += _against_series(ctx, ctx.against, max(n // 5, 1))
+            boxed += [timed(lambda: must(sb.run("true"), "run true"))[0] for _ in range(n // 5)]
     sb.close()
     if on_tmpfs is not None and shm_root is not None:
         on_tmpfs.close()
@@ -375,6 +435,39 @@ def bench_calls(ctx: Context) -> None:
             f"+{fmt_ms(p50(s_exec) - p50(s_plain))}",
         ),
     ]
+    for name, series in bare.items():
+        if not series:
+            continue
+        s_bare = summary(series)
+        ctx.results["per_call"][f"sandbox_run_true_{name.replace(' ', '_')}"] = s_bare
+        ctx.rows.append(
+            Row(
+                section,
+                f'  the jail\'s share: sb.run("true") with {name}',
+                fmt_ms(p50(s_bare)),
+                fmt_ms(p90(s_bare)),
+                f"whole jail {fmt_ms(p50(s_box))}",
+                f"{p50(s_box) - p50(s_bare):+.2f} ms",
+                "",
+                "what that part costs",
+            )
+        )
+    if against:
+        s_against = summary(against)
+        extra = p50(s_box) - p50(s_against)
+        ctx.results["per_call"]["against"] = {"source": ctx.against, "sandbox_run_true": s_against}
+        ctx.rows.append(
+            Row(
+                section,
+                f'  sb.run("true") of the --against tree ({ctx.against})',
+                fmt_ms(p50(s_against)),
+                fmt_ms(p90(s_against)),
+                f"this tree {fmt_ms(p50(s_box))}",
+                f"{extra:+.2f} ms",
+                "<= +3 ms",
+                ctx.target("the jail's cost per call", extra <= 3, f"{extra:+.2f} ms", "<= +3 ms"),
+            )
+        )
     if tmpfs_box:
         s_tmpfs = summary(tmpfs_box)
         ctx.rows.append(
@@ -1122,6 +1215,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=None,
         help="store mode (default: what this machine allows, as LayerStore picks it)",
     )
+    parser.add_argument(
+        "--against",
+        metavar="SRC",
+        help="another sprout tree's src/ folder (e.g. a worktree of an older commit): its "
+        'sb.run("true") is timed in the same run, alternating with this tree\'s',
+    )
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument(
         "--fail-on-miss", action="store_true", help="exit 1 when a target is missed"
@@ -1191,7 +1290,7 @@ def main(argv: list[str]) -> int:
     def log(message: str) -> None:
         print(f"[{time.monotonic() - started:6.1f} s] {message}", file=sys.stderr, flush=True)
 
-    ctx = Context(root=root, sizes=sizes, log=log, mode=args.mode)
+    ctx = Context(root=root, sizes=sizes, log=log, mode=args.mode, against=args.against)
     try:
         ctx.mode = new_store(ctx, "probe").mode
         remove(ctx.path("probe"))

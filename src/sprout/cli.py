@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from sprout.commands import doctor as doctor_command
 from sprout.commands import run as run_command
 from sprout.commands import tasks as tasks_commands
 from sprout.commands import train as train_commands
@@ -161,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     view.set_defaults(func=cmd_view)
 
     run_command.add_parser(commands)
+    doctor_command.add_parser(commands)
     train_commands.add_parsers(commands)
     tasks_commands.add_parser(commands)
     return parser

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from sprout.tasks import LoadedTasks
+
+if TYPE_CHECKING:
+    from sprout.sandbox.isolation import IsolationReport
 
 BAD_INPUT = 2
 
@@ -43,3 +47,36 @@ def usable_tasks(loaded: LoadedTasks, command: str) -> LoadedTasks:
     if not loaded.tasks:
         raise UsageError("no task could be loaded (see the lines above)")
     return loaded
+
+
+def add_isolation_argument(parser: argparse.ArgumentParser) -> None:
+    """--isolation: refuse to run model-written commands on a machine that cannot jail them."""
+    parser.add_argument(
+        "--isolation",
+        choices=("full", "none"),
+        default="full",
+        help="full (default): refuse to start where the sandbox cannot hold (see `sprout "
+        "doctor`); none: run anyway, said on every progress line and in results.json",
+    )
+
+
+def check_isolation(out: str, isolation: str, command: str) -> IsolationReport:
+    """What this machine gives the sandboxes of a run in folder `out`; refuse to go on
+    without a jail unless `--isolation none` (before anything is written), and say what is
+    only warned about (an unenforced disk cap)."""
+    from sprout.sandbox.isolation import probe_isolation
+
+    report = probe_isolation(store_path=out)
+    if not report.holds and isolation != "none":
+        raise UsageError(
+            f"the sandbox cannot hold on this machine (missing: {', '.join(report.missing)}); "
+            "`sprout doctor` says why and what to install; --isolation none runs anyway"
+        )
+    for measure in report.measures:
+        if not measure.ok and (not measure.required or isolation == "none"):
+            print(
+                f"sprout {command}: warning: {measure.name}: {measure.detail} "
+                f"({measure.consequence})",
+                file=sys.stderr,
+            )
+    return report

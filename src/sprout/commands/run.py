@@ -10,7 +10,9 @@ from typing import Any
 from sprout.commands.common import (
     BAD_INPUT,
     UsageError,
+    add_isolation_argument,
     add_task_source_arguments,
+    check_isolation,
     load_task_arguments,
     usable_tasks,
 )
@@ -102,6 +104,7 @@ def add_parser(commands: Any) -> None:
     )
     run.add_argument("--base-url", metavar="URL", help="the OpenAI-compatible server's /v1 URL")
     add_task_source_arguments(run)
+    add_isolation_argument(run)
     run.add_argument("--quiet", action="store_true", help="no progress lines, only the table")
     run.set_defaults(func=cmd_run)
 
@@ -154,17 +157,20 @@ def _run(args: argparse.Namespace) -> int:
     )
     check_settings(settings)
     loaded = usable_tasks(load_task_arguments(args.tasks, args), "run")
+    report = check_isolation(args.out, args.isolation, "run")
     run = open_run(args.out, settings, resume=args.resume)
     try:
-        content = run_tasks(loaded.tasks, run, settings, Progress(quiet=args.quiet))
-        report = _write_report(run)
+        run.store.set_meta("isolation", report.to_json())
+        tag = "" if report.holds else "[NO ISOLATION]"
+        content = run_tasks(loaded.tasks, run, settings, Progress(quiet=args.quiet, tag=tag))
+        page = _write_report(run)
     finally:
         run.close()
     print()
     print(table(content))
     print(f"\nresults: {Path(args.out) / 'results.json'}")
-    if report is not None:
-        print(f"report: {report}")
+    if page is not None:
+        print(f"report: {page}")
     if loaded.errors:
         return BAD_INPUT
     failed = [

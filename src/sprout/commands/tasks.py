@@ -6,7 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-from sprout.commands.common import UsageError, add_task_source_arguments, load_task_arguments
+from sprout.commands.common import (
+    UsageError,
+    add_isolation_argument,
+    add_task_source_arguments,
+    check_isolation,
+    load_task_arguments,
+)
 from sprout.runfolder import RunFolder
 
 
@@ -36,6 +42,7 @@ def add_parser(commands: Any) -> None:
         "--workers", type=int, default=1, metavar="N", help="tasks checked at once (default 1)"
     )
     add_task_source_arguments(check)
+    add_isolation_argument(check)
     check.set_defaults(func=cmd_tasks_check, name="tasks check")
 
 
@@ -55,6 +62,7 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
     print(taskcheck.table_header(width))
     for result in results:
         print(taskcheck.table_row(result, width), flush=True)
+    check_isolation(args.out or tempfile.gettempdir(), args.isolation, "tasks check")
     out = args.out or tempfile.mkdtemp(prefix="sprout-check-")
     run = RunFolder.create(out)
     try:

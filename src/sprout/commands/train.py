@@ -10,7 +10,9 @@ from typing import Any
 from sprout.commands.common import (
     BAD_INPUT,
     UsageError,
+    add_isolation_argument,
     add_task_source_arguments,
+    check_isolation,
     load_task_arguments,
     usable_tasks,
 )
@@ -155,9 +157,11 @@ def _train(args: argparse.Namespace) -> int:
         learner=learner,
     )
     transformers.logging.disable_progress_bar()
+    report = check_isolation(args.out, args.isolation, "train")
     run = RunFolder.create(args.out) if args.resume else RunFolder.create_new(args.out)
     try:
-        history = train(loaded.tasks, run, settings, Progress(quiet=args.quiet))
+        tag = "" if report.holds else "[NO ISOLATION]"
+        history = train(loaded.tasks, run, settings, Progress(quiet=args.quiet, tag=tag))
     except TrainResumeError as error:
         raise UsageError(str(error)) from None
     finally:
@@ -206,5 +210,6 @@ def _train_arguments(train: argparse.ArgumentParser) -> None:
         "--max-new-tokens", type=int, default=256, metavar="N", help="tokens per reply (256)"
     )
     add_task_source_arguments(train)
+    add_isolation_argument(train)
     train.add_argument("--quiet", action="store_true", help="no progress lines")
     train_step.add_learner_arguments(train)

@@ -17,6 +17,8 @@ goes through one ``LayerFormat`` so that both backends share one code path.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import shutil
 import stat
@@ -390,16 +392,36 @@ def merge(
                 place_file(item.path, destination, link_files)
 
 
+FICLONE = 0x40049409
+"""_IOW(0x94, 9, int): share the source's blocks (btrfs, XFS) instead of copying them."""
+
+
+def _clone_or_copy(source: str, destination: str) -> None:
+    with open(source, "rb") as src, open(destination, "wb") as dst:
+        try:
+            fcntl.ioctl(dst.fileno(), FICLONE, src.fileno())
+        except OSError:
+            shutil.copyfileobj(src, dst)
+    shutil.copystat(source, destination, follow_symlinks=False)
+
+
 def place_file(source: str, destination: str, link: bool) -> None:
-    """Put a non-directory entry of a layer at `destination`, keeping its owner and mode."""
+    """Put a non-directory entry of a layer at `destination`, keeping its owner and mode.
+
+    `link` hard-links it; across btrfs subvolumes (where links cannot go) the file
+    is cloned, which shares its blocks just the same."""
     if link:
-        os.link(source, destination, follow_symlinks=False)
-        return
+        try:
+            os.link(source, destination, follow_symlinks=False)
+            return
+        except OSError as error:
+            if error.errno != errno.EXDEV:
+                raise
     st = os.lstat(source)
     if stat.S_ISLNK(st.st_mode):
         os.symlink(os.readlink(source), destination)
     elif stat.S_ISREG(st.st_mode):
-        shutil.copy2(source, destination, follow_symlinks=False)
+        _clone_or_copy(source, destination)
     else:  # fifos, sockets, devices: recreate rather than read from them
         os.mknod(destination, st.st_mode, st.st_rdev)
     # Only root can give a file away; an unprivileged copy keeps its own uid.

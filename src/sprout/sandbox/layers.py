@@ -11,6 +11,8 @@ the whole lower-layer list in one mount option of at most one page):
     h/ID              a hold: an open sandbox writing unsealed layer ID
     r/NAME            a named checkpoint (e.g. a task's cached base layer), kept by GC
     v/DIGEST/         the mask that decides what the `host` image shows (sprout.sandbox.hostview)
+    s/ID/u, s/ID/w    where layers can be capped (btrfs with quotas): a subvolume per layer
+                      holding its files and its overlay workdir; l/ID links to s/ID/u
 
 A checkpoint id is a layer id. Sealing writes the metadata last, atomically,
 so a process killed mid-turn leaves at worst an unsealed directory that GC
@@ -43,6 +45,7 @@ from sprout.sandbox.layerfmt import (
     remove_tree,
     resolve,
 )
+from sprout.sandbox.quota import create_subvolume, disk_cap_support, limit_exclusive_bytes
 from sprout.sandbox.types import SandboxConfig
 
 StoreMode = Literal["root", "rootless", "copy"]
@@ -146,6 +149,8 @@ class LayerStore:
         self.ids: IdRange | None = None
         """As root: the host ids that sandbox ids 0.. are (see sprout.sandbox.idmap)."""
         self.mode = self._open_mode(mode)
+        self.capped = self.mode == "root" and disk_cap_support(self.path).enforced
+        """Layers are subvolumes whose bytes the kernel caps (see sprout.sandbox.quota)."""
         self.format: LayerFormat = (
             MarkerFormat()
             if self.mode == "copy"
@@ -212,6 +217,14 @@ class LayerStore:
                 )
             return self._mask
 
+    def hide_paths(self, paths: Iterable[str | os.PathLike[str]]) -> None:
+        """Add host paths (a task's folder, say) that the `host` image must never show."""
+        added = tuple(os.fspath(p) for p in paths if os.fspath(p) not in self.hidden)
+        if added:
+            with self._mask_lock:
+                self.hidden = (*self.hidden, *added)
+                self._mask = None
+
     def give_to_sandbox_root(self, path: str) -> None:
         """Make files the host wrote into a layer belong to root inside, as Docker's COPY does
         (rootless and copy stores need nothing: the user is root inside already)."""
@@ -225,6 +238,23 @@ class LayerStore:
     def scratch_dir(self, layer_id: str) -> str:
         """Scratch space of an unsealed layer: the overlay workdir and mountpoint live here."""
         return os.path.join(self.path, "w", layer_id)
+
+    def work_dir(self, layer_id: str) -> str:
+        """The overlay workdir of an unsealed layer (in its subvolume when the layer has one:
+        overlayfs renames from it into the upper directory)."""
+        subvolume = os.path.join(self.path, "s", layer_id)
+        if os.path.isdir(subvolume):
+            return os.path.join(subvolume, "w")
+        return os.path.join(self.scratch_dir(layer_id), "w")
+
+    def cap(self, layer_id: str, limit: int) -> bool:
+        """Cap the bytes unsealed layer `layer_id` may hold (0: no cap); False where the
+        store's filesystem cannot enforce it."""
+        subvolume = os.path.join(self.path, "s", layer_id)
+        if not os.path.isdir(subvolume):
+            return False
+        limit_exclusive_bytes(subvolume, limit)
+        return True
 
     def layer(self, layer_id: str) -> Layer:
         """The sealed layer `layer_id`; UnknownCheckpoint when there is none."""
@@ -300,14 +330,33 @@ class LayerStore:
         layer_id = secrets.token_hex(5)
         hold = {"pid": os.getpid(), "start": _process_start(os.getpid()), "parent": parent}
         write_atomically(os.path.join(self.path, "h", layer_id), json.dumps(hold), False)
-        os.mkdir(self.diff_dir(layer_id))
-        self.give_to_sandbox_root(self.diff_dir(layer_id))  # the root directory inside
+        if self.capped:
+            subvolumes = os.path.join(self.path, "s")
+            os.makedirs(subvolumes, exist_ok=True)
+            create_subvolume(subvolumes, layer_id)
+            files = os.path.join(subvolumes, layer_id, "u")
+            os.mkdir(files)
+            os.mkdir(os.path.join(subvolumes, layer_id, "w"))
+            os.symlink(os.path.join("..", "s", layer_id, "u"), self.diff_dir(layer_id))
+        else:
+            files = self.diff_dir(layer_id)
+            os.mkdir(files)
+        self.give_to_sandbox_root(files)  # the root directory inside
         return layer_id
+
+    def _remove_files(self, layer_id: str) -> None:
+        """Delete a layer's files (and its subvolume, where it has one)."""
+        files = self.diff_dir(layer_id)
+        if os.path.islink(files):
+            remove_tree(os.path.join(self.path, "s", layer_id))
+            os.unlink(files)
+        else:
+            remove_tree(files)
 
     def discard(self, layer_id: str) -> None:
         """Drop an unsealed layer and its hold (a sealed layer is left to GC)."""
         if not os.path.exists(os.path.join(self.path, "m", f"{layer_id}.json")):
-            remove_tree(self.diff_dir(layer_id))
+            self._remove_files(layer_id)
         remove_tree(self.scratch_dir(layer_id))
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(self.path, "h", layer_id))
@@ -349,7 +398,8 @@ class LayerStore:
             image=self.image_root(layer.config),
         )
         if self.durable:
-            flush_tree(flat_dir, files=False)
+            # Hard links need no flush; a squash across subvolumes clones instead.
+            flush_tree(flat_dir, files=self.capped)
         flat = Layer(
             flat_id, None, disk_usage(flat_dir), 1, time.time(), layer.config, squash_of=layer.id
         )
@@ -428,7 +478,7 @@ class LayerStore:
             if os.path.exists(meta):
                 os.unlink(meta)
             self._cache.pop(layer_id, None)
-            remove_tree(self.diff_dir(layer_id))
+            self._remove_files(layer_id)
             remove_tree(self.scratch_dir(layer_id))
         for layer_id in dead:
             self.discard(layer_id)

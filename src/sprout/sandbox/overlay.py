@@ -43,6 +43,7 @@ class OverlayBackend:
         """Pick the shell, and make the sandbox's cgroup (where the machine gives sprout one)."""
         self.image_root = "/" if sandbox.config.image == "host" else sandbox.config.image
         self.shell = shell_for(self.image_root)
+        self.store.cap(sandbox.upper, sandbox.config.limits.disk_bytes)
         found = cgroups.support()
         if found.parents:
             limits = sandbox.config.limits
@@ -76,7 +77,8 @@ class OverlayBackend:
         store = self.store
         layer_root = os.path.join(store.path, "l")
         scratch = store.scratch_dir(sandbox.upper)
-        os.makedirs(os.path.join(scratch, "w"), exist_ok=True)
+        work = store.work_dir(sandbox.upper)
+        os.makedirs(work, exist_ok=True)
         os.makedirs(os.path.join(scratch, "m"), exist_ok=True)
         config = sandbox.config
         lowers = store.stack(sandbox.parent)
@@ -88,7 +90,7 @@ class OverlayBackend:
             "--layer-root", layer_root,
             "--lower", ":".join(lowers),
             "--upper", sandbox.upper,
-            "--work", f"{scratch_rel}/w",
+            "--work", os.path.relpath(work, layer_root),
             "--scratch", f"{scratch_rel}/m",
             "--workdir", config.workdir,
             "--nproc", str(limits.processes),
@@ -164,7 +166,9 @@ class OverlayBackend:
         """Nothing to do: the kernel wrote every change into the upper directory already."""
 
     def advance(self, sandbox: OpenLayer, sealed_upper: str) -> None:
-        """Nothing to move: the next call mounts the new upper; the old scratch goes with it."""
+        """The next call mounts the new upper (capped as the old one was); the old scratch
+        goes with it."""
+        self.store.cap(sandbox.upper, sandbox.config.limits.disk_bytes)
 
     def close(self, sandbox: OpenLayer) -> None:
         """Nothing stays mounted between calls; the cgroup goes."""

@@ -104,7 +104,7 @@ class Sandbox:
                 os.makedirs(target, exist_ok=True)
             else:
                 shutil.copytree(files, target, symlinks=True, dirs_exist_ok=True)
-            store.give_to_sandbox_root(store.diff_dir(base))
+            store.give_to_sandbox_root(os.path.realpath(store.diff_dir(base)))
             sealed = store.seal(base, None, config)
         finally:
             store.discard(base)

@@ -15,11 +15,15 @@ from sprout.tree import Attempt
 
 
 class Progress:
-    """Prints events as `[  12.3s] TASK  METHOD  what happened`."""
+    """Prints events as `[  12.3s] TASK  METHOD  what happened`.
 
-    def __init__(self, stream: TextIO | None = None, *, quiet: bool = False) -> None:
+    `tag` heads every line: a run without isolation says so on each of them.
+    """
+
+    def __init__(self, stream: TextIO | None = None, *, quiet: bool = False, tag: str = "") -> None:
         self.stream = stream or sys.stdout
         self.quiet = quiet
+        self.tag = f"{tag} " if tag else ""
         self._started = time.monotonic()
         self._lock = threading.Lock()
 
@@ -28,7 +32,11 @@ class Progress:
             return
         elapsed = time.monotonic() - self._started
         with self._lock:
-            print(f"[{elapsed:7.1f}s] {task_id}  {method}  {text}", file=self.stream, flush=True)
+            print(
+                f"[{elapsed:7.1f}s] {self.tag}{task_id}  {method}  {text}",
+                file=self.stream,
+                flush=True,
+            )
 
     def attempt_done(self, attempt: Attempt, turns: int) -> None:
         """The outcome of a verified (or stopped) attempt, in one line."""

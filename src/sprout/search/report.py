@@ -80,7 +80,12 @@ def results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
             "turns_reused": sum(row["turns_reused"] for row in rows),
             "wall_s": round(sum(s["wall_s"] for s in mine), 3),
         }
-    return {"methods": summary, "tasks": per_task}
+    isolation = run.store.get_meta("isolation")
+    return {
+        "methods": summary,
+        "tasks": per_task,
+        **({"isolation": isolation} if isolation is not None else {}),
+    }
 
 
 def write_results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:

@@ -61,6 +61,9 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
     and its `[environment]` limits, which every fork of it (the agent's
     sandboxes, the verifier's) inherits.
     """
+    layers.hide_paths(
+        p for p in (task.path, task.environment_dir, task.tests_dir) if p is not None
+    )  # its tests and solution above all, from every sandbox of the store
     name = f"base-{re.sub(r'[^A-Za-z0-9._-]', '_', task.id)[:80]}-{_digest(task)}"
     cached = layers.ref(name)
     if cached is not None:

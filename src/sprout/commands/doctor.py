@@ -1,0 +1,60 @@
+"""`sprout doctor`: what isolation this machine gives sandboxes, and what is missing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from sprout.sandbox.isolation import IsolationReport, probe_isolation
+
+
+def add_parser(commands: Any) -> None:
+    doctor = commands.add_parser(
+        "doctor",
+        help="what isolation this machine gives sandboxes; exit 1 when it cannot hold",
+        description="Check each measure of the sandbox's jail on this machine (user "
+        "namespaces and the id range, capabilities, seccomp, /proc masking, cgroups, the "
+        "host image's view, the disk cap of the store's filesystem) and, as root, run one "
+        "call in the jail and read them back from inside. Exit 0 when the sandbox holds, "
+        "1 when a required measure is missing (then `sprout run` refuses to start unless "
+        "given --isolation none).",
+    )
+    doctor.add_argument(
+        "--store",
+        metavar="DIR",
+        help="where the layers will live, for the disk cap (default: the current directory)",
+    )
+    doctor.add_argument("--json", action="store_true", help="the report as JSON")
+    doctor.set_defaults(func=cmd_doctor)
+
+
+def report_lines(report: IsolationReport) -> list[str]:
+    """The report as the terminal shows it: one line per measure, then the verdict."""
+    width = max(len(m.name) for m in report.measures)
+    lines = [
+        f"sandboxes here: {report.mode} ({'copy backend' if report.mode == 'copy' else 'overlay'})"
+    ]
+    for measure in report.measures:
+        status = "ok" if measure.ok else ("MISSING" if measure.required else "warning")
+        lines.append(f"  {status:<8} {measure.name:<{width}}  {measure.detail}")
+        if measure.consequence and not measure.ok:
+            lines.append(f"  {'':<8} {'':<{width}}  -> {measure.consequence}")
+    if report.holds:
+        extra = f" ({len(report.warnings)} warning)" if report.warnings else ""
+        lines.append(f"the sandbox holds{extra}")
+    else:
+        lines.append(
+            f"the sandbox cannot hold: missing {', '.join(report.missing)}; `sprout run` "
+            "refuses to start unless given --isolation none"
+        )
+    return lines
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    report = probe_isolation(store_path=args.store)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print("\n".join(report_lines(report)))
+    return 0 if report.holds else 1

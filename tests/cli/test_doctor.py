@@ -1,0 +1,89 @@
+"""`sprout doctor` and the isolation gate of the commands that run model-written commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from tests.conftest import require_host_image
+from tests.sandbox.conftest import NOBODY, as_nobody
+from tests.taskcheck_helpers import write_task
+
+from sprout.cli import main
+
+MEASURES = [
+    "overlayfs",
+    "user namespace",
+    "capabilities",
+    "seccomp",
+    "/proc and /sys",
+    "cgroups",
+    "host files",
+    "disk cap",
+]
+
+
+@pytest.mark.sandbox
+def test_doctor_as_root_reads_the_jail_back_from_inside(capsys: pytest.CaptureFixture[str]):
+    require_host_image()
+    assert main(["doctor"]) == 0
+    printed = capsys.readouterr().out
+    for name in [*MEASURES, "a call in the jail"]:
+        assert f" {name} " in printed
+    assert "CapEff 00000000a80425fb, NoNewPrivs 1, Seccomp 2" in printed
+    assert printed.rstrip().splitlines()[-1].startswith("the sandbox holds")
+
+
+@pytest.mark.sandbox
+def test_doctor_json_names_a_disk_cap_the_store_cannot_have(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    require_host_image()
+    assert main(["doctor", "--json", "--store", str(tmp_path / "new-store")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["mode"] == "root" and report["holds"] is True and report["missing"] == []
+    disk = next(m for m in report["measures"] if m["name"] == "disk cap")
+    assert disk["required"] is False
+    assert disk["ok"] is (report["warnings"] == [])
+
+
+def sprout_as_nobody(*args: str, home: Path) -> tuple[int, str, str]:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "SPROUT_CACHE": str(home / "cache"),
+        "LANG": "C.UTF-8",
+    }
+    done = as_nobody([sys.executable, "-m", "sprout.cli", *args], env)
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.fixture
+def nobody_place(shared_tmp: Path, request: pytest.FixtureRequest) -> Path:
+    place = shared_tmp / f"doctor-{request.node.name}"
+    place.mkdir()
+    os.chown(place, NOBODY, NOBODY)
+    return place
+
+
+@pytest.mark.sandbox
+def test_without_cgroups_doctor_fails_and_a_run_refuses_to_start(nobody_place, shared_tmp):
+    code, out, _ = sprout_as_nobody("doctor", home=nobody_place)
+    assert code == 1, out
+    assert "MISSING  cgroups" in out and "--isolation none" in out
+    task = write_task(shared_tmp / f"{nobody_place.name}-tasks", "calc")
+    os.system(f"chmod -R a+rX {shared_tmp}")
+    out_dir = nobody_place / "run"
+    arguments = [str(task), "--model", "oracle", "--method", "pass@1", "--out", str(out_dir)]
+    code, _, err = sprout_as_nobody("run", *arguments, home=nobody_place)
+    assert code == 2
+    assert "the sandbox cannot hold on this machine (missing: cgroups)" in err
+    code, out, _ = sprout_as_nobody("run", *arguments, "--isolation", "none", home=nobody_place)
+    starts = [line for line in out.splitlines() if "start:" in line]
+    assert starts and all("[NO ISOLATION]" in line for line in starts), out
+    results = json.loads((out_dir / "results.json").read_text())
+    assert results["isolation"]["holds"] is False
+    assert results["isolation"]["missing"] == ["cgroups"]
