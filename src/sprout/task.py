@@ -55,6 +55,8 @@ class Task(BaseModel):
     workdir: str = "/workspace"
     env: dict[str, str] = Field(default_factory=dict)
     network: bool = True
+    user_namespaces: bool = False
+    """The agent's commands may make user namespaces of their own (off: refused)."""
     solution: tuple[SolutionStep, ...] = ()
     tests_dir: Path | None = None
     """Copied to /tests on the verifier's fork only, never visible to the agent."""

@@ -297,6 +297,24 @@ def test_a_put_through_a_planted_link_stays_inside(overlay_store, tmp_path, mark
     assert not Path("/etc/sprout-probe").exists()
 
 
+def test_user_namespaces_asked_for_stay_inside_the_jail(overlay_store, marker):
+    nested = (
+        "unshare --user --map-root-user --mount sh -c '"
+        f"mount -t tmpfs none /tmp && echo {marker} > /tmp/x && cat /tmp/x; "
+        "umount /proc/sys && echo unmounted; mount -o remount,rw /proc/sys && echo remounted; "
+        "echo 1 > /proc/sys/vm/swappiness && echo written'"
+    )
+    with Sandbox.create(overlay_store) as refused:
+        assert refused.run(nested).output.startswith("unshare: unshare failed")
+    with Sandbox.create(overlay_store, user_namespaces=True) as sandbox:
+        observation = sandbox.run(nested)
+        checkpoint = sandbox.checkpoint(always=True)
+    assert observation.output.splitlines()[0] == marker, observation.output
+    assert not {"unmounted", "remounted", "written"} & set(observation.output.splitlines())
+    with Sandbox.fork(overlay_store, checkpoint) as fork:
+        assert fork.run(nested).output.splitlines()[0] == marker, "forks inherit the choice"
+
+
 ROOTLESS_PROBE = r"""
 import json, sys
 from sprout.sandbox import LayerStore, Sandbox

@@ -53,6 +53,8 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #ifdef SPROUT_SECCOMP
 #include <seccomp.h>
 #endif
@@ -73,8 +75,7 @@ struct options {
     unsigned long map_host, map_count; /* --idmap */
     int rootless;
     int no_network;
-    int seccomp;
-    int nested_userns;        /* let the command create user namespaces of its own */
+    const char *seccomp;      /* a BPF program from --write-seccomp */
     const char *cgroups[MAX_CGROUPS];
     int n_cgroups;
     rlim_t nproc, fsize, cpu, nofile;
@@ -360,11 +361,9 @@ static void set_capabilities(int keep_defaults) {
 
 #ifdef SPROUT_SECCOMP
 /* Denied with EPERM, as a container engine's default profile denies them: they
- * reach the kernel's most privileged or least hardened corners, or let a
- * process leave the jail. Names this libseccomp does not know are skipped. */
+ * reach the kernel's most privileged or least hardened corners. Names this
+ * libseccomp does not know are skipped. */
 static const char *const denied_syscalls[] = {
-    "mount", "umount", "umount2", "pivot_root", "move_mount", "open_tree", "open_tree_attr",
-    "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "setns",
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
     "create_module", "query_module", "get_kernel_syms", "bpf", "perf_event_open",
     "open_by_handle_at", "name_to_handle_at", "keyctl", "add_key", "request_key",
@@ -373,14 +372,30 @@ static const char *const denied_syscalls[] = {
     "quotactl", "quotactl_fd", "nfsservctl", "lookup_dcookie", "vhangup", "iopl", "ioperm",
     "uselib", "_sysctl", "pciconfig_read", "pciconfig_write", "pciconfig_iobase", "vm86",
     "vm86old", "fanotify_init", "kcmp", "io_uring_setup", "io_uring_enter",
-    "io_uring_register", "sethostname", "setdomainname",
-    "process_madvise", "move_pages", "mbind", "set_mempolicy", "migrate_pages",
+    "io_uring_register", "sethostname", "setdomainname", "process_madvise", "move_pages",
+    "mbind", "set_mempolicy", "migrate_pages",
+};
+
+/* Denied unless the sandbox asked for user namespaces of its own: inside one,
+ * these act on the new namespaces only, never on the jail's. */
+static const char *const namespace_syscalls[] = {
+    "mount", "umount", "umount2", "pivot_root", "move_mount", "open_tree", "open_tree_attr",
+    "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "setns",
 };
 
 static const unsigned long namespace_flags[] = {
     CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP,
     CLONE_NEWUSER, 0x00000080 /* CLONE_NEWTIME */,
 };
+
+static void deny_all(scmp_filter_ctx ctx, const char *const *names, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        int nr = seccomp_syscall_resolve_name(names[i]);
+        if (nr == __NR_SCMP_ERROR) continue;
+        /* A syscall absent from every ABI of the filter cannot be called anyway. */
+        (void)seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+    }
+}
 
 /* clone(2) and unshare(2) may not make namespaces: each would bring a fresh
  * set of capabilities and the kernel code that only namespace owners reach. */
@@ -393,9 +408,12 @@ static void deny_namespace_flags(scmp_filter_ctx ctx, int syscall_nr) {
     }
 }
 
-static void load_seccomp(int nested_userns) {
+/* Compiles the filter once (libseccomp takes milliseconds) and writes its BPF
+ * program to `path`; each call then loads the program as it is. */
+static int write_seccomp(const char *path, int nested_userns) {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     uint32_t native = seccomp_arch_native();
+    int fd;
     if (!ctx) die("seccomp_init");
     /* The native ABI's rules also cover the compat ABIs a binary could switch to. */
     if (native == SCMP_ARCH_X86_64) {
@@ -404,13 +422,9 @@ static void load_seccomp(int nested_userns) {
     } else if (native == SCMP_ARCH_AARCH64) {
         if (seccomp_arch_add(ctx, SCMP_ARCH_ARM) < 0) die("seccomp compat architectures");
     }
-    for (size_t i = 0; i < sizeof denied_syscalls / sizeof *denied_syscalls; i++) {
-        int nr = seccomp_syscall_resolve_name(denied_syscalls[i]);
-        if (nr == __NR_SCMP_ERROR) continue;
-        /* A syscall absent from every ABI of the filter cannot be called anyway. */
-        (void)seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-    }
+    deny_all(ctx, denied_syscalls, sizeof denied_syscalls / sizeof *denied_syscalls);
     if (!nested_userns) {
+        deny_all(ctx, namespace_syscalls, sizeof namespace_syscalls / sizeof *namespace_syscalls);
         /* clone3 passes its flags in memory a filter cannot read: it reports
          * ENOSYS, and libc falls back to clone. */
         if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) < 0)
@@ -418,11 +432,31 @@ static void load_seccomp(int nested_userns) {
         deny_namespace_flags(ctx, SCMP_SYS(clone));
         deny_namespace_flags(ctx, SCMP_SYS(unshare));
     }
-    if (seccomp_load(ctx) < 0) die("load the seccomp filter");
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) die("create %s", path);
+    if (seccomp_export_bpf(ctx, fd) < 0 || close(fd) < 0) die("write %s", path);
     seccomp_release(ctx);
-    errno = 0;
+    return 0;
 }
 #endif
+
+/* A BPF program that --write-seccomp wrote, read before the root changes. */
+static struct sock_filter seccomp_program[BPF_MAXINSNS];
+static struct sock_fprog seccomp_filter;
+
+static void read_seccomp(const char *path) {
+    ssize_t n;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) die("open %s", path);
+    n = read(fd, seccomp_program, sizeof seccomp_program);
+    close(fd);
+    if (n <= 0 || n % sizeof *seccomp_program) {
+        errno = EINVAL;
+        die("%s: not a seccomp program", path);
+    }
+    seccomp_filter.len = (unsigned short)(n / sizeof *seccomp_program);
+    seccomp_filter.filter = seccomp_program;
+}
 
 static void set_limit(int resource, rlim_t value) {
     struct rlimit lim = {value, value};
@@ -452,14 +486,8 @@ static void run_command(const struct options *o, int userns) {
     set_limit(RLIMIT_NOFILE, o->nofile);
     set_capabilities(1);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("no_new_privs");
-#ifdef SPROUT_SECCOMP
-    if (o->seccomp) load_seccomp(o->nested_userns);
-#else
-    if (o->seccomp) {
-        errno = ENOSYS;
-        die("--seccomp: this helper was built without libseccomp");
-    }
-#endif
+    if (seccomp_filter.len && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &seccomp_filter, 0, 0) < 0)
+        die("load the seccomp filter %s", o->seccomp);
     /* An agent may delete its own workdir; later calls still run, from /. */
     if (chdir(o->workdir) < 0) {
         fprintf(stderr, "sprout-box: cannot enter %s (%s); running in /\n", o->workdir,
@@ -547,8 +575,6 @@ static void parse(int argc, char **argv, struct options *o) {
         if (!strcmp(flag, "--rootless")) { o->rootless = 1; continue; }
         if (!strcmp(flag, "--no-network")) { o->no_network = 1; continue; }
         if (!strcmp(flag, "--host")) { o->host = 1; continue; }
-        if (!strcmp(flag, "--seccomp")) { o->seccomp = 1; continue; }
-        if (!strcmp(flag, "--nested-userns")) { o->nested_userns = 1; continue; }
         if (!value) { errno = EINVAL; die("%s needs a value", flag); }
         i++;
         if (!strcmp(flag, "--layer-root")) o->layer_root = value;
@@ -558,6 +584,7 @@ static void parse(int argc, char **argv, struct options *o) {
         else if (!strcmp(flag, "--scratch")) o->scratch = value;
         else if (!strcmp(flag, "--workdir")) o->workdir = value;
         else if (!strcmp(flag, "--image")) o->image = value;
+        else if (!strcmp(flag, "--seccomp")) o->seccomp = value;
         else if (!strcmp(flag, "--idmap")) parse_idmap(value, o);
         else if (!strcmp(flag, "--cgroup")) {
             if (o->n_cgroups == MAX_CGROUPS || value[0] != '/') { errno = EINVAL; die("--cgroup %s", value); }
@@ -574,7 +601,8 @@ static void parse(int argc, char **argv, struct options *o) {
         errno = EINVAL;
         die("usage: sprout-box (--idmap HOST:COUNT | --rootless) --layer-root D --lower L "
             "--upper U --work W --scratch S [--image DIR | --host] [--workdir P] "
-            "[--cgroup DIR]... [--seccomp] [--nested-userns] [--no-network] -- COMMAND...");
+            "[--cgroup DIR]... [--seccomp BPF] [--no-network] -- COMMAND...\n"
+            "       sprout-box --write-seccomp BPF [--nested-userns]");
     }
     o->argv = argv + i + 1;
 }
@@ -585,7 +613,16 @@ int main(int argc, char **argv) {
     int userns = -1, status, alive[2];
     pid_t init;
 
+    if (argc >= 3 && !strcmp(argv[1], "--write-seccomp")) {
+#ifdef SPROUT_SECCOMP
+        return write_seccomp(argv[2], argc > 3 && !strcmp(argv[3], "--nested-userns"));
+#else
+        errno = ENOSYS;
+        die("--write-seccomp: this helper was built without libseccomp");
+#endif
+    }
     parse(argc, argv, &o);
+    if (o.seccomp) read_seccomp(o.seccomp);
     /* If the caller dies (kill -9 of the agent process), the call dies with it:
      * otherwise it would go on writing into a layer that GC will free. */
     pid_t caller = getppid();

@@ -33,9 +33,9 @@ class OverlayBackend:
 
     def __init__(self, store: LayerStore) -> None:
         self.store = store
-        build = helper_build()
-        self.helper = build.path
-        self.seccomp = build.seccomp
+        self.build = helper_build()
+        self.helper = self.build.path
+        self.seccomp = self.build.seccomp
         self.image_root: str | None = None
         self.cgroup: cgroups.SandboxCgroup | None = None
 
@@ -102,8 +102,9 @@ class OverlayBackend:
         argv += ["--idmap", str(store.ids)] if store.ids is not None else ["--rootless"]
         for directory in self.cgroup.directories if self.cgroup else []:
             argv += ["--cgroup", directory]
-        if self.seccomp:
-            argv.append("--seccomp")
+        program = self.build.filter_with_userns if config.user_namespaces else self.build.filter
+        if self.seccomp and program is not None:
+            argv += ["--seccomp", program]
         if not config.network:
             argv.append("--no-network")
         return [*argv, "--", self.shell, *shell_arguments]

@@ -18,7 +18,12 @@ FORBIDDEN_IN_PATHS = (":", ",", "\n")
 
 
 def _check_config(
-    image: object, workdir: object, env: object, network: object, limits: object
+    image: object,
+    workdir: object,
+    env: object,
+    network: object,
+    limits: object,
+    user_namespaces: object = False,
 ) -> SandboxConfig:
     if not isinstance(image, str) or not image:
         raise BadArgument("image", f'expected "host" or a directory path, got {image!r}')
@@ -39,12 +44,15 @@ def _check_config(
         raise BadArgument("network", f"expected True or False, got {network!r}")
     if limits is not None and not isinstance(limits, Limits):
         raise BadArgument("limits", f"expected a sprout.sandbox.Limits, got {limits!r}")
+    if not isinstance(user_namespaces, bool):
+        raise BadArgument("user_namespaces", f"expected True or False, got {user_namespaces!r}")
     return SandboxConfig(
         image=image,
         workdir=os.path.normpath(workdir),
         env=dict(env or {}),
         network=network,
         limits=limits or Limits(),
+        user_namespaces=user_namespaces,
     )
 
 
@@ -80,15 +88,17 @@ class Sandbox:
         network: bool = True,
         *,
         limits: Limits | None = None,
+        user_namespaces: bool = False,
     ) -> Sandbox:
         """A sandbox over `image`, with the contents of local directory `files` in `workdir`.
 
         The files go into a base layer of their own, which is checkpoint
-        `sandbox.parent` of the result.
+        `sandbox.parent` of the result. `user_namespaces` lets its commands make
+        user namespaces of their own (its forks inherit it).
         """
         if not isinstance(store, LayerStore):
             raise BadArgument("store", f"expected a LayerStore, got {store!r}")
-        config = _check_config(image, workdir, env, network, limits)
+        config = _check_config(image, workdir, env, network, limits, user_namespaces)
         if config.image == "host" and store.mode == "rootless":
             raise BadArgument(
                 "image",
@@ -132,6 +142,7 @@ class Sandbox:
             config.env if env is None else env,
             config.network if network is None else network,
             limits or config.limits,
+            config.user_namespaces,
         )
         return cls(store, checkpoint_id, config)
 

@@ -101,6 +101,9 @@ class SandboxConfig:
     env: dict[str, str] = field(default_factory=dict)
     network: bool = True
     limits: Limits = field(default_factory=Limits)
+    user_namespaces: bool = False
+    """Let commands make user namespaces of their own (and mount inside them), as a task
+    that runs containers needs; off, seccomp refuses them, as container engines do."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -109,6 +112,7 @@ class SandboxConfig:
             "env": dict(self.env),
             "network": self.network,
             "limits": self.limits.__dict__.copy(),
+            "user_namespaces": self.user_namespaces,
         }
 
     @classmethod
@@ -122,4 +126,5 @@ class SandboxConfig:
             env={str(k): str(v) for k, v in env.items()},
             network=bool(data.get("network", True)),
             limits=Limits.from_json({str(k): v for k, v in limits.items()}),
+            user_namespaces=bool(data.get("user_namespaces", False)),
         )

@@ -25,6 +25,7 @@ def _digest(task: Task) -> str:
                 task.workdir,
                 task.env,
                 task.network,
+                task.user_namespaces,
                 [s.model_dump() for s in task.setup],
                 [task.cpus, task.memory_bytes, task.disk_bytes],
             ],
@@ -68,7 +69,13 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
     cached = layers.ref(name)
     if cached is not None:
         return cached
-    with Sandbox.create(layers, image=task.image, workdir=task.workdir, env=task.env) as sandbox:
+    with Sandbox.create(
+        layers,
+        image=task.image,
+        workdir=task.workdir,
+        env=task.env,
+        user_namespaces=task.user_namespaces,
+    ) as sandbox:
         for number, step in enumerate(task.setup, 1):
             if step.kind == "copy":
                 assert task.environment_dir is not None

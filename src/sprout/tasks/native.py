@@ -42,6 +42,8 @@ class SproutTable(BaseModel):
     setup: list[str] = []
     """Extra shell steps after the Dockerfile's."""
     env: dict[str, str] = {}
+    user_namespaces: bool = False
+    """Let the agent's commands make user namespaces (to run containers of their own)."""
 
 
 def _toml(path: Path, task_id: str) -> dict[str, object]:
@@ -255,6 +257,7 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         workdir=setting.workdir,
         env=setting.env,
         network=sprout.network,
+        user_namespaces=sprout.user_namespaces,
         solution=solution,
         tests_dir=tests_dir if tests_dir.is_dir() else None,
         verifier_command=sprout.verifier_command or "bash /tests/test.sh",
