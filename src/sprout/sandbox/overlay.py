@@ -43,13 +43,16 @@ class OverlayBackend:
         """Pick the shell, and make the sandbox's cgroup (where the machine gives sprout one)."""
         self.image_root = "/" if sandbox.config.image == "host" else sandbox.config.image
         self.shell = shell_for(self.image_root)
-        self.store.cap(sandbox.upper, sandbox.config.limits.disk_bytes)
+        self._cap(sandbox)
         found = cgroups.support()
         if found.parents:
             limits = sandbox.config.limits
             pids = limits.processes + 1 if limits.processes else 0  # the call's init too
             wanted = cgroups.CgroupLimits(limits.memory_bytes, pids, limits.cpus)
-            self.cgroup = cgroups.SandboxCgroup.create(wanted, found)
+            try:
+                self.cgroup = cgroups.SandboxCgroup.create(wanted, found)
+            except OSError as error:
+                raise SandboxSetupFailed(f"the sandbox's cgroup: {error}") from None
 
     def run(self, sandbox: OpenLayer, command: str, timeout: float) -> Observation:
         observation = run_captured(
@@ -169,7 +172,13 @@ class OverlayBackend:
     def advance(self, sandbox: OpenLayer, sealed_upper: str) -> None:
         """The next call mounts the new upper (capped as the old one was); the old scratch
         goes with it."""
-        self.store.cap(sandbox.upper, sandbox.config.limits.disk_bytes)
+        self._cap(sandbox)
+
+    def _cap(self, sandbox: OpenLayer) -> None:
+        try:
+            self.store.cap(sandbox.upper, sandbox.config.limits.disk_bytes)
+        except OSError as error:
+            raise SandboxSetupFailed(f"the disk cap of layer {sandbox.upper}: {error}") from None
 
     def close(self, sandbox: OpenLayer) -> None:
         """Nothing stays mounted between calls; the cgroup goes."""
