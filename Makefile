@@ -14,8 +14,8 @@ DEMO_RUN := runs/demo
 
 demo: install
 	rm -rf $(DEMO_RUN)
-	$(BIN)/sprout run examples/tasks --model oracle-noise --method pass@4,sprout \
-	  --workers 2 --out $(DEMO_RUN)
+	$(BIN)/sprout run examples/tasks --model oracle-noise:errors=trap \
+	  --method pass@4,pass@4-first,shepherd,sprout --workers 2 --out $(DEMO_RUN)
 	@echo "open $(DEMO_RUN)/report.html in a browser (no server needed), or browse the run live:"
 	@echo "  $(BIN)/sprout view $(DEMO_RUN)"
 

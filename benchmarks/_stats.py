@@ -5,11 +5,13 @@ No third-party dependencies: the benchmarks run from a bare checkout.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -158,3 +160,11 @@ def machine_facts(store_dir: str) -> dict[str, object]:
         "store_dir": os.path.realpath(store_dir),
         "store_filesystem": filesystem_of(store_dir),
     }
+
+
+def write_json(path: str, data: dict[str, object]) -> Path:
+    """Write a benchmark's JSON results, making the folder; the path written."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return out

@@ -32,7 +32,6 @@ Results go to a table on stdout and to JSON (`--out`).
 
 import argparse
 import datetime
-import json
 import random
 import shlex
 import sys
@@ -387,9 +386,7 @@ def main(argv: list[str]) -> int:
         "elapsed_s": round(time.monotonic() - started, 1),
         "results": results,
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    out = stats.write_json(args.out, report)
     where = report["gpu"] or f"{facts['cpus']} CPUs ({facts['cpu_model']})"
     print(
         f"sprout bench learner — {report['date']}, {where}, torch {torch.__version__}, "

@@ -1339,9 +1339,7 @@ def main(argv: list[str]) -> int:
         "results": ctx.results,
         "table": [r.__dict__ for r in ctx.rows],
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    out = stats.write_json(args.out, report)
 
     fsinfo = facts["store_filesystem"]
     print(

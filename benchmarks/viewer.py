@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import random
 import shlex
 import sys
@@ -523,9 +522,7 @@ def main(argv: list[str]) -> int:
         "elapsed_s": round(time.monotonic() - started, 1),
         "results": results,
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    out = stats.write_json(args.out, report)
     print(
         f"sprout bench viewer — {report['date']}, {facts['cpus']} CPUs ({facts['cpu_model']}), "
         f"{args.repeat} repeat(s), {report['elapsed_s']:.0f} s"

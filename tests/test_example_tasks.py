@@ -1,14 +1,16 @@
 """The example tasks in examples/tasks: sound, and every wrong variant really is wrong.
 
 `make demo` plays these with oracle-noise, which replaces a step by one of its
-`# wrong:` variants. A variant the hidden tests do not catch would make a
-noisy attempt pass by luck, and one that breaks a later step would make the
-mistake loud instead of silent until the verifier (a later step, the project's
-own tests included, failing): both are checked here.
+`# wrong:` variants, or (trap errors) falls into the step's `# trap:`. A variant
+the hidden tests do not catch would make a noisy attempt pass by luck, and one
+that breaks a later step would make the mistake loud instead of silent until the
+verifier (a later step, the project's own tests included, failing): both are
+checked here, and that the verifier names a trap's `# trap names:` when it fails.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,8 @@ def test_the_examples_load_and_are_shaped_for_the_demo():
         assert not task.solution[0].wrong, f"{task.id}: exploring needs no wrong variant"
         assert sum(bool(step.wrong) for step in task.solution) >= 3, task.id
         assert "pytest" in task.solution[-1].command
+        traps = [step for step in task.solution if step.trap is not None]
+        assert len(traps) == 1 and traps[0].trap_names, f"{task.id}: one trap, with its names"
 
 
 def _play(layers: LayerStore, start: str, commands: list[str]) -> tuple[str, list[int | None]]:
@@ -68,3 +72,6 @@ def test_every_wrong_variant_fails_the_hidden_tests(task_id: str, tmp_path: Path
             assert codes == [0] * len(codes), f"{task_id} step {number}: {variant}: {codes}"
             verdict = run_verifier(task, layers, end, base)
             assert verdict.reward == 0, f"{task_id} step {number} passes with: {variant}"
+            if variant == step.trap:
+                named = json.dumps(verdict.diagnostics.to_json())
+                assert all(name in named for name in step.trap_names), (task_id, named[:500])

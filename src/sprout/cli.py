@@ -113,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser(
         "bench",
-        help="run a benchmark from benchmarks/ (sandbox, learner, viewer)",
+        help="run a benchmark from benchmarks/ (sandbox, search, learner, viewer)",
         description="Run benchmarks/NAME.py; options after NAME go to the benchmark "
         "(try `sprout bench sandbox --help`).",
     )

@@ -37,6 +37,11 @@ class SolutionStep(BaseModel):
 
     command: str
     wrong: tuple[str, ...] = ()
+    trap: str | None = None
+    """A misconception (`# trap:`): a wrong variant that passes every visible check and fails
+    only at the verifier; only the oracle models read it (the simulation's error model)."""
+    trap_names: tuple[str, ...] = ()
+    """What the verifier names when the trap fails (`# trap names:`): a test id, a file."""
 
 
 class Task(BaseModel):

@@ -8,6 +8,7 @@ list, is derived from the stored turns; nothing is ever re-executed to get it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -205,6 +206,29 @@ class RolloutTree:
             raise TreeError(f"attempt {attempt_id!r}: no such attempt in {self.store.path}")
         return found
 
+    def lineage(self, attempt: Attempt) -> str:
+        """A name for `attempt` that does not depend on when it was made: `root2` is the
+        second root of its task and method, `root2>3.1` the first branch of that root at
+        boundary 3. Runs that make the same decisions name their attempts alike, so a
+        resumed run, or the same run again, can draw the same samples (`sample_seed`)."""
+        siblings = [a for a in self.store.attempts(attempt.task_id) if a.method == attempt.method]
+        if attempt.parent_id is None:
+            roots = [a.id for a in siblings if a.kind == "root"]
+            return f"root{roots.index(attempt.id) + 1}"
+        twins = [
+            a.id
+            for a in siblings
+            if a.parent_id == attempt.parent_id and a.boundary == attempt.boundary
+        ]
+        parent = self.lineage(self.attempt(attempt.parent_id))
+        return f"{parent}>{attempt.boundary}.{twins.index(attempt.id) + 1}"
+
+    def sample_seed(self, attempt: Attempt, turn_index: int) -> int:
+        """The seed of turn `turn_index` of `attempt`: its task, lineage and turn, hashed.
+        Methods share it, so root k of each method draws alike (common random numbers)."""
+        name = f"{attempt.task_id}|{self.lineage(attempt)}|{turn_index}"
+        return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") >> 1
+
     def own_turns(self, attempt: Attempt) -> list[Turn]:
         """The turns this attempt executed itself (indexes boundary+1 onwards)."""
         return self.store.turns(attempt.id)
@@ -280,11 +304,14 @@ class RolloutTree:
         Prefix-once counting: an actor call is charged its completion plus the
         part of its prompt beyond the context the previous actor call on the
         same path already held (the shared prefix of a branch is charged once,
-        to the attempt that produced it). Analyst and reviewer calls share no
-        prefix with the tree and are charged in full.
+        to the attempt that produced it). The roots of one task and method share
+        their first prompt (the system prompt and the task): it is charged once,
+        to the first root. Analyst and reviewer calls share no prefix with the
+        tree and are charged in full, their reasoning included.
         """
         calls = self.store.model_calls(task_id=task_id, attempt_id=attempt_id, method=method)
         paths: dict[int, list[Turn]] = {}
+        first_prompts: dict[tuple[str, str], tuple[int, int]] = {}
         spent = 0
         prefix_once = 0
         by_role: dict[str, int] = {}
@@ -296,6 +323,12 @@ class RolloutTree:
             estimated = estimated or call.estimated
             if call.role == "actor" and call.attempt_id is not None and call.turn_index:
                 held = self._context_held(call.attempt_id, call.turn_index, paths)
+                attempt = self.attempt(call.attempt_id)
+                if attempt.parent_id is None and held == 0:  # a root's first call
+                    key = (attempt.task_id, attempt.method)
+                    owner, shared = first_prompts.setdefault(key, (attempt.id, call.prompt_tokens))
+                    if owner != attempt.id:
+                        held = min(shared, call.prompt_tokens)
                 prefix_once += call.completion_tokens + max(call.prompt_tokens - held, 0)
             else:
                 prefix_once += total

@@ -73,10 +73,11 @@ class ScriptedModel:
         temperature: float | None = None,
         logprobs: bool = False,
         tools: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
     ) -> Completion:
         self.seen.append(json.loads(json.dumps(messages)))
         self.calls.append(
-            {"n": n, "temperature": temperature, "logprobs": logprobs, "tools": tools}
+            {"n": n, "temperature": temperature, "logprobs": logprobs, "tools": tools, "seed": seed}
         )
         if not self.replies:
             raise AssertionError(f"the script ran out: call {len(self.seen)} was not scripted")

@@ -8,6 +8,7 @@ import socket
 import pytest
 
 from sprout.agent import ActorConfig
+from sprout.models.config import ModelConfig
 from sprout.models.openai_client import OpenAIModel
 from tests.agent.helpers import World, bash, submit
 from tests.models.chat_server import ChatServer, Reply, completion_body
@@ -22,7 +23,7 @@ def server():
 
 
 def model_for(base_url: str) -> OpenAIModel:
-    return OpenAIModel("m", base_url=base_url, api_key="k", max_retries=0)
+    return OpenAIModel("m", base_url=base_url, api_key="k", options=ModelConfig(max_retries=0))
 
 
 def dead_url() -> str:

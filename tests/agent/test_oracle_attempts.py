@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sprout.models.oracle import OracleModel, OracleNoiseModel, Step
+from sprout.models.oracle import Noise, OracleModel, OracleNoiseModel, Step
 from tests.agent.helpers import World
 
 STEPS = [
@@ -26,7 +26,7 @@ def test_the_oracle_solves_the_task_and_is_stored_as_estimated(world: World):
 
 
 def test_corrective_branches_repair_oracle_noise_mistakes(world: World):
-    model = OracleNoiseModel(STEPS, p=1.0, seed=1)  # every step it may spoil, it spoils
+    model = OracleNoiseModel(STEPS, noise=Noise(p=1.0, seed=1))  # it spoils every step it may
     actor = world.actor(model)
     root = actor.run(world.root(actor))
     assert root.status == "submitted"
@@ -37,7 +37,8 @@ def test_corrective_branches_repair_oracle_noise_mistakes(world: World):
     ]
     assert "OK" not in world.shell(world.tree.checkpoint(root), CHECK)
 
-    # A branch from checkpoint 0 starts with step 1; the model obeys and plays step 2.
+    # A branch from checkpoint 0 starts with step 1; the model goes on to step 2, and
+    # draws its noise there too: with p=1 it plays the wrong variant, then skips step 3.
     first = actor.run(
         world.tree.branch(root, 0, f"Package first.\n\n```bash\n{STEPS[0].command}\n```")
     )
@@ -45,13 +46,15 @@ def test_corrective_branches_repair_oracle_noise_mistakes(world: World):
     assert [t.author for t in turns] == ["reviewer", "actor", "actor"]
     assert [t.calls[0].command for t in turns] == [
         STEPS[0].command,
-        STEPS[1].command,
+        STEPS[1].wrong[0],
         "echo SPROUT_SUBMIT",
     ]
     assert "OK" not in world.shell(world.tree.checkpoint(first), CHECK)
 
-    # A branch of that branch, just before its early submit, adds step 3 and passes.
-    second = actor.run(world.tree.branch(first, 2, f"```bash\n{STEPS[2].command}\n```"))
-    assert second.status == "submitted"
-    assert world.shell(world.tree.checkpoint(second), CHECK) == GOOD
-    assert [t.attempt_id for t in world.tree.path(second)][:2] == [first.id, first.id]
+    # Branches that correct one step each, from the turn before each mistake, compose.
+    second = actor.run(world.tree.branch(first, 1, f"```bash\n{STEPS[1].command}\n```"))
+    assert [t.calls[0].command for t in world.tree.own_turns(second)][-1] == "echo SPROUT_SUBMIT"
+    third = actor.run(world.tree.branch(second, 2, f"```bash\n{STEPS[2].command}\n```"))
+    assert third.status == "submitted"
+    assert world.shell(world.tree.checkpoint(third), CHECK) == GOOD
+    assert [t.attempt_id for t in world.tree.path(third)][:3] == [first.id, second.id, third.id]

@@ -8,6 +8,7 @@ import socket
 import pytest
 
 from sprout.models import ModelError
+from sprout.models.config import ModelConfig
 from sprout.models.openai_client import OpenAIModel
 from tests.models.chat_server import ChatServer, Reply, completion_body
 
@@ -21,7 +22,9 @@ def server():
 
 
 def model_for(server: ChatServer, **kwargs) -> OpenAIModel:
-    return OpenAIModel("test-model", base_url=server.base_url, api_key="k", **kwargs)
+    return OpenAIModel(
+        "test-model", base_url=server.base_url, api_key="k", options=ModelConfig(**kwargs)
+    )
 
 
 def test_usage_comes_from_the_server(server):
@@ -123,7 +126,7 @@ def test_unknown_model_is_named(server):
 def test_slow_reply_times_out(server):
     server.replies.append(Reply(delay_s=2.0))
     with pytest.raises(ModelError) as raised:
-        model_for(server, timeout=0.3, max_retries=0).complete(MESSAGES)
+        model_for(server, timeout_s=0.3, max_retries=0).complete(MESSAGES)
     assert raised.value.kind == "unreachable"
 
 
@@ -131,7 +134,8 @@ def test_unreachable_server_is_a_clear_error():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    model = OpenAIModel("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0)
+    url = f"http://127.0.0.1:{port}/v1"
+    model = OpenAIModel("m", base_url=url, api_key="k", options=ModelConfig(max_retries=0))
     with pytest.raises(ModelError, match=str(port)) as raised:
         model.complete(MESSAGES)
     assert raised.value.kind == "unreachable"
@@ -144,3 +148,21 @@ def test_model_strings_resolve_or_name_the_bad_one(server):
     assert model.complete(MESSAGES).text == "ok"
     with pytest.raises(ModelError, match="'nonsense/x'"):
         resolve_model("nonsense/x")
+
+
+def test_the_model_table_sets_reply_length_and_extra_fields() -> None:
+    with ChatServer() as server:
+        server.replies.append(Reply(body=completion_body("hi")))
+        options = {"max_tokens": 64, "extra_body": {"chat_template_kwargs": {"a": False}}}
+        model_for(server, **options).complete(MESSAGES, seed=7)
+        (request,) = server.requests
+    assert request["max_tokens"] == 64 and request["seed"] == 7
+    assert request["chat_template_kwargs"] == {"a": False}
+
+
+def test_no_server_named_and_no_key_for_the_official_one_is_refused(monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ModelError, match="no --base-url") as raised:
+        OpenAIModel("m")
+    assert raised.value.kind == "bad_input"

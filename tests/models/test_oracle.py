@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import copy
 import re
-import threading
-from collections import Counter
 
 import pytest
 
@@ -13,6 +11,7 @@ from sprout.models import ModelError
 from sprout.models.estimate import estimate_tokens
 from sprout.models.oracle import (
     SUBMIT_COMMAND,
+    Noise,
     OracleModel,
     OracleNoiseModel,
     Step,
@@ -139,15 +138,19 @@ def test_a_corrective_turn_with_neither_leaves_the_position_alone():
     assert next_step(messages, STEPS) == 1
 
 
+def noisy(steps=STEPS, **fields) -> OracleNoiseModel:
+    return OracleNoiseModel(steps, noise=Noise(**fields))
+
+
 def test_noise_with_p_zero_is_the_oracle():
-    noisy = OracleNoiseModel(STEPS, p=0, seed=7)
-    assert noisy.name == "oracle-noise:p=0,seed=7"
+    model = noisy(p=0, seed=7)
+    assert model.name == "oracle-noise:p=0,seed=7"
     for _ in range(3):
-        assert run_attempt(noisy) == run_attempt(OracleModel(STEPS))
+        assert run_attempt(model) == run_attempt(OracleModel(STEPS))
 
 
 def test_noise_with_p_one_skips_steps_without_wrong_variants():
-    commands, messages = run_attempt(OracleNoiseModel(STEPS, p=1))
+    commands, messages = run_attempt(noisy(p=1))
     # Step 1 is skipped (step 2 runs), then step 3 is skipped (step 4 runs).
     assert commands == [COMMANDS[1], COMMANDS[3], SUBMIT_COMMAND]
     labels = [m["content"].split("\n")[0] for m in messages if m["role"] == "assistant"]
@@ -160,7 +163,7 @@ def test_noise_with_p_one_skips_steps_without_wrong_variants():
 
 def test_noise_with_p_one_plays_wrong_variants():
     steps = [Step(c, wrong=(f"{c} --wrong-a", f"{c} --wrong-b")) for c in COMMANDS]
-    commands, messages = run_attempt(OracleNoiseModel(steps, p=1, seed=3))
+    commands, messages = run_attempt(noisy(steps, p=1, seed=3))
     assert len(commands) == len(COMMANDS) + 1
     for command, right in zip(commands, COMMANDS, strict=False):
         assert command in (f"{right} --wrong-a", f"{right} --wrong-b")
@@ -169,70 +172,87 @@ def test_noise_with_p_one_plays_wrong_variants():
     assert commands[-1] == SUBMIT_COMMAND
 
 
-def test_noise_resumes_from_a_corrective_turn():
-    model = OracleNoiseModel(STEPS, p=1)
+def test_noise_is_drawn_after_a_corrective_turn_too():
+    model = noisy(p=1)
     messages = copy.deepcopy(START)
     assert observe(messages, model.complete(messages).text) == COMMANDS[1]  # skipped step 1
     messages.append(foreign(f"I skipped a step.\n\n{FENCE}bash\n{COMMANDS[0]}\n{FENCE}"))
     messages.append({"role": "user", "content": "(exit 0)"})
-    # The step after a correction is played as the reference does, even with p=1;
-    # the one after that may go wrong again.
-    assert observe(messages, model.complete(messages).text) == COMMANDS[1]
-    assert command_of(model.complete(messages).text) == COMMANDS[3]
+    # The corrective turn did step 1; step 2 comes next, and with p=1 it is skipped too.
+    assert command_of(model.complete(messages).text) == COMMANDS[2]
 
 
-def test_same_seed_and_calls_reproduce_across_fresh_instances():
-    def session(model):
-        return [run_attempt(model) for _ in range(4)]
-
-    first = session(OracleNoiseModel(STEPS, p=0.5, seed=11))
-    assert first == session(OracleNoiseModel(STEPS, p=0.5, seed=11))
-
-
-def test_independent_roots_can_differ_and_reproduce():
-    def two_roots(seed):
-        model = OracleNoiseModel(STEPS, p=0.3, seed=seed)
-        return run_attempt(model)[0], run_attempt(model)[0]
-
-    differing = [seed for seed in range(1, 51) if len(set(map(tuple, two_roots(seed)))) == 2]
-    assert differing, "no seed in 1..50 gives two different roots"
-    seed = differing[0]
-    first, second = two_roots(seed)
-    assert first != second
-    assert two_roots(seed) == (first, second)
+def test_a_call_seed_names_the_draw_and_nothing_is_kept_between_calls():
+    steps = [Step(c, wrong=tuple(f"{c} --w{k}" for k in range(5))) for c in COMMANDS]
+    model = noisy(steps, p=0.5, seed=4)
+    by_seed = {seed: model.complete(START, seed=seed).text for seed in range(40)}
+    assert len(set(by_seed.values())) > 1, "different call seeds never drew apart"
+    fresh = noisy(steps, p=0.5, seed=4)
+    assert all(fresh.complete(START, seed=s).text == text for s, text in by_seed.items())
+    assert model.complete(START).text == model.complete(START).text, "no counter moves"
+    other = noisy(steps, p=0.5, seed=5)
+    assert any(other.complete(START, seed=s).text != t for s, t in by_seed.items())
 
 
-def test_n_choices_take_consecutive_draws():
+def test_n_choices_are_draws_of_one_call():
     steps = [Step(c, wrong=(f"{c} --w1", f"{c} --w2", f"{c} --w3")) for c in COMMANDS]
-    together = OracleNoiseModel(steps, p=0.5, seed=2).complete(START, n=6)
-    one_by_one = OracleNoiseModel(steps, p=0.5, seed=2)
-    assert [c.text for c in together.choices] == [one_by_one.complete(START).text for _ in range(6)]
+    together = noisy(steps, p=0.5, seed=2).complete(START, n=6, seed=9)
+    again = noisy(steps, p=0.5, seed=2).complete(START, n=6, seed=9)
+    assert together.choices == again.choices
+    assert len({c.text for c in together.choices}) > 1
     assert OracleModel(STEPS).complete(START, n=3).choices == (
         OracleModel(STEPS).complete(START).choices * 3
     )
 
 
-def test_draws_are_counted_safely_across_threads():
-    steps = [Step(c, wrong=tuple(f"{c} --w{k}" for k in range(5))) for c in COMMANDS]
-    sequential = OracleNoiseModel(steps, p=0.5, seed=4)
-    expected = Counter(sequential.complete(START).text for _ in range(200))
-    shared = OracleNoiseModel(steps, p=0.5, seed=4)
-    replies: list[str] = []
-
-    def worker():
-        for _ in range(25):
-            text = shared.complete(START).text
-            replies.append(text)
-
-    threads = [threading.Thread(target=worker) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert Counter(replies) == expected
+TRAPPED = [
+    Step(COMMANDS[0]),
+    Step(COMMANDS[1], trap="echo hallo > out/a.txt", trap_names=("test_greeting", "a.txt")),
+    *STEPS[2:],
+]
 
 
-@pytest.mark.parametrize("model", [OracleModel(STEPS), OracleNoiseModel(STEPS, p=0.5)])
+def test_a_trap_is_fallen_into_with_probability_q_by_fresh_attempts():
+    fell = [
+        run_attempt_with_seed(noisy(TRAPPED, errors="trap", q=0.5, p=0), seed)[1]
+        == "echo hallo > out/a.txt"
+        for seed in range(60)
+    ]
+    assert 15 < sum(fell) < 45
+    always = noisy(TRAPPED, errors="trap", q=1, p=0)
+    assert run_attempt(always)[0][1] == "echo hallo > out/a.txt"
+    assert run_attempt(noisy(TRAPPED, errors="trap", q=0, p=0)) == run_attempt(OracleModel(STEPS))
+
+
+def test_a_turn_that_names_what_the_verifier_named_warns_an_attempt_off_the_trap():
+    model = noisy(TRAPPED, errors="trap", q=1, p=0)
+    messages = copy.deepcopy(START)
+    observe(messages, model.complete(messages).text)
+    warned = copy.deepcopy(messages)
+    warned.append(foreign(f"TEST_GREETING failed last time.\n\n{FENCE}bash\nls\n{FENCE}"))
+    warned.append({"role": "user", "content": "(exit 0)"})
+    assert command_of(model.complete(warned).text) == COMMANDS[1]
+    unrelated = copy.deepcopy(messages)
+    unrelated.append(foreign(f"Something failed.\n\n{FENCE}bash\nls\n{FENCE}"))
+    unrelated.append({"role": "user", "content": "(exit 0)"})
+    assert command_of(model.complete(unrelated).text) == "echo hallo > out/a.txt"
+    own = copy.deepcopy(messages)
+    own.append({"role": "user", "content": "test_greeting is mentioned by an observation"})
+    assert command_of(model.complete(own).text) == "echo hallo > out/a.txt"
+
+
+def run_attempt_with_seed(model, seed: int) -> list[str]:
+    messages = copy.deepcopy(START)
+    commands = []
+    for turn in range(20):
+        command = observe(messages, model.complete(messages, seed=seed * 100 + turn).text)
+        commands.append(command)
+        if command == model.submit_command:
+            return commands
+    raise AssertionError(commands)
+
+
+@pytest.mark.parametrize("model", [OracleModel(STEPS), noisy(p=0.5)])
 def test_token_counts_are_estimates_and_there_are_no_logprobs(model):
     messages = [*START, {"role": "assistant", "content": None, "tool_calls": []}]
     completion = model.complete(messages, n=2, logprobs=True, temperature=0.9, tools=[])
@@ -248,11 +268,13 @@ def test_token_counts_are_estimates_and_there_are_no_logprobs(model):
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
-        ("oracle-noise", (0.3, 1)),
-        ("oracle-noise:p=0.5", (0.5, 1)),
-        ("oracle-noise:seed=9", (0.3, 9)),
-        ("oracle-noise:p=1,seed=-2", (1.0, -2)),
-        ("oracle-noise:seed=3, p=0", (0.0, 3)),
+        ("oracle-noise", Noise("independent", 0.3, 0.8, 1)),
+        ("oracle-noise:p=0.5", Noise("independent", 0.5, 0.8, 1)),
+        ("oracle-noise:seed=9", Noise("independent", 0.3, 0.8, 9)),
+        ("oracle-noise:p=1,seed=-2", Noise("independent", 1.0, 0.8, -2)),
+        ("oracle-noise:seed=3, p=0", Noise("independent", 0.0, 0.8, 3)),
+        ("oracle-noise:errors=trap", Noise("trap", 0.1, 0.8, 1)),
+        ("oracle-noise:errors=trap,q=0.5,p=0,seed=2", Noise("trap", 0.0, 0.5, 2)),
     ],
 )
 def test_noise_specs_parse(spec, expected):
@@ -266,7 +288,9 @@ def test_noise_specs_parse(spec, expected):
         ("oracle-noise:p=nan", "p must be in [0, 1]"),
         ("oracle-noise:p=lots", "p must be a number in [0, 1]"),
         ("oracle-noise:seed=1.5", "seed must be an integer"),
-        ("oracle-noise:q=1", "unknown option 'q'"),
+        ("oracle-noise:r=1", "unknown option 'r'"),
+        ("oracle-noise:q=3", "q must be in [0, 1]"),
+        ("oracle-noise:errors=often", "errors must be independent or trap"),
         ("oracle-noise:p", "p needs a value"),
         ("oracle-noise:p=0.1,", "unknown option ''"),
         ("oracle-noise:p=0.1,p=0.2", "p is given twice"),
@@ -300,14 +324,14 @@ def test_unknown_specs_list_the_oracles():
     with pytest.raises(ModelError, match=r"'oracle-nosie'.*oracle, oracle-noise"):
         resolve_model("oracle-nosie", steps=COMMANDS)
     with pytest.raises(ModelError, match="oracle-noise"):
-        OracleNoiseModel(STEPS, p=-0.1)
+        noisy(p=-0.1)
 
 
 def test_noise_ignores_what_observations_say():
     """Observations carry timestamps and timings; the same decisions must replay anyway."""
 
     def session(stamp: str) -> list[str]:
-        model = OracleNoiseModel(STEPS, p=0.5, seed=4)
+        model = noisy(p=0.5, seed=4)
         messages = copy.deepcopy(START)
         commands = []
         for _ in range(len(STEPS) + 1):

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sprout.models.config import ModelConfig
 from sprout.models.openai_client import OpenAIModel
 from sprout.task import SolutionStep, Task
 from sprout.tree import Attempt, ModelCallRecord
@@ -68,7 +69,7 @@ def finish(world: World, attempt: Attempt, found: dict[str, Any] | None = None) 
 
 def model_for(base_url: str) -> OpenAIModel:
     """The real client, with its own HTTP retries off (the roles' retries are under test)."""
-    return OpenAIModel("m", base_url=base_url, api_key="k", max_retries=0)
+    return OpenAIModel("m", base_url=base_url, api_key="k", options=ModelConfig(max_retries=0))
 
 
 def answer(content: str | dict[str, Any], prompt_tokens: int = 100) -> Reply:

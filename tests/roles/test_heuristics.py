@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sprout.roles import Analysis, candidate_boundaries
-from sprout.roles.heuristics import heuristic_review, reference_turn, traceback_files
+from sprout.roles.heuristics import heuristic_review, traceback_files, warning_turn
 from sprout.roles.touched import turn_files
 from sprout.tree import Attempt
 from tests.agent.helpers import ScriptedModel, World, bash, submit
@@ -112,29 +112,48 @@ def test_plans_spread_over_recent_attempts_best_boundaries_first_skipping_tried_
     parents = [_attempt(3), _attempt(5), _attempt(7)]
     analyses = {3: _analysis(3, 4, 2), 5: _analysis(5, 6, 1, 0), 7: _analysis(7, 2)}
     review = heuristic_review(
-        parents, analyses, branches=4, tried=[(5, 6)], solution=[], reason="oracle"
+        parents, analyses, branches=4, tried=[(5, 6)], workdir="/app", reason="oracle"
     )
     assert [(p.parent_id, p.boundary) for p in review.plans] == [(7, 2), (3, 4), (5, 1), (3, 2)]
-    assert all(p.starting_turn is None for p in review.plans)
+    assert all("Let me look at this again" in str(p.starting_turn) for p in review.plans)
     assert review.source == "heuristic" and review.fallback_reason == "oracle"
 
 
 def test_plans_cycle_when_there_are_fewer_pairs_than_branches_and_reuse_tried_ones_last():
     review = heuristic_review(
-        [_attempt(2)], {2: _analysis(2, 1, 0)}, branches=3, tried=[], solution=[], reason="r"
+        [_attempt(2)], {2: _analysis(2, 1, 0)}, branches=3, tried=[], workdir="/app", reason="r"
     )
     assert [(p.parent_id, p.boundary) for p in review.plans] == [(2, 1), (2, 0), (2, 1)]
     everything_tried = heuristic_review(
-        [_attempt(2)], {2: _analysis(2, 1)}, branches=2, tried=[(2, 1)], solution=[], reason="r"
+        [_attempt(2)], {2: _analysis(2, 1)}, branches=2, tried=[(2, 1)], workdir="/app", reason="r"
     )
     assert [(p.parent_id, p.boundary) for p in everything_tried.plans] == [(2, 1), (2, 1)]
-    no_analysis = heuristic_review([_attempt(4)], {}, branches=1, tried=[], solution=[], reason="")
+    no_analysis = heuristic_review(
+        [_attempt(4)], {}, branches=1, tried=[], workdir="/app", reason=""
+    )
     assert [(p.parent_id, p.boundary) for p in no_analysis.plans] == [(4, 0)]
 
 
-def test_a_reference_solution_gives_the_step_after_the_boundary():
-    solution = ["mkdir pkg", "touch pkg/a.py", "echo ok"]
-    assert reference_turn(solution, 0) == "Let me redo step 1 properly.\n\n```bash\nmkdir pkg\n```"
-    assert "step 3 properly.\n\n```bash\necho ok\n```" in str(reference_turn(solution, 2))
-    assert "step 3 properly" in str(reference_turn(solution, 9))  # past the end: the last step
-    assert reference_turn([], 0) is None
+def test_a_warning_turn_says_what_the_verifier_found_and_nothing_else():
+    diagnostics = {
+        "tests": [
+            {
+                "name": "tests/test_ops.py::test_add",
+                "outcome": "failed",
+                "message": 'File "/app/calc/ops.py", line 2, in add\nAssertionError: 5 != -1',
+            },
+            {"name": "tests/test_ops.py::test_sub", "outcome": "passed", "message": ""},
+            {"name": "tests/test_ops.py::test_mul", "outcome": "error", "message": ""},
+        ],
+        "summary": "1 of 3 tests passed",
+    }
+    turn = warning_turn(diagnostics, "/app")
+    assert turn.startswith(
+        "The checks that failed: tests/test_ops.py::test_add, tests/test_ops.py::test_mul "
+        '(File "/app/calc/ops.py", line 2, in add). Their traces point at /app/calc/ops.py.'
+    )
+    assert turn.endswith("```bash\ncat /app/calc/ops.py\n```")
+    assert "test_sub" not in turn
+    bare = warning_turn({"tests": [], "summary": "the verifier failed: timeout"}, "/app")
+    assert bare.startswith("The result was not accepted: the verifier failed: timeout.")
+    assert bare.endswith("```bash\nls -la /app\n```")

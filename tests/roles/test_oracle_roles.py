@@ -1,6 +1,6 @@
-"""The oracles served by the heuristic roles: estimated tokens, reference-step starting turns
-that the oracle follows, and the whole loop (actor, verifier, analyst, reviewer, branch) with
-`oracle-noise` on a real sandbox."""
+"""The oracles served by the heuristic roles: estimated tokens, starting turns made of the
+verifier's findings alone, and the whole loop (actor, verifier, analyst, reviewer, branch)
+with `oracle-noise`'s trap errors on a real sandbox."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sprout.models.estimate import estimate_tokens
-from sprout.models.oracle import OracleModel, OracleNoiseModel, Step, next_step
+from sprout.models.oracle import Noise, OracleModel, OracleNoiseModel, Step, next_step
 from sprout.roles import Analyst, Reviewer
 from sprout.roles.touched import turn_files
 from sprout.task import SolutionStep, Task
@@ -24,14 +24,20 @@ pytestmark = pytest.mark.sandbox
 
 STEPS = [
     Step("mkdir -p pkg && touch pkg/__init__.py"),
-    Step("echo 'FACTOR = 2' > pkg/conf.py", wrong=("echo 'FACTOR = 3' > pkg/conf.py",)),
+    Step(
+        "echo 'FACTOR = 2' > pkg/conf.py",
+        wrong=("echo 'FACTOR = 3' > pkg/conf.py",),
+        trap="echo 'FACTOR = 3' > pkg/conf.py",
+        trap_names=("check.py",),  # the verifier's traceback names /tests/check.py
+    ),
     Step("printf 'from pkg.conf import FACTOR\\ndouble = lambda x: x * FACTOR\\n' > pkg/calc.py"),
 ]
 CHECK = """\
 import sys
 sys.path.insert(0, "/workspace")
 from pkg.calc import double
-assert double(2) == 4, double(2)
+value = double(2)
+assert value == 4, value
 print("ok")
 """
 
@@ -46,7 +52,10 @@ def make_task(world: World, tmp_path: Path) -> Task:
         path=tmp_path,
         instruction="Make pkg.calc.double(2) return 4.",
         workdir=world.workdir,
-        solution=tuple(SolutionStep(command=s.command, wrong=s.wrong) for s in STEPS),
+        solution=tuple(
+            SolutionStep(command=s.command, wrong=s.wrong, trap=s.trap, trap_names=s.trap_names)
+            for s in STEPS
+        ),
         tests_dir=tests,
         results="exit-code",
         verifier_timeout_s=60,
@@ -61,55 +70,43 @@ def verify(world: World, task: Task, attempt: Attempt) -> Attempt:
     return world.tree.attempt(attempt.id)
 
 
-def test_the_loop_repairs_oracle_noise_mistakes_with_reference_turns(world: World, tmp_path):
+def test_the_loop_escapes_a_trap_from_the_verifiers_findings_alone(world: World, tmp_path):
     task = make_task(world, tmp_path)
-    model = OracleNoiseModel(STEPS, p=1.0, seed=1)  # every step it can spoil, it spoils
+    model = OracleNoiseModel(STEPS, noise=Noise(errors="trap", q=1, p=0))  # always falls in
     actor = world.actor(model)
     analyst = Analyst(model, world.tree, world.layers)
     reviewer = Reviewer(model, world.tree, layers=world.layers)
 
-    # The root skips step 1, so step 2 finds no pkg/ and changes nothing; then it submits.
     root = verify(world, task, actor.run(world.root(actor, task.instruction)))
-    assert root.reward == 0
-    first = analyst.analyse(task, root)
-    assert first.source == "heuristic" and first.boundaries == (0,)
+    assert root.reward == 0 and "/tests/check.py" in json.dumps(root.diagnostics)
+    analysis = analyst.analyse(task, root)
+    assert analysis.source == "heuristic" and analysis.boundaries == (2, 1, 0)
     assert (
-        first.fallback_reason
+        analysis.fallback_reason
         == f"{model.name} replays a reference solution and writes no analyses or reviews"
     )
-
     review = reviewer.review(
-        task, method="sprout", round=1, branches=1, candidates=[root], analyses={root.id: first}
+        task, method="sprout", round=1, branches=2, candidates=[root],
+        analyses={root.id: analysis},
+    )  # fmt: skip
+    assert [(plan.parent_id, plan.boundary) for plan in review.plans] == [
+        (root.id, 2),
+        (root.id, 1),
+    ]
+    for plan in review.plans:
+        assert "/tests/check.py" in str(plan.starting_turn)
+        assert not any(step.command in str(plan.starting_turn) for step in STEPS)
+    late, early = (
+        verify(world, task, actor.run(world.tree.branch(root, p.boundary, p.starting_turn)))
+        for p in review.plans
     )
-    [plan] = review.plans
-    assert (plan.parent_id, plan.boundary) == (root.id, 0)
-    assert plan.starting_turn == f"Let me redo step 1 properly.\n\n```bash\n{STEPS[0].command}\n```"
-    branch = world.tree.branch(root, 0, plan.starting_turn, round=1, method="sprout")
-    branch = verify(world, task, actor.run(branch))
-    assert branch.reward == 0  # it obeyed (step 2 right) and then skipped step 3
-    second = analyst.analyse(task, branch)
-    assert second.boundaries == (1, 0)  # before the latest workdir edits, latest first
-
-    # Round 2 skips the pair already tried (root, 0) and redoes step 2 after boundary 1.
-    review = reviewer.review(
-        task,
-        method="sprout",
-        round=2,
-        branches=1,
-        candidates=[root, branch],
-        analyses={root.id: first, branch.id: second},
-    )
-    [plan] = review.plans
-    assert (plan.parent_id, plan.boundary) == (branch.id, 1)
-    assert f"redo step 2 properly.\n\n```bash\n{STEPS[1].command}\n```" in str(plan.starting_turn)
-    fixed = world.tree.branch(branch, 1, plan.starting_turn, round=2, method="sprout")
-    fixed = verify(world, task, actor.run(fixed))
-    assert fixed.reward == 1
+    assert late.reward == 0, "the trap lies in the prefix the branch keeps"
+    assert early.reward == 1, "warned by the verifier's findings, the branch avoids the trap"
 
     # The roles were charged estimated tokens, like the oracle's own turns.
     charged = calls(world, "analyst") + calls(world, "reviewer")
-    assert len(charged) == 4 and all(c.estimated for c in charged)
-    assert [c.method for c in charged] == ["", "sprout", "sprout", "sprout"]  # as the attempts
+    assert len(charged) == 2 and all(c.estimated for c in charged)
+    assert [c.method for c in charged] == ["", "sprout"]  # as the attempts
     totals = world.tree.tokens(task_id=task.id)
     assert totals.estimated and totals.by_role["analyst"] > 0 and totals.by_role["reviewer"] > 0
 
@@ -132,7 +129,7 @@ def test_estimates_are_of_the_rendered_prompt_and_the_heuristics_json(world: Wor
     assert (call.attempt_id, call.estimated, call.latency_s) == (root.id, True, 0.0)
 
 
-def test_the_oracle_follows_the_reference_turn_for_every_boundary(world: World, tmp_path):
+def test_the_oracle_resumes_after_the_boundary_of_a_heuristic_starting_turn(world: World, tmp_path):
     task = make_task(world, tmp_path)
     actor = world.actor(OracleModel(STEPS))
     root = actor.run(world.root(actor, task.instruction))  # 3 steps and a submit: 0..4
@@ -146,5 +143,4 @@ def test_the_oracle_follows_the_reference_turn_for_every_boundary(world: World, 
     for plan in review.plans:
         messages = world.tree.messages(root, plan.boundary)
         messages.append({"role": "assistant", "content": plan.starting_turn})
-        expected = min(plan.boundary + 1, len(STEPS))
-        assert next_step(messages, STEPS) == expected, plan
+        assert next_step(messages, STEPS) == min(plan.boundary, len(STEPS)), plan

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from sprout.roles import Analysis, BranchPlan, Review, Reviewer, RoleError
+from sprout.roles.heuristics import warning_turn
 from sprout.tree import Attempt
 from tests.agent.helpers import ScriptedModel, World, bash, submit
 from tests.models.chat_server import ChatServer, Reply
@@ -178,7 +179,7 @@ def test_a_repeat_of_a_failed_branch_is_refused_and_history_is_shown(
     assert f"attempt {other_method.id} " not in prompt  # another method's branches are not history
 
 
-def test_always_invalid_falls_back_to_unguided_heuristic_plans(world: World, server: ChatServer):
+def test_always_invalid_falls_back_to_heuristic_plans(world: World, server: ChatServer):
     root = failed_root(world)
     server.replies.extend([answer("Branch from turn 1.")] * 3)
     result = review(world, server, [root], branches=3)
@@ -186,11 +187,14 @@ def test_always_invalid_falls_back_to_unguided_heuristic_plans(world: World, ser
     assert result.source == "heuristic"
     assert result.fallback_reason is not None
     assert result.fallback_reason.startswith("3 replies refused (max_retries=2)")
-    assert [(p.parent_id, p.boundary, p.starting_turn) for p in result.plans] == [
-        (root.id, 1, None),
-        (root.id, 0, None),
-        (root.id, 1, None),
+    assert [(p.parent_id, p.boundary) for p in result.plans] == [
+        (root.id, 1),
+        (root.id, 0),
+        (root.id, 1),
     ]
+    assert all(
+        p.starting_turn == warning_turn(root.diagnostics, "/workspace") for p in result.plans
+    )
     assert len(calls(world, "reviewer")) == 3
     assert Review.from_json(world.store.reviews("t1")[("sprout", 1)]) == result
 

@@ -11,17 +11,27 @@ echo 1 > a.txt
 # step
 echo 2 > b.txt
 # wrong: echo 9 > b.txt
+# trap: echo 3 > b.txt
+# trap names: b.txt
 """
+
+TRAPPED = "oracle-noise:errors=trap,q=1,p=0"
+"""Every attempt falls into step 2's trap, unless a turn in its context names b.txt."""
 
 TEST = """#!/bin/bash
 cd /workspace
+for pair in a.txt:1 b.txt:2; do
+  file=${pair%:*} want=${pair#*:}
+  [ "$(cat $file)" = "$want" ] || echo "$file:1: expected $want, found $(cat $file)"
+done
 if [ "$(cat a.txt)" = 1 ] && [ "$(cat b.txt)" = 2 ]; then echo 1; else echo 0; fi \\
   > /logs/verifier/reward.txt
 """
 
 
 def write_task(root: Path, name: str = "two-edits", *, slow_step: float = 0.0) -> Path:
-    """A native task: a.txt must say 1 and b.txt 2; both start at 0.
+    """A native task: a.txt must say 1 and b.txt 2; both start at 0. Its verifier names each
+    wrong file (`b.txt:1: expected 2, found 3`); step 2 has a trap (`echo 3 > b.txt`).
 
     `slow_step` makes every step sleep that long first, so a test can kill a run mid-turn.
     """

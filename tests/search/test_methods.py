@@ -36,8 +36,9 @@ def test_settings_apply_to_sprout_and_entropy() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("pass@0", "k must be at least 1"),
-        ("best-of-n", "expected pass@K, sprout or entropy"),
+        ("pass@0", "K must be from 1 to 1024"),
+        ("pass@99999999999999999999", "K must be from 1 to 1024"),
+        ("best-of-n", "expected pass@K, pass@K-first, sprout, entropy or shepherd"),
         ("sprout,sprout", "sprout is given twice"),
         ("pass@4,", "an empty name"),
     ],

@@ -176,5 +176,6 @@ def test_roles_settings_reach_the_roles(tmp_path: Path) -> None:
     review = run.store.reviews("two-edits")[("sprout", 1)]
     assert review["source"] == "heuristic"
     branch = run.store.attempts("two-edits")[1]
-    assert (branch.boundary, branch.guided, branch.reward) == (1, False, 1.0)
+    assert (branch.boundary, branch.guided, branch.reward) == (1, True, 1.0)
+    assert branch.starting_turn is not None and "reward 0" in branch.starting_turn
     run.close()

@@ -15,7 +15,7 @@ import pytest
 
 from sprout.cli import main
 from tests.conftest import require_host_image
-from tests.search.tasks import write_task
+from tests.search.tasks import TRAPPED, write_task
 
 METHOD_KEYS = {
     "tasks",
@@ -43,7 +43,7 @@ def test_run_prints_the_table_and_writes_results(
             "run",
             str(tasks),
             "--model",
-            "oracle-noise:p=1",
+            TRAPPED,
             "--method",
             "pass@2,sprout",
             "--out",
@@ -91,7 +91,7 @@ def test_an_existing_run_is_never_overwritten(
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--method", "best-of-3"], "expected pass@K, sprout or entropy"),
+        (["--method", "best-of-3"], "expected pass@K, pass@K-first, sprout, entropy or shepherd"),
         (["--method", "entropy"], "needs per-token log-probabilities"),
         (["--model", "gpt-4"], "expected one of openai/<name>"),
         (["--workers", "0"], "--workers: expected at least 1"),
@@ -160,7 +160,7 @@ def test_a_killed_run_resumes_without_redoing_a_finished_turn(tmp_path: Path) ->
         "run",
         str(tmp_path / "tasks"),
         "--model",
-        "oracle-noise:p=1",
+        TRAPPED,
         "--method",
         "sprout",
         "--rounds",
@@ -200,6 +200,59 @@ def test_a_killed_run_resumes_without_redoing_a_finished_turn(tmp_path: Path) ->
         rounds = {row[0] for row in connection.execute("SELECT round FROM attempts")}
         reviews = connection.execute("SELECT count(*) FROM reviews").fetchone()[0]
     assert rounds <= {0, 1} and reviews == 1, "the resumed run reused the stored review"
+
+
+def _decisions(out: Path) -> tuple[list[tuple], dict]:
+    """What a run decided: each attempt's method, origin, outcome and commands, and
+    results.json without its clock readings and token totals (a killed call's tokens were
+    spent, so a resumed run counts them)."""
+    with sqlite3.connect(out / "sprout.db") as connection:
+        rows = connection.execute(
+            "SELECT a.method, a.kind, a.parent_id, a.boundary, a.status, a.reward, "
+            "group_concat(t.text, '|') FROM attempts a LEFT JOIN turns t ON t.attempt_id = a.id "
+            "GROUP BY a.id ORDER BY a.method, a.id"
+        ).fetchall()
+    content = json.loads((out / "results.json").read_text())
+    for figures in [*content["methods"].values(), *content["tasks"]["two-edits"].values()]:
+        figures.pop("wall_s", None)
+        figures.pop("tokens")
+    content.pop("isolation", None)
+    return rows, content
+
+
+@pytest.mark.slow
+def test_a_run_killed_at_random_instants_decides_as_an_uninterrupted_run(tmp_path: Path) -> None:
+    """oracle-noise draws by the place of each turn in the tree, never by a counter kept in
+    memory: a run killed and resumed again and again ends with the same tree."""
+    require_host_image()
+    write_task(tmp_path / "tasks", slow_step=0.15)
+    model = "oracle-noise:p=0.4,seed=5"
+    base = [sys.executable, "-m", "sprout.cli", "run", str(tmp_path / "tasks"), "--model", model]
+    base += ["--method", "pass@2,sprout", "--workers", "1", "--quiet"]
+    straight = subprocess.run([*base, "--out", str(tmp_path / "straight")], capture_output=True)
+    assert straight.returncode == 0, straight.stderr
+    out = tmp_path / "killed"
+    kills = 0
+    for instant in (1.2, 0.7, 1.9, 0.4, 1.3, 0.9, 2.5, 3.5):
+        resume = ["--resume"] if (out / "sprout.db").exists() else []
+        process = subprocess.Popen(
+            [*base, "--out", str(out), *resume],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            process.wait(timeout=instant)
+            break
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            kills += 1
+    else:
+        final = subprocess.run([*base, "--out", str(out), "--resume"], capture_output=True)
+        assert final.returncode == 0, final.stderr
+    assert kills >= 2, "the run finished before it could be killed twice"
+    assert _decisions(out) == _decisions(tmp_path / "straight")
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 """Every schedule end to end on a two-edit task: the tree's shape, the stop at the first
 pass, the token totals. The oracle models make the outcomes exact: p=0 never errs, p=1
-errs at every step it plays by itself and never right after a corrective turn."""
+errs at every step it plays; with trap errors at q=1 (and p=0) every attempt falls into
+step 2's trap unless a turn in its context names what the verifier named (b.txt)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from sprout.search.run import RunSettingsError, check_settings
 from sprout.tasks import load_native
 from sprout.tree import Attempt
 from tests.conftest import require_host_image
-from tests.search.tasks import write_task
+from tests.search.tasks import TRAPPED, write_task
 
 
 def run_methods(
@@ -62,15 +63,17 @@ def test_sprout_stops_when_its_root_passes(tmp_path: Path) -> None:
 def test_sprout_branches_from_before_the_mistake_and_stops_at_the_first_pass(
     tmp_path: Path,
 ) -> None:
-    run, content, _ = run_methods(tmp_path, "oracle-noise:p=1", "sprout", rounds=(4, 3))
+    run, content, _ = run_methods(tmp_path, TRAPPED, "sprout", rounds=(4, 3))
     found = attempts(run, "sprout")
     root, branches = found[0], found[1:]
     assert root.kind == "root" and root.reward == 0.0
     assert {b.round for b in branches} == {1}, "a pass in round 1 ends the search"
     assert len(branches) == 4
-    assert all(b.parent_id == root.id and b.guided and b.starting_turn for b in branches)
+    assert all(b.parent_id == root.id and b.guided for b in branches)
+    assert all("/workspace/b.txt" in str(b.starting_turn) for b in branches)
+    assert [b.boundary for b in branches] == [1, 0, 1, 0]  # before the turn that wrote b.txt
     winners = [b for b in branches if b.reward == 1.0]
-    assert winners and all(b.boundary == 0 for b in winners)
+    assert winners and {b.boundary for b in winners} <= {0, 1}
     assert all(b.status in ("submitted", "stopped") for b in branches)
     assert set(run.store.analyses("two-edits")) == {root.id}
     assert ("sprout", 1) in run.store.reviews("two-edits")
@@ -87,9 +90,10 @@ def test_sprout_branches_from_before_the_mistake_and_stops_at_the_first_pass(
 
 
 def test_methods_on_one_task_are_counted_apart(tmp_path: Path) -> None:
-    run, content, _ = run_methods(tmp_path, "oracle-noise:p=1", "pass@2,sprout")
+    run, content, _ = run_methods(tmp_path, TRAPPED, "pass@2,sprout")
     by_method = content["tasks"]["two-edits"]
     assert by_method["pass@2"]["attempts"] == 2
+    assert by_method["pass@2"]["resolved"] is False, "fresh attempts repeat the trap"
     assert by_method["sprout"]["resolved"] is True
     total = sum(c.prompt_tokens + c.completion_tokens for c in run.store.model_calls())
     spent = [content["methods"][m]["tokens"]["spent"] for m in ("pass@2", "sprout")]
@@ -105,17 +109,49 @@ def test_entropy_refuses_a_model_without_logprobs() -> None:
 
 
 def test_with_one_worker_a_pass_stops_the_branches_not_yet_started(tmp_path: Path) -> None:
-    run, content, log = run_methods(tmp_path, "oracle-noise:p=1", "sprout", workers=1)
+    run, content, log = run_methods(tmp_path, TRAPPED, "sprout", workers=1)
     branches = attempts(run, "sprout")[1:]
     outcomes = [(b.boundary, b.status, b.reward) for b in branches]
-    # The analyst's fallback puts the latest edit first (boundary 1, after the wrong
-    # a.txt), then 0; the reviewer cycles through them and the branches run in that order.
+    # The verifier names b.txt, which turn 2 wrote: the analyst's fallback puts boundary 1
+    # first, then 0; the reviewer cycles through them and the branches run in that order.
     assert outcomes == [
-        (1, "submitted", 0.0),
-        (0, "submitted", 1.0),
+        (1, "submitted", 1.0),
+        (0, "stopped", None),
         (1, "stopped", None),
         (0, "stopped", None),
     ]
-    assert all(not run.tree.own_turns(b) for b in branches[2:])
-    assert content["methods"]["sprout"]["attempts"] == 3, "stopped before a turn: not counted"
-    assert log.count("stopped (another attempt passed)") == 2
+    assert all(not run.tree.own_turns(b) for b in branches[1:])
+    assert content["methods"]["sprout"]["attempts"] == 2, "stopped before a turn: not counted"
+    assert log.count("stopped (another attempt passed)") == 3
+
+
+def test_pass_at_k_first_stops_at_the_first_passing_root(tmp_path: Path) -> None:
+    run, content, _ = run_methods(tmp_path, "oracle-noise:p=0", "pass@4-first", workers=1)
+    roots = attempts(run, "pass@4-first")
+    assert [(a.status, a.reward) for a in roots] == [("submitted", 1.0)] + [("stopped", None)] * 3
+    summary = content["methods"]["pass@4-first"]
+    assert summary["resolved"] == 1 and summary["attempts"] == 1 and summary["pass_at_1"] == 1.0
+
+
+def test_shepherd_forks_once_from_the_trace_without_the_verifier(tmp_path: Path) -> None:
+    run, content, _ = run_methods(tmp_path, TRAPPED, "shepherd", workers=1)
+    root, *branches = attempts(run, "shepherd")
+    assert root.reward == 0.0 and len(branches) == 7 and {b.round for b in branches} == {1}
+    assert run.store.analyses("two-edits") == {}, "Shepherd has no analyst"
+    review = run.store.reviews("two-edits")[("shepherd", 1)]
+    assert review["source"] == "heuristic"
+    assert all("(failed commands, then edits)" in plan["reason"] for plan in review["plans"])
+    for branch in branches:  # the trace names the files the turns changed, not the verifier
+        assert "expected 2, found 3" not in str(branch.starting_turn)
+        assert "I changed" in str(branch.starting_turn)
+    assert content["methods"]["shepherd"]["resolved"] == 1
+
+
+def test_the_roots_common_prompt_is_counted_once(tmp_path: Path) -> None:
+    one, _, _ = run_methods(tmp_path / "one", "oracle-noise:p=0", "pass@1")
+    two, _, _ = run_methods(tmp_path / "two", "oracle-noise:p=0", "pass@2")
+    single = one.tree.tokens(method="pass@1")
+    double = two.tree.tokens(method="pass@2")
+    (first_call, *_) = [c for c in two.store.model_calls() if c.attempt_id == 2]
+    assert double.spent == 2 * single.spent
+    assert double.prefix_once == 2 * single.prefix_once - first_call.prompt_tokens

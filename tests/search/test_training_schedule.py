@@ -15,7 +15,7 @@ from sprout.search.run import RunSettingsError, check_settings
 from sprout.tasks import load_native
 from sprout.tree import Attempt
 from tests.conftest import require_host_image
-from tests.search.tasks import write_task
+from tests.search.tasks import TRAPPED, write_task
 
 METHOD = "train-rollouts"
 
@@ -38,7 +38,7 @@ def group(run: RunFolder) -> tuple[list[Attempt], list[Attempt]]:
 def test_both_roots_fail_so_each_root_gets_three_reviewer_guided_children(
     tmp_path: Path,
 ) -> None:
-    run = train(tmp_path, "oracle-noise:p=1")
+    run = train(tmp_path, TRAPPED)
     roots, children = group(run)
     assert len(roots) == 2 and all(r.reward == 0.0 for r in roots)
     for number, root in enumerate(roots, start=1):
@@ -48,10 +48,10 @@ def test_both_roots_fail_so_each_root_gets_three_reviewer_guided_children(
         assert ("train-rollouts", number) in run.store.reviews("two-edits")
     assert len(children) == 6
     assert all(c.status == "submitted" and c.reward is not None for c in children)
-    # The heuristic reviewer redoes a reference step: from boundary 0 the oracle then
-    # finishes the task, from boundary 1 it keeps the root's wrong a.txt. A mixed group.
-    assert {c.reward for c in children} == {0.0, 1.0}
-    assert all(c.reward == 1.0 for c in children if c.boundary == 0)
+    # The heuristic reviewer's starting turns name b.txt, which the verifier named: warned,
+    # every child avoids the trap its root fell into. The group has both rewards.
+    assert all("/workspace/b.txt" in str(c.starting_turn) for c in children)
+    assert {c.reward for c in children} == {1.0}
     assert set(run.store.analyses("two-edits")) == {r.id for r in roots}
 
 

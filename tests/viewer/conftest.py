@@ -1,5 +1,6 @@
 """A real small run for the viewer's tests: pass@2 and sprout on the two-edit task with
-oracle-noise:p=1 (every step it plays alone is wrong), so the tree's shape is known.
+oracle-noise's trap errors at q=1 (every attempt falls into the trap unless warned), so the
+tree's shape is known.
 Module-scoped: each test module gets its own run, so one that adds to it disturbs no other."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.tasks import load_native
 from sprout.viewer.server import make_server
 from tests.conftest import require_host_image
-from tests.search.tasks import write_task
+from tests.search.tasks import TRAPPED, write_task
 from tests.viewer.browser import browser, page  # noqa: F401  (fixtures for test_browser.py)
 
 TASK = "two-edits"
@@ -27,7 +28,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunFolder]:
     root = tmp_path_factory.mktemp("viewer")
     task = load_native(write_task(root / "tasks"))
     folder = RunFolder.create_new(root / "run")
-    settings = RunSettings("oracle-noise:p=1", parse_methods("pass@2,sprout"), workers=2)
+    settings = RunSettings(TRAPPED, parse_methods("pass@2,sprout"), workers=2)
     run_tasks([task], folder, settings, Progress(io.StringIO()))
     yield folder
     folder.close()

@@ -1,5 +1,6 @@
 """The viewer's data layer on a real small run: pass@2 and sprout on the two-edit task with
-oracle-noise:p=1 (every step it plays alone is wrong), so the tree's shape is known."""
+oracle-noise's trap errors at q=1 (every attempt falls into the trap unless warned), so the
+tree's shape is known."""
 
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ def test_a_branch_has_its_parent_boundary_analysis_and_review(run: RunFolder) ->
 def test_the_passing_path_ends_at_a_passing_attempt(run: RunFolder) -> None:
     tree = task_tree(run, TASK)
     attempts = {a["id"]: a for a in tree["attempts"]}
-    assert set(tree["passing_paths"]) == {"sprout"}, "pass@2 never passes with p=1"
+    assert set(tree["passing_paths"]) == {"sprout"}, "pass@2's roots both fall into the trap"
     path = tree["passing_paths"]["sprout"]
     last_attempt, last_index = path[-1]
     assert attempts[last_attempt]["reward"] == 1.0
@@ -97,7 +98,7 @@ def test_turn_detail_shows_the_file_the_turn_changed(run: RunFolder) -> None:
     assert all(c["cut"] == 0 for c in detail["calls"])
     (changed,) = [f for f in detail["files"] if f["path"].endswith("/a.txt")]
     assert changed["kind"] == "modified" and changed["size"] == 2
-    assert "-0\n" in changed["diff"] and "+9\n" in changed["diff"]
+    assert "-0\n" in changed["diff"] and "+1\n" in changed["diff"]
     assert changed["diff_cut"] == 0 and detail["files_error"] is None
 
 

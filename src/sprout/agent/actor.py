@@ -206,6 +206,7 @@ class Actor:
             "temperature": config.temperature,
             "logprobs": config.logprobs,
             "tools": [BASH_TOOL] if config.call_format == "tool_calls" else None,
+            "seed": self.tree.sample_seed(attempt, index) if config.seeded else None,
         }
         try:
             if self.tokens is not None and ids is not None:

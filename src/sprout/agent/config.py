@@ -50,6 +50,9 @@ class ActorConfig(BaseModel):
     temperature: float | None = None
     logprobs: bool = False
     """Ask for per-token log-probabilities (needed by the entropy schedule)."""
+    seeded: bool = True
+    """Send each call a seed named by its place in the tree (task, attempt lineage, turn):
+    a backend that honours seeds then samples a resumed run as it sampled the first."""
     templates: TemplateOverrides = Field(default_factory=lambda: TemplateOverrides())
     """Replacements for the packaged Jinja templates."""
 

@@ -22,7 +22,8 @@ from sprout.runfolder import RunFolder
 def add_parser(commands: Any) -> None:
     run = commands.add_parser(
         "run",
-        help="run search methods (pass@k, sprout, entropy, train-rollouts) on tasks; compare",
+        help="run search methods (pass@k, pass@k-first, sprout, entropy, shepherd, "
+        "train-rollouts) on tasks; compare",
         description="Run each --method on each task with --model; write DIR/sprout.db, "
         "DIR/results.json and print the comparison table. A task path is a task folder, a "
         "folder of task folders, or a SWE-bench .jsonl file (with --repos).",
@@ -38,13 +39,15 @@ def add_parser(commands: Any) -> None:
         required=True,
         metavar="M",
         help="openai/<name> (an OpenAI-compatible server: --base-url or OPENAI_BASE_URL, "
-        "key in OPENAI_API_KEY), oracle, or oracle-noise[:p=<0..1>,seed=<int>]",
+        "key in OPENAI_API_KEY), oracle, or oracle-noise[:errors=independent|trap,p=<0..1>,"
+        "q=<0..1>,seed=<int>] (a simulation: docs/run.md)",
     )
     run.add_argument(
         "--method",
         default="pass@4,sprout",
         metavar="LIST",
-        help="comma-separated: pass@K, sprout, entropy (default: pass@4,sprout)",
+        help="comma-separated: pass@K (all K roots played), pass@K-first (stop at the first "
+        "pass), sprout, entropy, shepherd (default: pass@4,sprout)",
     )
     run.add_argument("--out", required=True, metavar="DIR", help="the run folder to write")
     run.add_argument(
@@ -100,7 +103,8 @@ def add_parser(commands: Any) -> None:
     run.add_argument(
         "--config",
         metavar="FILE",
-        help="TOML settings: an [actor] table (docs/agent.md) and a [roles] table (docs/roles.md)",
+        help="TOML settings: an [actor] table (docs/agent.md), a [roles] table (docs/roles.md) "
+        "and a [model] table (timeouts, retries, max_tokens, extra_body; docs/agent.md)",
     )
     run.add_argument("--base-url", metavar="URL", help="the OpenAI-compatible server's /v1 URL")
     add_task_source_arguments(run)
@@ -120,6 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from sprout.agent import ActorConfig
+    from sprout.models.config import ModelConfig
     from sprout.roles import RolesConfig
     from sprout.search import (
         Progress,
@@ -145,6 +150,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         actor = ActorConfig.from_file(args.config) if args.config else ActorConfig()
         roles = RolesConfig.from_file(args.config) if args.config else RolesConfig()
+        model = ModelConfig.from_file(args.config) if args.config else ModelConfig()
     except ValueError as error:
         raise UsageError(f"--config {error}") from None
     settings = RunSettings(
@@ -154,6 +160,7 @@ def _run(args: argparse.Namespace) -> int:
         base_url=args.base_url,
         actor=actor,
         roles=roles,
+        model_options=model,
     )
     check_settings(settings)
     loaded = usable_tasks(load_task_arguments(args.tasks, args), "run")

@@ -228,9 +228,11 @@ class HFModel:
         temperature: float | None = None,
         logprobs: bool = False,
         tools: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
         prefix_ids: Sequence[int] | None = None,
     ) -> Completion:
-        """Sample `n` replies to `messages` (after the stored `prefix_ids`, when given)."""
+        """Sample `n` replies to `messages` (after the stored `prefix_ids`, when given); with
+        `seed`, the same seed and prompt sample the same replies."""
         if tools:
             raise ModelError(
                 "bad_input",
@@ -245,6 +247,8 @@ class HFModel:
         started = time.monotonic()
         prefix = tuple(int(i) for i in prefix_ids or ())
         with self._lock:
+            if seed is not None:
+                self._generator.manual_seed(seed)
             prompt = prefix + self.context_ids(messages, prefix)
             rows = self._generate(prompt, n, temperature, logprobs)
             choices = tuple(self._choice(*row, logprobs=logprobs) for row in rows)

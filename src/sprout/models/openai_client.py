@@ -15,6 +15,7 @@ from typing import Any
 
 import openai
 
+from sprout.models.config import ModelConfig
 from sprout.models.types import (
     Choice,
     Completion,
@@ -24,6 +25,7 @@ from sprout.models.types import (
     ToolCall,
 )
 
+OFFICIAL_URL = "https://api.openai.com/v1"
 TOP_LOGPROBS = 5
 """Alternatives asked per token when log-probs are wanted: enough for an entropy estimate."""
 
@@ -37,20 +39,27 @@ class OpenAIModel:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 600.0,
-        max_retries: int = 6,
+        options: ModelConfig | None = None,
     ) -> None:
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        api_key = api_key or os.environ.get("OPENAI_API_KEY")
         if not model:
             raise ModelError("bad_input", "model: empty name; use openai/<model>")
+        if base_url is None and not api_key:
+            raise ModelError(
+                "bad_input",
+                f"openai/{model}: no --base-url (or OPENAI_BASE_URL), and no OPENAI_API_KEY "
+                "for api.openai.com; name your server with --base-url",
+            )
         self.name = f"openai/{model}"
         self.model = model
-        self.base_url = base_url or "https://api.openai.com/v1"
+        self.base_url = base_url or OFFICIAL_URL
+        self.options = options or ModelConfig()
         self.client = openai.OpenAI(
             base_url=self.base_url,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
-            timeout=timeout,
-            max_retries=max_retries,
+            api_key=api_key or "EMPTY",  # local servers take any key
+            timeout=self.options.timeout_s,
+            max_retries=self.options.max_retries,
         )
 
     def complete(
@@ -61,8 +70,15 @@ class OpenAIModel:
         temperature: float | None = None,
         logprobs: bool = False,
         tools: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
     ) -> Completion:
         request: dict[str, Any] = {"model": self.model, "messages": messages, "n": n}
+        if seed is not None:
+            request["seed"] = seed
+        if self.options.max_tokens is not None:
+            request["max_tokens"] = self.options.max_tokens
+        if self.options.extra_body:
+            request["extra_body"] = dict(self.options.extra_body)
         if temperature is not None:
             request["temperature"] = temperature
         if logprobs:

@@ -31,11 +31,10 @@ import hashlib
 import json
 import random
 import re
-import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast
 
 from sprout.fences import shell_blocks
 from sprout.models.estimate import estimate_tokens
@@ -54,14 +53,22 @@ _STEP_MENTION = re.compile(r"\bstep\s+(\d+)\b", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class Step:
-    """One step of a reference solution, with the wrong variants a task may offer for it."""
+    """One step of a reference solution, with the wrong variants a task may offer for it.
+
+    `trap` is a misconception: a wrong variant that passes every visible check and
+    fails only at the verifier; `trap_names` are what the verifier names when it
+    fails (a test, a file), which is what warns an attempt off it (see
+    `OracleNoiseModel`)."""
 
     command: str
     wrong: tuple[str, ...] = ()
+    trap: str | None = None
+    trap_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # A list from a task file would make the step unhashable; store a tuple.
         object.__setattr__(self, "wrong", tuple(self.wrong))
+        object.__setattr__(self, "trap_names", tuple(self.trap_names))
 
 
 def as_steps(steps: Iterable[Step | str]) -> tuple[Step, ...]:
@@ -108,15 +115,6 @@ def next_step(messages: list[Message], steps: Sequence[Step]) -> int:
         else:
             following = _after_corrective_turn(content, commands, following)
     return following
-
-
-def _follows_corrective_turn(messages: list[Message]) -> bool:
-    """Whether the last reply in `messages` was written by someone other than the oracle."""
-    for message in reversed(messages):
-        content = message.get("content")
-        if message.get("role") == "assistant" and isinstance(content, str):
-            return not (_OWN_STEP.match(content) or _OWN_DONE.match(content))
-    return False
 
 
 def _after_corrective_turn(content: str, commands: list[str], following: int) -> int:
@@ -175,6 +173,7 @@ class OracleModel:
         temperature: float | None = None,
         logprobs: bool = False,
         tools: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
     ) -> Completion:
         """`n` copies of the reply that plays the step `messages` call for."""
         started = time.monotonic()
@@ -182,47 +181,77 @@ class OracleModel:
         return _completion(messages, [reply] * n, started)
 
 
+ErrorModel = Literal["independent", "trap"]
+ERROR_MODELS: tuple[ErrorModel, ...] = ("independent", "trap")
+DEFAULT_Q = 0.8
+TRAP_SLIPS_P = 0.1
+"""Under the trap model, the chance of an ordinary slip at each step (unless p= is given)."""
+
+
+@dataclass(frozen=True)
+class Noise:
+    """How `oracle-noise` goes wrong: `--model oracle-noise:errors=trap,q=0.8,p=0.1,seed=3`."""
+
+    errors: ErrorModel = "independent"
+    p: float = DEFAULT_P
+    """The chance of a slip at each step (a wrong variant, or the step skipped)."""
+    q: float = DEFAULT_Q
+    """trap only: the chance that an attempt nothing has warned falls into a task's trap."""
+    seed: int = DEFAULT_SEED
+
+    @property
+    def name(self) -> str:
+        if self.errors == "independent":
+            return f"oracle-noise:p={_number(self.p)},seed={self.seed}"
+        return f"oracle-noise:errors=trap,q={_number(self.q)},p={_number(self.p)},seed={self.seed}"
+
+
 class OracleNoiseModel:
-    """The oracle with seeded mistakes; it follows corrective turns like the oracle.
+    """The oracle with seeded mistakes: a **simulation** of an actor, for exercising the loop
+    without a model server. Its figures are not evidence about real models.
 
-    Each time it plays step i (0-based) it makes a mistake with probability `p`:
-    it plays one of the step's wrong variants, labelled as step i + 1 (so it
-    believes step i is done); a step without wrong variants is skipped instead —
-    it plays step i + 1's command, labelled step i + 2, and step i is never run
-    (skipping the last step submits). After a corrective turn it resumes the
-    reference path from the step that turn addresses (see `next_step`) and plays
-    the step right after it as the reference does: it obeys the correction.
-    Later steps may go wrong again with probability `p`.
+    Error models (`Noise.errors`):
 
-    Randomness: each choice uses ``random.Random(f"{seed}:{digest}:{draw}")``,
-    where `digest` is the SHA-256 of the context's decisions (the messages
-    other than observations: the prompts and every reply, as canonical JSON;
-    observations hold timestamps and timings that would make runs differ) and
-    `draw` counts, per instance and thread-safely, the choices already drawn
-    for that context. Independent roots of one task start from identical contexts
-    and still differ (draws 0, 1, ...), while a fresh instance that receives
-    the same sequence of calls replays the same replies. A branch that rebuilds
-    an earlier context gets that context's next draw, not a copy of the first.
+    - ``independent``: each step it plays goes wrong with probability `p`: it plays
+      one of the step's wrong variants, labelled as the step (so it believes the
+      step is done), or, for a step without wrong variants, skips it (plays the next
+      step's command under the next label; skipping the last step submits).
+    - ``trap``: a step with a `trap` is a misconception: an attempt falls into it
+      with probability `q` (it plays the trap as the step) unless its context holds
+      a turn it did not write itself (a reviewer's starting turn) that names one of
+      the step's `trap_names` (what the verifier names when the trap fails). The
+      trap passes every visible check, so only the verifier shows it, and a fresh
+      attempt, whose context holds no warning, repeats it with probability `q`.
+      Other steps slip as under ``independent``, with probability `p`.
+
+    It follows corrective turns as the oracle does (see `next_step`), and draws its
+    noise for every step it plays, the one after a corrective turn included.
+
+    Randomness: each choice uses ``random.Random(f"{seed}:{key}:{n}")``, where `key` is
+    the call's `seed` (the actor names each call by its place in the rollout tree:
+    task, attempt lineage, turn), or, for a call without one, a digest of the
+    context's decisions; `n` numbers the `n` replies of one call. Nothing is kept
+    between calls, so a resumed run, or the same run again, draws the same.
     """
 
     def __init__(
         self,
         steps: Iterable[Step | str],
         *,
-        p: float = DEFAULT_P,
-        seed: int = DEFAULT_SEED,
+        noise: Noise | None = None,
         submit_command: str = SUBMIT_COMMAND,
     ) -> None:
-        if not 0 <= p <= 1:
-            raise ModelError("bad_input", f"oracle-noise: p must be in [0, 1], got {p}")
+        noise = noise or Noise()
+        for name, value in (("p", noise.p), ("q", noise.q)):
+            if not 0 <= value <= 1:
+                raise ModelError(
+                    "bad_input", f"oracle-noise: {name} must be in [0, 1], got {value}"
+                )
         self.oracle = OracleModel(steps, submit_command=submit_command)
         self.steps = self.oracle.steps
         self.submit_command = submit_command
-        self.p = p
-        self.seed = seed
-        self.name = f"oracle-noise:p={_number(p)},seed={seed}"
-        self._draws: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self.noise = noise
+        self.name = noise.name
 
     def complete(
         self,
@@ -232,66 +261,90 @@ class OracleNoiseModel:
         temperature: float | None = None,
         logprobs: bool = False,
         tools: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
     ) -> Completion:
         """`n` replies to `messages`, each with its own draw; see the class docstring."""
         started = time.monotonic()
         index = next_step(messages, self.steps)
-        digest = _fingerprint(messages)
-        with self._lock:
-            first = self._draws.get(digest, 0)
-            self._draws[digest] = first + n
-        if _follows_corrective_turn(messages):
-            replies = [self.oracle.reply(index)] * n
-        else:
-            replies = [
-                self._play(index, f"{self.seed}:{digest}:{draw}")
-                for draw in range(first, first + n)
-            ]
+        key = str(seed) if seed is not None else _fingerprint(messages)
+        warned = _warnings(messages)
+        replies = [
+            self._play(index, random.Random(f"{self.noise.seed}:{key}:{draw}"), warned)
+            for draw in range(n)
+        ]
         return _completion(messages, replies, started)
 
-    def _play(self, index: int, rng_seed: str) -> str:
+    def _play(self, index: int, rng: random.Random, warned: str) -> str:
         if index >= len(self.steps):
             return self.oracle.reply(index)
-        rng = random.Random(rng_seed)
-        if rng.random() >= self.p:
+        step = self.steps[index]
+        total = len(self.steps)
+        if self.noise.errors == "trap" and step.trap is not None:
+            named = any(name.lower() in warned for name in step.trap_names)
+            if not named and rng.random() < self.noise.q:
+                return step_reply(index + 1, total, step.trap)
+        if rng.random() >= self.noise.p:
             return self.oracle.reply(index)
-        wrong = self.steps[index].wrong
-        if wrong:
-            return step_reply(index + 1, len(self.steps), rng.choice(wrong))
+        if step.wrong:
+            return step_reply(index + 1, total, rng.choice(step.wrong))
         return self.oracle.reply(index + 1)
 
 
-def parse_noise_spec(spec: str) -> tuple[float, int]:
-    """`(p, seed)` from ``oracle-noise[:p=<0..1>][,seed=<int>]``; either key may be left out."""
+def _warnings(messages: list[Message]) -> str:
+    """The text of the turns in `messages` that the oracle did not write (lower case)."""
+    return "\n".join(
+        content.lower()
+        for message in messages
+        if message.get("role") == "assistant"
+        and isinstance(content := message.get("content"), str)
+        and not (_OWN_STEP.match(content) or _OWN_DONE.match(content))
+    )
+
+
+def parse_noise_spec(spec: str) -> Noise:
+    """`Noise` from ``oracle-noise[:errors=independent|trap][,p=<0..1>][,q=<0..1>][,seed=<int>]``;
+    any key may be left out."""
     if spec != "oracle-noise" and not spec.startswith("oracle-noise:"):
-        raise ModelError(
-            "bad_input", f"--model {spec}: expected oracle-noise[:p=<0..1>,seed=<int>]"
-        )
+        raise ModelError("bad_input", f"--model {spec}: expected oracle-noise[:{NOISE_OPTIONS}]")
     options = spec.removeprefix("oracle-noise").removeprefix(":")
     values: dict[str, str] = {}
     for option in options.split(",") if options else ():
         key, equals, value = (part.strip() for part in option.partition("="))
-        if key not in ("p", "seed"):
+        if key not in ("errors", "p", "q", "seed"):
             raise ModelError(
-                "bad_input",
-                f"--model {spec}: unknown option {key!r}; expected p=<0..1>, seed=<int>",
+                "bad_input", f"--model {spec}: unknown option {key!r}; expected {NOISE_OPTIONS}"
             )
         if not equals or not value:
             raise ModelError("bad_input", f"--model {spec}: {key} needs a value, e.g. {key}=1")
         if key in values:
             raise ModelError("bad_input", f"--model {spec}: {key} is given twice")
         values[key] = value
-    try:
-        p = float(values.get("p", DEFAULT_P))
-    except ValueError:
-        raise ModelError("bad_input", f"--model {spec}: p must be a number in [0, 1]") from None
-    if not 0 <= p <= 1:
-        raise ModelError("bad_input", f"--model {spec}: p must be in [0, 1]")
+    errors = values.get("errors", "independent")
+    if errors not in ERROR_MODELS:
+        raise ModelError("bad_input", f"--model {spec}: errors must be {' or '.join(ERROR_MODELS)}")
+    default_p = DEFAULT_P if errors == "independent" else TRAP_SLIPS_P
+    p = _probability(spec, "p", values.get("p"), default_p)
+    q = _probability(spec, "q", values.get("q"), DEFAULT_Q)
     try:
         seed = int(values.get("seed", DEFAULT_SEED))
     except ValueError:
         raise ModelError("bad_input", f"--model {spec}: seed must be an integer") from None
-    return p, seed
+    return Noise(cast(ErrorModel, errors), p, q, seed)
+
+
+NOISE_OPTIONS = "errors=independent|trap,p=<0..1>,q=<0..1>,seed=<int>"
+
+
+def _probability(spec: str, key: str, text: str | None, default: float) -> float:
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ModelError("bad_input", f"--model {spec}: {key} must be a number in [0, 1]") from None
+    if not 0 <= value <= 1:
+        raise ModelError("bad_input", f"--model {spec}: {key} must be in [0, 1]")
+    return value
 
 
 def _fingerprint(messages: list[Message]) -> str:

@@ -5,11 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sprout.models.oracle import OracleModel, OracleNoiseModel, Step, parse_noise_spec
+from sprout.models.config import ModelConfig
+from sprout.models.oracle import (
+    NOISE_OPTIONS,
+    OracleModel,
+    OracleNoiseModel,
+    Step,
+    parse_noise_spec,
+)
 from sprout.models.types import Model, ModelError
 
 PREFIXES = ("openai/", "hf/", "oracle-noise", "oracle")
-FORMS = ("openai/<name>", "hf/<path>", "oracle", "oracle-noise[:p=<0..1>,seed=<int>]")
+FORMS = ("openai/<name>", "hf/<path>", "oracle", f"oracle-noise[:{NOISE_OPTIONS}]")
 """What `--model` accepts, as the error for an unknown one lists it."""
 
 
@@ -20,18 +27,22 @@ def resolve_model(
     api_key: str | None = None,
     steps: Sequence[Step | str] | None = None,
     hf_options: Mapping[str, Any] | None = None,
+    options: ModelConfig | None = None,
 ) -> Model:
     """The client for `spec`, e.g. ``openai/Qwen3-8B`` (with `base_url` or OPENAI_BASE_URL).
 
+    `options` (the `[model]` table) sets how an ``openai/`` server is called.
     ``hf/PATH`` loads the local model folder PATH in-process (`hf_options`:
     `HFModel`'s keywords: device, dtype, max_new_tokens, top_logprobs, seed).
-    ``oracle`` and ``oracle-noise[:p=..,seed=..]`` replay a task's reference
+    ``oracle`` and ``oracle-noise[:errors=..,p=..,q=..,seed=..]`` replay a task's reference
     solution, so they need its `steps` (`Step`s or plain command strings).
     """
     if spec.startswith("openai/"):
         from sprout.models.openai_client import OpenAIModel
 
-        return OpenAIModel(spec.removeprefix("openai/"), base_url=base_url, api_key=api_key)
+        return OpenAIModel(
+            spec.removeprefix("openai/"), base_url=base_url, api_key=api_key, options=options
+        )
     if spec.startswith("hf/"):
         path = spec.removeprefix("hf/")
         if not path:
@@ -47,6 +58,5 @@ def resolve_model(
             )
         if noise is None:
             return OracleModel(steps)
-        p, seed = noise
-        return OracleNoiseModel(steps, p=p, seed=seed)
+        return OracleNoiseModel(steps, noise=noise)
     raise ModelError("bad_input", f"--model {spec!r}: expected one of {', '.join(FORMS)}")

@@ -105,8 +105,10 @@ class Model(Protocol):
         temperature: float | None = None,
         logprobs: bool = False,
         tools: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
     ) -> Completion:
-        """Sample `n` replies to `messages`."""
+        """Sample `n` replies to `messages`; `seed` names the sample (its place in the rollout
+        tree), so that a backend that honours it draws the same replies again."""
         ...
 
 
@@ -128,6 +130,7 @@ class TokenModel(Model, Protocol):
         temperature: float | None = None,
         logprobs: bool = False,
         tools: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
         prefix_ids: Sequence[int] | None = None,
     ) -> Completion:
         """Sample `n` replies; the prompt is `prefix_ids` + `context_ids(messages, prefix_ids)`."""

@@ -20,8 +20,12 @@ class RolesConfig(BaseModel):
     """A Jinja source replacing the packaged analyst prompt (the same variables)."""
     reviewer_template: str | None = None
     """A Jinja source replacing the packaged reviewer prompt (the same variables)."""
+    supervisor_template: str | None = None
+    """A Jinja source replacing the packaged prompt of Shepherd's supervisor."""
 
-    _parses = field_validator("analyst_template", "reviewer_template")(check_template)
+    _parses = field_validator("analyst_template", "reviewer_template", "supervisor_template")(
+        check_template
+    )
 
     @classmethod
     def from_file(cls, path: str | Path) -> RolesConfig:

@@ -5,16 +5,19 @@ the first turn that touched one of them, so the branch resumes just before it
 (later touching turns are further candidates). With no such file touched, resume
 before the latest edits of the workdir, latest first; boundary 0 always comes last.
 
-Plans: the branches are spread over the candidates' boundaries, and a starting
-turn is written only from the task's reference solution (for the oracle models,
-which follow such corrective turns); otherwise the branch is unguided.
+Plans: the branches are spread over the candidates' boundaries, and each starts
+with a turn in the actor's voice that says what the verifier found (the failing
+tests, their first message, the files their traces name) and looks at those files
+again. Like the model roles, the heuristic reads only the attempts and the
+verifier's diagnostics: never the task's reference solution or its hidden tests.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import shlex
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +25,7 @@ from sprout.roles.touched import touches, turn_files
 from sprout.roles.types import Analysis, BranchPlan, Review
 from sprout.sandbox import LayerStore
 from sprout.task import Task
-from sprout.tree import Attempt, RolloutTree
+from sprout.tree import Attempt, RolloutTree, Turn
 
 MAX_BOUNDARIES = 5
 """Candidate boundaries kept per analysis (the model's and the heuristic's)."""
@@ -125,39 +128,57 @@ def heuristic_analysis(
     )
 
 
-def reference_turn(solution: Sequence[str], boundary: int) -> str | None:
-    """A corrective starting turn for a branch at `boundary`: the reference step that comes
-    right after it (turn boundary+1 plays step boundary+1), or the last step when the
-    boundary lies past the solution; None without a solution.
-
-    The oracle models read it back (`sprout.models.oracle.next_step`): its bash block equals
-    the step's command, so they continue with the step after it.
-    """
-    if not solution:
-        return None
-    number = min(boundary + 1, len(solution))
-    return f"Let me redo step {number} properly.\n\n```bash\n{solution[number - 1]}\n```"
+WARNING_TESTS = 3
+"""Failing tests a heuristic starting turn names."""
+WARNING_FILES = 2
+"""Files of the workdir that a heuristic starting turn looks at again."""
 
 
-def heuristic_review(
-    parents: Sequence[Attempt],
-    analyses: Mapping[int, Analysis],
+def warning_turn(diagnostics: Mapping[str, Any] | None, workdir: str) -> str:
+    """A starting turn in the actor's voice, from the verifier's findings alone: it names the
+    failing tests (with the first line of the first message) and the files their traces
+    name, then looks at those files of the workdir again (or lists the workdir)."""
+    data = diagnostics or {}
+    failing = [
+        test
+        for test in data.get("tests", ())
+        if isinstance(test, Mapping) and test.get("outcome") in ("failed", "error")
+    ]
+    if failing:
+        names = ", ".join(str(test.get("name")) for test in failing[:WARNING_TESTS])
+        more = len(failing) - WARNING_TESTS
+        message = str(failing[0].get("message") or "").strip().splitlines()
+        said = f"The checks that failed: {names}" + (f" and {more} more" if more > 0 else "")
+        if message:
+            said += f" ({message[0][:200]})"
+    else:
+        said = f"The result was not accepted: {data.get('summary') or 'no tests passed'!s}"
+    named = traceback_files(data, workdir)
+    if named:
+        said += ". Their traces point at " + ", ".join(named[:WARNING_FILES])
+    inside = workdir.rstrip("/") + "/"
+    files = [path for path in named if path.startswith(inside)][:WARNING_FILES]
+    if files:
+        command = "\n".join(f"cat {shlex.quote(path)}" for path in files)
+    else:
+        command = f"ls -la {shlex.quote(workdir)}"
+    return f"{said}. Let me look at this again before going on.\n\n```bash\n{command}\n```"
+
+
+def spread_plans(
+    boundaries: Mapping[int, Sequence[int]],
     *,
     branches: int,
     tried: Iterable[tuple[int, int]],
-    solution: Sequence[str],
-    reason: str,
-) -> Review:
-    """`branches` plans spread over the candidates' boundaries: most recent attempts first,
-    each attempt's boundaries best first, taken in turn (every attempt's best, then every
-    second best, ...), skipping (parent, boundary) pairs in `tried` unless nothing else is
-    left, and cycling when there are fewer pairs than branches. An attempt without an
-    analysis offers boundary 0. Starting turns come from `solution` (see `reference_turn`);
-    without one the branches are unguided."""
-    ranked = [
-        (attempt.id, analyses[attempt.id].boundaries if attempt.id in analyses else (0,))
-        for attempt in sorted(parents, key=lambda a: a.id, reverse=True)
-    ]
+    starting_turn: Callable[[int, int], str],
+    why: str,
+) -> list[BranchPlan]:
+    """`branches` plans over the parents' candidate boundaries (parent id -> best first):
+    most recent attempts first, each attempt's best, then every second best, ...,
+    skipping (parent, boundary) pairs in `tried` unless nothing else is left, and
+    cycling when there are fewer pairs than branches. `starting_turn(parent, boundary)`
+    writes each plan's first turn; `why` names where the boundaries came from."""
+    ranked = [(parent, tuple(boundaries[parent]) or (0,)) for parent in sorted(boundaries)[::-1]]
     pairs: list[tuple[int, int, int]] = []
     for rank in range(max(len(bounds) for _, bounds in ranked)):
         pairs += [(parent, bounds[rank], rank) for parent, bounds in ranked if rank < len(bounds)]
@@ -166,9 +187,89 @@ def heuristic_review(
     plans = []
     for n in range(branches):
         parent, boundary, rank = fresh[n % len(fresh)]
-        turn = reference_turn(solution, boundary)
-        why = f"heuristic: boundary {boundary} is choice {rank + 1} of attempt {parent}'s analysis"
-        if turn is not None:
-            why += f"; the starting turn redoes reference step {min(boundary + 1, len(solution))}"
-        plans.append(BranchPlan(parent, boundary, turn, why))
+        reason = f"heuristic: boundary {boundary} is choice {rank + 1} of attempt {parent}'s {why}"
+        plans.append(BranchPlan(parent, boundary, starting_turn(parent, boundary), reason))
+    return plans
+
+
+def heuristic_review(
+    parents: Sequence[Attempt],
+    analyses: Mapping[int, Analysis],
+    *,
+    branches: int,
+    tried: Iterable[tuple[int, int]],
+    workdir: str,
+    reason: str,
+) -> Review:
+    """The reviewer's fallback: plans spread over the analyses' boundaries (`spread_plans`;
+    an attempt without an analysis offers boundary 0), each starting with its parent's
+    `warning_turn`."""
+    by_id = {attempt.id: attempt for attempt in parents}
+    plans = spread_plans(
+        {a.id: analyses[a.id].boundaries if a.id in analyses else (0,) for a in parents},
+        branches=branches,
+        tried=tried,
+        starting_turn=lambda parent, _: warning_turn(by_id[parent].diagnostics, workdir),
+        why="analysis; the starting turn repeats what the verifier found",
+    )
+    return Review(tuple(plans), "heuristic", reason)
+
+
+def trace_boundaries(
+    path: Sequence[Turn], files_by_turn: Mapping[int, Sequence[str]], workdir: str
+) -> tuple[int, ...]:
+    """Candidate boundaries read from an attempt's trace alone (no verifier): before the
+    latest turns whose commands failed (non-zero exit, timeout), then before the latest
+    edits of the workdir, then the untouched task; at most MAX_BOUNDARIES."""
+    inside = workdir.rstrip("/") + "/"
+    failing = [t.index for t in reversed(path) if any(c.exit_code != 0 for c in t.calls)]
+    edits = [
+        t.index
+        for t in reversed(path)
+        if any(p.startswith(inside) for p in files_by_turn.get(t.index, ()))
+    ]
+    found = dict.fromkeys([*(i - 1 for i in failing), *(i - 1 for i in edits), 0])
+    return tuple(found)[:MAX_BOUNDARIES]
+
+
+def trace_turn(
+    path: Sequence[Turn], files_by_turn: Mapping[int, Sequence[str]], boundary: int
+) -> str:
+    """A starting turn from the trace alone: what the turns after `boundary` ran that failed
+    and which files they changed, then a look at those files again."""
+    later = [t for t in path if t.index > boundary]
+    failed = [c for t in later for c in t.calls if c.exit_code != 0]
+    changed = list(dict.fromkeys(p for t in later for p in files_by_turn.get(t.index, ())))
+    said = f"Going back over what I did after turn {boundary}"
+    if failed:
+        call = failed[0]
+        last = (call.output.strip().splitlines() or [""])[-1][:200]
+        code = "timed out" if call.exit_code is None else f"exited {call.exit_code}"
+        said += f": `{call.command[:120]}` {code} ({last})"
+    if changed:
+        said += "; I changed " + ", ".join(changed[:WARNING_FILES])
+    files = [path for path in changed if not path.endswith("/")][:WARNING_FILES]
+    command = "\n".join(f"cat {shlex.quote(path)}" for path in files) or "ls -la"
+    return f"{said}. Let me check that again before going on.\n\n```bash\n{command}\n```"
+
+
+def trace_review(
+    paths: Mapping[int, Sequence[Turn]],
+    files: Mapping[int, Mapping[int, Sequence[str]]],
+    *,
+    branches: int,
+    tried: Iterable[tuple[int, int]],
+    workdir: str,
+    reason: str,
+) -> Review:
+    """The supervisor's fallback (Shepherd's reading): plans spread over `trace_boundaries`
+    of each parent (id -> its path and the files each turn changed), each starting with a
+    `trace_turn`. Nothing of the verifier is read."""
+    plans = spread_plans(
+        {parent: trace_boundaries(path, files[parent], workdir) for parent, path in paths.items()},
+        branches=branches,
+        tried=tried,
+        starting_turn=lambda parent, boundary: trace_turn(paths[parent], files[parent], boundary),
+        why="trace (failed commands, then edits)",
+    )
     return Review(tuple(plans), "heuristic", reason)

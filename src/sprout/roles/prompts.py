@@ -8,7 +8,7 @@ from typing import Any
 from sprout.templating import render_template
 
 TEMPLATES = Path(__file__).with_name("templates")
-NAMES = ("analyst", "reviewer", "retry")
+NAMES = ("analyst", "reviewer", "supervisor", "retry")
 
 
 def render(name: str, source: str | None = None, **context: Any) -> str:

@@ -3,6 +3,10 @@
 For each branch it picks a parent among the failed attempts, a boundary, and
 writes the starting turn in the actor's voice: the only thing a schedule passes
 on to the actor. Analyses and the reviewer's reasons stay in the store.
+
+The same role without the verifier (`reads_verifier=False`) is the supervisor
+of the Shepherd baseline: it reads the failed trace, not the diagnostics nor any
+analysis, and its fallback reads the trace alone (`trace_review`).
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from sprout.agent.parse import FormatError, parse_calls
 from sprout.fences import shell_blocks
 from sprout.models import Model
-from sprout.roles.ask import Recorder, consult, is_oracle
-from sprout.roles.heuristics import heuristic_review
+from sprout.roles.ask import Recorder, consult
+from sprout.roles.heuristics import heuristic_review, trace_review
 from sprout.roles.output import MAX_PROBLEMS, OutputError, read_reply
 from sprout.roles.prompts import render
 from sprout.roles.touched import turn_files
@@ -70,8 +74,10 @@ class Reviewer:
         max_calls_per_turn: int = 4,
         max_retries: int = 2,
         template: str | None = None,
+        reads_verifier: bool = True,
     ) -> None:
-        """`layers`, when given, lets the prompt list the files each turn changed."""
+        """`layers`, when given, lets the prompt list the files each turn changed;
+        `reads_verifier=False` makes it Shepherd's supervisor (see the module docstring)."""
         if max_retries < 0:
             raise RoleError(f"max_retries: expected 0 or more, got {max_retries}")
         if max_calls_per_turn < 1:
@@ -83,6 +89,7 @@ class Reviewer:
         self.max_calls = max_calls_per_turn
         self.max_retries = max_retries
         self.template = template
+        self.reads_verifier = reads_verifier
 
     def review(
         self,
@@ -114,18 +121,15 @@ class Reviewer:
             for a in self.tree.store.attempts(task.id)
             if a.method == method and a.kind == "branch"
         ]
-        solution = [step.command for step in task.solution] if is_oracle(self.model) else []
+        if not self.reads_verifier:
+            analyses = {}
+        tried = [(a.parent_id, a.boundary) for a in history if a.parent_id is not None]
         review = consult(
             self.model,
             self.prompt(task, parents, lasts, analyses, history, branches),
             read=lambda text: self._read(text, task, parents, lasts, history, branches),
-            heuristic=lambda reason: heuristic_review(
-                list(parents.values()),
-                analyses,
-                branches=branches,
-                tried=[(a.parent_id, a.boundary) for a in history if a.parent_id is not None],
-                solution=solution,
-                reason=reason,
+            heuristic=lambda reason: self._heuristic(
+                task, parents, analyses, branches, tried, reason
             ),
             as_reply=_as_reply,
             recorder=Recorder(self.tree.store, "reviewer", task.id, None, method),
@@ -133,6 +137,36 @@ class Reviewer:
         )
         self.tree.store.add_review(task.id, method, round, review.to_json())
         return review
+
+    def _heuristic(
+        self,
+        task: Task,
+        parents: Mapping[int, Attempt],
+        analyses: Mapping[int, Analysis],
+        branches: int,
+        tried: list[tuple[int, int]],
+        reason: str,
+    ) -> Review:
+        if self.reads_verifier:
+            return heuristic_review(
+                list(parents.values()),
+                analyses,
+                branches=branches,
+                tried=tried,
+                workdir=task.workdir,
+                reason=reason,
+            )
+        return trace_review(
+            {a.id: self.tree.path(a) for a in parents.values()},
+            {a.id: self._files(a) for a in parents.values()},
+            branches=branches,
+            tried=tried,
+            workdir=task.workdir,
+            reason=reason,
+        )
+
+    def _files(self, attempt: Attempt) -> dict[int, list[str]]:
+        return turn_files(self.tree, self.layers, attempt) if self.layers else {}
 
     def prompt(
         self,
@@ -147,19 +181,19 @@ class Reviewer:
         views = []
         for attempt_id in sorted(parents):
             attempt = parents[attempt_id]
-            files = turn_files(self.tree, self.layers, attempt) if self.layers else {}
             views.append(
                 candidate_view(
                     attempt,
                     lasts[attempt_id],
                     self.tree.path(attempt),
-                    files,
-                    analyses.get(attempt_id),
+                    self._files(attempt),
+                    analyses.get(attempt_id) if self.reads_verifier else None,
                     parent_listed=attempt.parent_id in parents,
+                    verifier=self.reads_verifier,
                 )
             )
         return render(
-            "reviewer",
+            "reviewer" if self.reads_verifier else "supervisor",
             self.template,
             instruction=head(task.instruction.strip(), INSTRUCTION_CHARS),
             workdir=task.workdir,

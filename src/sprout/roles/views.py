@@ -225,9 +225,12 @@ def candidate_view(
     analysis: Analysis | None,
     *,
     parent_listed: bool,
+    verifier: bool = True,
 ) -> CandidateView:
     """`attempt` for the reviewer; `turns` is its whole path, shown from its own first turn
-    when its parent is listed too (so a shared prefix is read once)."""
+    when its parent is listed too (so a shared prefix is read once). With `verifier=False`
+    (Shepherd's supervisor) nothing the verifier said is in the view: no summary, no
+    reward, only that the attempt ended."""
     own = [t for t in turns if t.index > attempt.boundary] if parent_listed else list(turns)
     origin = (
         "a root"
@@ -238,10 +241,12 @@ def candidate_view(
         id=attempt.id,
         boundary=attempt.boundary,
         origin=origin,
-        outcome=outcome(attempt),
+        outcome=outcome(attempt) if verifier else attempt.status,
         end_reason=head(attempt.end_reason or "", 300),
         last=last,
-        summary=head(str((attempt.diagnostics or {}).get("summary") or ""), SUMMARY_CHARS),
+        summary=head(str((attempt.diagnostics or {}).get("summary") or ""), SUMMARY_CHARS)
+        if verifier
+        else "",
         analysis=None
         if analysis is None
         else {

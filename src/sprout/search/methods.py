@@ -1,5 +1,5 @@
-"""Search methods as the command line names them: `pass@4`, `sprout`, `entropy`, and the
-training schedule `train-rollouts`.
+"""Search methods as the command line names them: `pass@4`, `pass@4-first`, `sprout`,
+`entropy`, `shepherd`, and the training schedule `train-rollouts`.
 
 A method is a schedule plus its settings; its name is what the store records
 on every attempt and model call, so each method's tokens and turns are
@@ -16,7 +16,9 @@ DEFAULT_ROUNDS = (4, 3)
 TRAINING_ROOTS = 2
 TRAINING_CHILDREN = 3
 
-Schedule = Literal["pass@k", "sprout", "entropy", "train-rollouts"]
+Schedule = Literal["pass@k", "sprout", "entropy", "shepherd", "train-rollouts"]
+MAX_K = 1024
+"""The most roots pass@K takes: past it a run would not end in any useful time."""
 Selector = Literal["reviewer", "heuristic", "uniform", "entropy"]
 """Who picks the boundary of an unguided training child (see `sprout.search.training`)."""
 SELECTORS: tuple[Selector, ...] = ("reviewer", "heuristic", "uniform", "entropy")
@@ -69,7 +71,13 @@ class Method:
 
     def describe(self) -> str:
         if self.schedule == "pass@k":
-            return f"{self.roots} independent roots"
+            stop = "; stop at the first pass" if self.stop_at_pass else ""
+            return f"{self.roots} independent roots{stop}"
+        if self.schedule == "shepherd":
+            return (
+                f"{self.roots} root(s), then one round of {sum(self.rounds)} branches a "
+                "supervisor plans from the trace alone (no verifier); stop at the first pass"
+            )
         if self.schedule == "train-rollouts":
             return (
                 f"{self.roots} roots and {self.children} children per root (a group of "
@@ -146,13 +154,16 @@ def parse_methods(
     for name in (part.strip() for part in text.split(",")):
         if not name:
             raise MethodError(f"--method {text!r}: an empty name; expected e.g. pass@4,sprout")
-        if match := re.fullmatch(r"pass@(\d+)", name):
+        if match := re.fullmatch(r"pass@(\d+)(-first)?", name):
             k = int(match.group(1))
-            if k < 1:
-                raise MethodError(f"--method {name}: k must be at least 1")
-            method = Method(name, "pass@k", roots=k, stop_at_pass=False)
+            if not 1 <= k <= MAX_K:
+                raise MethodError(f"--method {name}: K must be from 1 to {MAX_K}")
+            method = Method(name, "pass@k", roots=k, stop_at_pass=bool(match.group(2)))
         elif name in ("sprout", "entropy"):
             method = Method(name, name, roots=roots or 1, rounds=rounds, stop_at_pass=stop_at_pass)
+        elif name == "shepherd":
+            # Shepherd forks once, with the branch budget SPROUT's rounds add up to.
+            method = Method(name, "shepherd", roots=roots or 1, rounds=(sum(rounds),))
         elif name == "train-rollouts":
             method = training_method(
                 roots=roots or TRAINING_ROOTS,
@@ -163,8 +174,8 @@ def parse_methods(
             )
         else:
             raise MethodError(
-                f"--method {name!r}: expected pass@K, sprout or entropy (search), or "
-                "train-rollouts (training)"
+                f"--method {name!r}: expected pass@K, pass@K-first, sprout, entropy or "
+                "shepherd (search), or train-rollouts (training)"
             )
         if any(known.name == name for known in methods):
             raise MethodError(f"--method {text!r}: {name} is given twice")

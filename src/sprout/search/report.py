@@ -138,6 +138,11 @@ def table(content: dict[str, Any]) -> str:
         )
         for row in rows
     ]
+    lines.append(
+        "tokens spent: every prompt and completion token of every call (actor, analyst, "
+        "reviewer, reasoning included); prefix once: a prefix shared in the tree (a branch's "
+        "retained turns, the roots' common prompt) counted once"
+    )
     if estimated:
         lines.append("~ estimated from text length: the oracle models report no token usage")
     return "\n".join(lines)

@@ -16,6 +16,7 @@ from typing import Any
 
 from sprout.agent import Actor, ActorConfig
 from sprout.models import Model, ModelError
+from sprout.models.config import ModelConfig
 from sprout.models.oracle import Step
 from sprout.models.resolve import resolve_model
 from sprout.roles import Analyst, Reviewer, RolesConfig
@@ -25,7 +26,13 @@ from sprout.search.methods import Method
 from sprout.search.play import Search
 from sprout.search.progress import Progress
 from sprout.search.report import write_results
-from sprout.search.schedules import SearchError, run_entropy, run_pass_at_k, run_sprout
+from sprout.search.schedules import (
+    SearchError,
+    run_entropy,
+    run_pass_at_k,
+    run_shepherd,
+    run_sprout,
+)
 from sprout.search.training import run_training
 from sprout.task import Task, TaskError
 from sprout.tasks import base_checkpoint
@@ -52,15 +59,20 @@ class RunSettings:
     roles: RolesConfig = field(default_factory=RolesConfig)
     hf_options: dict[str, Any] = field(default_factory=dict)
     """`HFModel` keywords for an `hf/PATH` model (max_new_tokens, device, dtype, seed)."""
+    model_options: ModelConfig = field(default_factory=ModelConfig)
+    """The `[model]` table: timeouts, retries, reply length, extra request fields."""
 
     def to_json(self) -> dict[str, Any]:
         """The settings a resume must match (the API key is never stored)."""
-        return {
+        found = {
             "model": self.model,
             "methods": [m.to_json() for m in self.methods],
             "actor": self.actor.model_dump(mode="json"),
             "roles": self.roles.model_dump(mode="json"),
         }
+        if self.model_options != ModelConfig():  # runs stored before the table match
+            found["model_options"] = self.model_options.model_dump(mode="json")
+        return found
 
 
 def is_oracle(spec: str) -> bool:
@@ -72,7 +84,13 @@ def check_settings(settings: RunSettings) -> None:
     if settings.workers < 1:
         raise RunSettingsError(f"--workers: expected at least 1, got {settings.workers}")
     if not settings.model.startswith("hf/"):  # a local model is checked as it loads, once
-        resolve_model(settings.model, base_url=settings.base_url, steps=())
+        resolve_model(
+            settings.model,
+            base_url=settings.base_url,
+            api_key=settings.api_key,
+            steps=(),
+            options=settings.model_options,
+        )
     for method in settings.methods:
         if method.needs_logprobs and is_oracle(settings.model):
             raise RunSettingsError(
@@ -157,7 +175,7 @@ def run_tasks(
 def _model(settings: RunSettings, task: Task | None) -> Model:
     steps = None
     if task is not None:
-        steps = [Step(s.command, s.wrong) for s in task.solution]
+        steps = [Step(s.command, s.wrong, s.trap, s.trap_names) for s in task.solution]
         if not steps:
             raise TaskError(
                 f"{task.id}: {task.path / 'solution' / 'solve.sh'}: missing, and --model "
@@ -169,6 +187,7 @@ def _model(settings: RunSettings, task: Task | None) -> Model:
         api_key=settings.api_key,
         steps=steps,
         hf_options=settings.hf_options,
+        options=settings.model_options,
     )
 
 
@@ -208,29 +227,40 @@ def _schedule(method: Method, search: Search, settings: RunSettings) -> None:
         "pass@k": lambda: run_pass_at_k(search),
         "sprout": lambda: run_sprout(search, *_roles(search, settings)),
         "entropy": lambda: run_entropy(search),
+        "shepherd": lambda: run_shepherd(search, _supervisor(search, settings)),
         "train-rollouts": lambda: run_training(search, *_roles(search, settings)),
     }
     schedules[method.schedule]()
 
 
+def _reviewer(search: Search, settings: RunSettings, *, reads_verifier: bool) -> Reviewer:
+    """The reviewer of `search` on the actor's model; without the verifier, Shepherd's
+    supervisor."""
+    roles = settings.roles
+    return Reviewer(
+        search.actor.model,
+        search.tree,
+        layers=search.layers,
+        call_format=settings.actor.call_format,
+        max_calls_per_turn=settings.actor.max_calls_per_turn,
+        max_retries=roles.max_retries,
+        template=roles.reviewer_template if reads_verifier else roles.supervisor_template,
+        reads_verifier=reads_verifier,
+    )
+
+
+def _supervisor(search: Search, settings: RunSettings) -> Reviewer:
+    return _reviewer(search, settings, reads_verifier=False)
+
+
 def _roles(search: Search, settings: RunSettings) -> tuple[Analyst, Reviewer]:
     """The analyst and the reviewer of `search`, on the actor's model."""
-    return (
-        Analyst(
-            search.actor.model,
-            search.tree,
-            search.layers,
-            call_format=settings.actor.call_format,
-            max_retries=settings.roles.max_retries,
-            template=settings.roles.analyst_template,
-        ),
-        Reviewer(
-            search.actor.model,
-            search.tree,
-            layers=search.layers,
-            call_format=settings.actor.call_format,
-            max_calls_per_turn=settings.actor.max_calls_per_turn,
-            max_retries=settings.roles.max_retries,
-            template=settings.roles.reviewer_template,
-        ),
+    analyst = Analyst(
+        search.actor.model,
+        search.tree,
+        search.layers,
+        call_format=settings.actor.call_format,
+        max_retries=settings.roles.max_retries,
+        template=settings.roles.analyst_template,
     )
+    return analyst, _reviewer(search, settings, reads_verifier=True)

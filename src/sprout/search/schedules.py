@@ -44,6 +44,24 @@ def run_sprout(search: Search, analyst: Analyst, reviewer: Reviewer) -> None:
     _rounds(search, plan)
 
 
+def run_shepherd(search: Search, supervisor: Reviewer) -> None:
+    """Roots; then one round of branches that a supervisor plans from the failed traces,
+    reading neither the verifier's diagnostics nor any analysis (our reading of Shepherd)."""
+
+    def plan(number: int, size: int) -> list[BranchPlan]:
+        review = supervisor.review(
+            search.task,
+            method=search.method.name,
+            round=number,
+            branches=size,
+            candidates=[a for a in search.attempts() if failed(a)],
+            analyses={},
+        )
+        return list(review.plans)
+
+    _rounds(search, plan)
+
+
 def run_entropy(search: Search) -> None:
     """Roots; then per round, unguided branches that resample the highest-entropy turns.
 

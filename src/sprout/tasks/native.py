@@ -23,6 +23,8 @@ from sprout.tasks.dockerfile import plan_dockerfile
 
 STEP_MARKER = "# step"
 WRONG_MARKER = "# wrong:"
+TRAP_MARKER = "# trap:"
+TRAP_NAMES_MARKER = "# trap names:"
 
 
 class SproutTable(BaseModel):
@@ -121,40 +123,66 @@ def read_resources(data: dict[str, object], path: Path, task_id: str) -> Resourc
     return Resources(float(cpus) if cpus is not None else None, sizes["memory"], sizes["storage"])
 
 
+@dataclass
+class _StepText:
+    lines: list[str]
+    wrong: list[str]
+    trap: str | None = None
+    trap_names: tuple[str, ...] = ()
+
+
 def split_solution(text: str) -> tuple[SolutionStep, ...]:
     """The reference solution as the oracle's turns.
 
-    Lines `# step` start a new turn; `# wrong: COMMAND` inside a step offers a
-    wrong variant of it (for oracle-noise). Commands before the first marker
-    (`set -e`, `cd /app`) are repeated at the head of every step, since each
-    turn runs in a fresh shell. Without markers the whole script is one turn.
+    Lines `# step` start a new turn; inside a step, `# wrong: COMMAND` offers a
+    wrong variant of it, and `# trap: COMMAND` with `# trap names: A, B` a
+    misconception (a wrong variant that passes every visible check) and what the
+    verifier names when it fails (for oracle-noise's `trap` errors). Commands
+    before the first marker (`set -e`, `cd /app`) are repeated at the head of
+    every step, since each turn runs in a fresh shell. Without markers the whole
+    script is one turn.
     """
     preamble: list[str] = []
-    steps: list[tuple[list[str], list[str]]] = []
+    steps: list[_StepText] = []
     for line in text.splitlines():
         stripped = line.strip()
+        lowered = stripped.lower()
         if stripped.startswith("#!"):
             continue
-        if stripped.lower().startswith(STEP_MARKER):
-            steps.append(([], []))
-        elif stripped.lower().startswith(WRONG_MARKER) and steps:
-            steps[-1][1].append(stripped[len(WRONG_MARKER) :].strip())
+        if lowered.startswith(STEP_MARKER):
+            steps.append(_StepText([], []))
+        elif lowered.startswith(WRONG_MARKER) and steps:
+            steps[-1].wrong.append(stripped[len(WRONG_MARKER) :].strip())
+        elif lowered.startswith(TRAP_NAMES_MARKER) and steps:
+            names = stripped[len(TRAP_NAMES_MARKER) :].split(",")
+            steps[-1].trap_names = tuple(name.strip() for name in names if name.strip())
+        elif lowered.startswith(TRAP_MARKER) and steps:
+            steps[-1].trap = stripped[len(TRAP_MARKER) :].strip()
         elif steps:
-            steps[-1][0].append(line)
+            steps[-1].lines.append(line)
         elif stripped and not stripped.startswith("#"):
             preamble.append(line)
     if not steps:
         body = "\n".join(preamble).strip()
         return (SolutionStep(command=body),) if body else ()
     head = "\n".join(preamble).strip()
+
+    def with_head(command: str) -> str:
+        return f"{head}\n{command}" if head else command
+
     result = []
-    for lines, wrong in steps:
-        body = "\n".join(lines).strip()
+    for step in steps:
+        body = "\n".join(step.lines).strip()
         if not body:
             continue
-        joined = f"{head}\n{body}" if head else body
-        variants = tuple(f"{head}\n{w}" if head else w for w in wrong)
-        result.append(SolutionStep(command=joined, wrong=variants))
+        result.append(
+            SolutionStep(
+                command=with_head(body),
+                wrong=tuple(with_head(w) for w in step.wrong),
+                trap=with_head(step.trap) if step.trap else None,
+                trap_names=step.trap_names,
+            )
+        )
     return tuple(result)
 
 

@@ -6,6 +6,8 @@ cat README.md requirements.txt && ls wheels && cat src/quillsite/slugs.py && gre
 # step
 python3 -m pip install -r requirements.txt
 # wrong: python3 -m pip install asciifold-lite
+# trap: python3 -m pip install asciifold-lite
+# trap names: test_slugs_spell_letters_in_ascii
 # step
 python3 - <<'PY'
 from pathlib import Path

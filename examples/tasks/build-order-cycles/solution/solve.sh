@@ -6,6 +6,8 @@ cat README.md requirements.txt && ls wheels && cat src/pipewright/graph.py src/p
 # step
 python3 -m pip install -r requirements.txt
 # wrong: python3 -m pip install --no-deps -r requirements.txt
+# trap: python3 -m pip install --no-deps -r requirements.txt
+# trap names: test_caret_and_tilde_constraints
 # step
 cat > src/pipewright/graph.py <<'PY'
 """The build order: every package after the packages it depends on."""

@@ -6,6 +6,8 @@ cat README.md requirements.txt && ls wheels && cat src/invoicer/totals.py src/in
 # step
 python3 -m pip install -r requirements.txt
 # wrong: python3 -m pip install minorunits
+# trap: python3 -m pip install minorunits
+# trap names: test_lower_case_currency_codes_from_the_export
 # step
 python3 - <<'PY'
 from pathlib import Path

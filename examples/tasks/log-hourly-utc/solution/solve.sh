@@ -6,6 +6,8 @@ cat README.md requirements.txt && ls wheels && cat src/logwatch/stats.py src/log
 # step
 python3 -m pip install -r requirements.txt
 # wrong: python3 -m pip install clfparse==1.0.0
+# trap: python3 -m pip install clfparse==1.0.0
+# trap names: test_ipv6_clients_are_read
 # step
 python3 - <<'PY'
 from pathlib import Path

@@ -6,6 +6,8 @@ cat README.md requirements*.txt && ls wheels && cat src/throttle/bucket.py src/t
 # step
 python3 -m pip install -r requirements.txt
 # wrong: python3 -m pip install -r requirements-legacy.txt
+# trap: python3 -m pip install -r requirements-legacy.txt
+# trap names: test_half_a_second_brings_half_the_rate
 # step
 python3 - <<'PY'
 from pathlib import Path

@@ -6,6 +6,8 @@ cat README.md requirements.txt && ls wheels && cat src/larder/scale.py src/larde
 # step
 python3 -m pip install -r requirements.txt
 # wrong: python3 -m pip install wheels/unitconv-1.2.0-py3-none-any.whl
+# trap: python3 -m pip install wheels/unitconv-1.2.0-py3-none-any.whl
+# trap names: test_metric_converts_ounces_and_pounds
 # step
 python3 - <<'PY'
 from pathlib import Path

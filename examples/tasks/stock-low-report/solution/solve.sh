@@ -6,6 +6,8 @@ cat README.md requirements.txt && ls wheels vendor && cat src/stockroom/report.p
 # step
 python3 -m pip install -r requirements.txt
 # wrong: python3 -m pip install --no-build-isolation ./vendor/tabulite-0.3.0
+# trap: python3 -m pip install --no-build-isolation ./vendor/tabulite-0.3.0
+# trap names: test_low_stock_table_right_aligns_numbers
 # step
 python3 - <<'PY'
 from pathlib import Path

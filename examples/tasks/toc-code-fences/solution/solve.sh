@@ -6,6 +6,8 @@ cat README.md requirements.txt && ls wheels && cat src/tocgen/headings.py src/to
 # step
 python3 -m pip install -r requirements.txt
 # wrong: python3 -m pip install wheels/mdblocks-0.5.0-py3-none-any.whl
+# trap: python3 -m pip install wheels/mdblocks-0.5.0-py3-none-any.whl
+# trap names: test_tilde_fences_are_code
 # step
 python3 - <<'PY'
 from pathlib import Path

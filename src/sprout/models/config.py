@@ -1,0 +1,32 @@
+"""The `[model]` table of a run's settings file: how an `openai/` model is called."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sprout.config import read_table
+
+
+class ModelConfig(BaseModel):
+    """Per-request settings of a model server; the actor's sampling (temperature,
+    log-probs) lives in `[actor]`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout_s: float = Field(600.0, gt=0)
+    """Seconds one request may take before it is retried (a long reasoning reply needs many)."""
+    max_retries: int = Field(2, ge=0)
+    """Retries of a request that timed out or got 429, 5xx or no connection (with backoff)."""
+    max_tokens: int | None = Field(None, ge=1)
+    """Tokens one reply may have; None leaves it to the server (which may fill its context)."""
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    """Fields added to every request as they are, e.g. `{chat_template_kwargs =
+    {enable_thinking = false}}` to turn a model's thinking off on vLLM or SGLang."""
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ModelConfig:
+        """Read the `[model]` table of a TOML file; errors name the file and the field."""
+        return read_table(path, "model", cls)
