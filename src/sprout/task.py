@@ -63,6 +63,8 @@ class Task(BaseModel):
     user_namespaces: bool = False
     """The agent's commands may make user namespaces of their own (off: refused)."""
     solution: tuple[SolutionStep, ...] = ()
+    solution_dir: Path | None = None
+    """The task's `solution/` folder: at /solution in the oracle's sandboxes only."""
     tests_dir: Path | None = None
     """Copied to /tests on the verifier's fork only, never visible to the agent."""
     test_files: dict[str, str] = Field(default_factory=dict)

@@ -12,6 +12,7 @@ must not hide the verdicts on the others.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, replace
 
@@ -22,13 +23,21 @@ from sprout.models.resolve import resolve_model
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError, SandboxUnavailable
 from sprout.task import Task, TaskError
-from sprout.tasks import base_checkpoint
+from sprout.tasks import base_checkpoint, solution_checkpoint
 from sprout.tasks.discover import grouped_warnings
 from sprout.tree import Attempt
 from sprout.verify import Diagnostics, ResultsError, run_verifier
 
 PROBLEM_CAP = 240
 """A problem is one line of the table; the run folder holds the rest."""
+DETAIL_LINES = 20
+"""Lines of a failing command's output shown under the table."""
+
+_NOT_FOUND = re.compile(r"(?:^|: )(?P<what>[\w./+-]+): (?:command )?not found\s*$", re.M)
+_OFFLINE = re.compile(
+    r"Could not resolve host:? (?P<host>[\w.-]+)|Temporary failure in name resolution|"
+    r"Name or service not known|Network is unreachable|Failed to establish a new connection"
+)
 
 
 @dataclass(frozen=True)
@@ -47,10 +56,42 @@ class CheckResult:
     """The oracle's attempt alone (its turns and the verifier after them)."""
     problem: str | None = None
     warnings: tuple[str, ...] = ()
+    untouched_ran: bool = True
+    """False when the verifier on checkpoint 0 crashed instead of reporting: "fails untouched"
+    would then say nothing about the tests."""
+    detail: str = ""
+    """The last lines of what failed (a verifier's log, a step's output), for people."""
 
     @property
     def ok(self) -> bool:
         return self.problem is None
+
+
+def verifier_crash(diagnostics: Diagnostics) -> str | None:
+    """Why the verifier did not report, or None when it did: per-test results or a reward
+    file are a report; a verifier left to its exit code whose log shows a missing command or
+    no network crashed, and the reason names the command or the host."""
+    if diagnostics.source == "verifier-error":
+        return diagnostics.summary
+    if (
+        diagnostics.passed + diagnostics.failed + diagnostics.errored
+        or "reward" in diagnostics.source
+    ):
+        return None
+    log = diagnostics.log_tail
+    offline = _OFFLINE.search(log)
+    if offline:
+        host = offline.group("host")
+        line = next((ln for ln in log.splitlines() if offline.group(0) in ln), "").strip()
+        return f"needs the internet{f' ({host})' if host else ''}: {line[:160]}"
+    missing = _NOT_FOUND.search(log)
+    if missing:
+        return f"a command it runs is missing: {missing.group('what')}: not found"
+    return None
+
+
+def last_lines(text: str, count: int = DETAIL_LINES) -> str:
+    return "\n".join(text.rstrip().splitlines()[-count:])
 
 
 def load_failure(line: str) -> CheckResult:
@@ -73,6 +114,16 @@ def check_task(task: Task, run: RunFolder) -> CheckResult:
         base = base_checkpoint(task, run.layers)
         untouched = run_verifier(task, run.layers, base, base).diagnostics
         found = replace(found, untouched=untouched)
+        crash = verifier_crash(untouched)
+        if crash is not None:
+            problem = f"the verifier did not run on the untouched task: {crash}"
+            return replace(
+                found,
+                untouched_ran=False,
+                problem=one_line(problem),
+                detail=last_lines(untouched.log_tail),
+                seconds=time.monotonic() - started,
+            )
         if not task.solution:
             problem = "no reference solution (no steps for the oracle to play)"
             return replace(found, problem=problem, seconds=time.monotonic() - started)
@@ -82,7 +133,7 @@ def check_task(task: Task, run: RunFolder) -> CheckResult:
     except (TaskError, ResultsError, SandboxError, ModelError) as error:
         # Errors name their task; the table already does.
         found = replace(found, problem=one_line(str(error).removeprefix(f"{task.id}: ")))
-    if found.untouched is not None and found.untouched.reward != 0:
+    if found.untouched is not None and found.untouched_ran and found.untouched.reward != 0:
         # The more basic fault goes first: hidden tests that catch nothing.
         passes = f"untouched environment already passes ({found.untouched.summary})"
         problem = "; ".join(p for p in (passes, found.problem) if p)
@@ -99,16 +150,23 @@ def _check_oracle(task: Task, run: RunFolder, base: str, found: CheckResult) -> 
     failed_steps = _failed_steps(run, attempt, len(task.solution))
     oracle = verdict.diagnostics
     problem = None
+    detail = ""
+    crash = verifier_crash(oracle)
     if attempt.status != "submitted":
         problem = f"oracle attempt ended ({attempt.status}): {attempt.end_reason}"
+    elif crash is not None:
+        problem = f"the verifier did not run after the oracle: {crash}"
+        detail = last_lines(oracle.log_tail)
     elif oracle.reward != 1:
         problem = "; ".join([*failed_steps[:1], f"oracle fails {first_failure(oracle)}"])
+        detail = _failed_output(run, attempt, len(task.solution)) or last_lines(oracle.log_tail)
     return replace(
         found,
         oracle=oracle,
         attempt_id=attempt.id,
         oracle_seconds=time.monotonic() - started,
         problem=one_line(problem) if problem else None,
+        detail=detail,
         # A step that failed while the tests still pass is worth a look, not a verdict.
         warnings=found.warnings + (tuple(failed_steps) if oracle.reward == 1 else ()),
     )
@@ -126,7 +184,8 @@ def _play_oracle(task: Task, run: RunFolder, base: str) -> Attempt:
     actor = Actor(resolve_model("oracle", steps=steps), run.tree, run.layers, config)
     run.store.add_task(task.id, task.model_dump(mode="json"))
     prefix = actor.prefix(task.instruction, task.workdir)
-    return actor.run(run.tree.root(task.id, prefix, base, method="oracle"))
+    start = solution_checkpoint(task, run.layers, base)
+    return actor.run(run.tree.root(task.id, prefix, start, method="oracle"))
 
 
 def _failed_steps(run: RunFolder, attempt: Attempt, total: int) -> list[str]:
@@ -140,6 +199,16 @@ def _failed_steps(run: RunFolder, attempt: Attempt, total: int) -> list[str]:
                 detail = f" ({last.strip()})" if last else ""
                 lines.append(f"step {turn.index}/{total} {end}{detail}")
     return lines
+
+
+def _failed_output(run: RunFolder, attempt: Attempt, total: int) -> str:
+    """The command and the last lines of the first reference step that failed, if any."""
+    for turn in run.tree.own_turns(attempt)[:total]:
+        for call in turn.calls:
+            if call.timed_out or call.exit_code != 0:
+                command = one_line(call.command, 200)
+                return f"$ {command}\n{last_lines(call.output)}"
+    return ""
 
 
 def first_failure(diagnostics: Diagnostics) -> str:
@@ -180,9 +249,10 @@ def table_header(width: int) -> str:
 
 def table_row(result: CheckResult, width: int) -> str:
     """One task's line: both verdicts, the time it took, and its problem or "ok"."""
+    untouched = outcome(result.untouched, expected=0) if result.untouched_ran else "NO REPORT"
     cells = (
         result.task_id.ljust(width),
-        outcome(result.untouched, expected=0).ljust(_VERDICT_WIDTH),
+        untouched.ljust(_VERDICT_WIDTH),
         outcome(result.oracle, expected=1).ljust(_VERDICT_WIDTH),
         f"{result.seconds:7.1f}",
     )
@@ -199,3 +269,13 @@ def summary_line(results: list[CheckResult]) -> str:
 def warning_lines(results: list[CheckResult]) -> list[str]:
     """Each distinct warning once, with the tasks it concerns (see `grouped_warnings`)."""
     return grouped_warnings((result.task_id, result.warnings) for result in results)
+
+
+def detail_lines(results: list[CheckResult]) -> list[str]:
+    """Under the table: for each broken task, the last lines of what failed."""
+    lines = []
+    for result in results:
+        if not result.ok and result.detail:
+            lines.append(f"--- {result.task_id}: {result.problem}")
+            lines += ["    " + line for line in result.detail.splitlines()]
+    return lines

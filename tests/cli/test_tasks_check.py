@@ -65,6 +65,34 @@ def test_broken_tasks_exit_1_and_the_others_still_run(
 
 
 @pytest.mark.sandbox
+def test_a_verifier_that_crashes_is_no_report_and_its_cause_is_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_host_image()
+    tasks = tmp_path / "tasks"
+    scripts = {
+        "missing-runner": "echo fetching the runner\nuvx -p 3.13 -w pytest==8.4.1 pytest /tests\n",
+        "offline": "echo 'curl: (6) Could not resolve host: astral.sh' >&2\nexit 6\n",
+    }
+    for name, script in scripts.items():
+        task = write_task(tasks, name)
+        settings = task / "task.toml"
+        settings.write_text(settings.read_text().replace('"tap"', '"auto"'))
+        (task / "tests" / "test.sh").write_text(script)
+    assert check(str(tasks)) == 1
+    printed = capsys.readouterr().out
+    found = rows(printed)
+    assert found["missing-runner"].split()[1:3] == ["NO", "REPORT"]
+    assert found["missing-runner"].endswith(
+        "the verifier did not run on the untouched task: a command it runs is missing: "
+        "uvx: not found"
+    )
+    assert "needs the internet (astral.sh): curl: (6) Could not resolve host" in found["offline"]
+    details = printed[printed.index("--- missing-runner") :]
+    assert "    fetching the runner" in details and "uvx: command not found" in details
+
+
+@pytest.mark.sandbox
 def test_out_keeps_the_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     require_host_image()
     out = tmp_path / "kept"

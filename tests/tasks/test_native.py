@@ -116,8 +116,49 @@ def test_a_copy_of_a_missing_file_is_named(tmp_path):
         load_native(make_task(tmp_path, DOCKERFILE + "COPY nothere /app/\n"))
 
 
-def test_solution_without_markers_is_one_turn():
-    assert [s.command for s in split_solution("#!/bin/sh\necho a\necho b\n")] == ["echo a\necho b"]
+def test_a_solution_without_markers_runs_as_one_script_byte_for_byte():
+    script = "#!/bin/sh\n# step one: explore\necho a\n\necho b\n"
+    (inline,) = split_solution(script)
+    assert inline.command == (
+        "cat > /tmp/sprout-solution.sh <<'SPROUT_SOLUTION'\n"
+        f"{script}SPROUT_SOLUTION\nbash /tmp/sprout-solution.sh"
+    )
+    (from_file,) = split_solution(script, "/solution/solve.sh")
+    assert from_file.command == "bash /solution/solve.sh"
+    assert split_solution("\n \n") == ()
+
+
+HEREDOC_SOLUTION = """#!/bin/bash
+set -e
+# the preamble's comments stay
+
+cd /app
+# step
+cat > main.c <<'EOF'
+#include <stdio.h>
+# step
+int main(void) { return 0; }
+EOF
+cat <<-PY > tool.py
+\t# wrong: not a marker inside a heredoc
+\tprint(1)
+\tPY
+# wrong: touch main.c
+# step
+echo done
+"""
+
+
+def test_markers_count_only_outside_heredocs_and_every_other_line_is_kept():
+    first, second = split_solution(HEREDOC_SOLUTION)
+    head = "set -e\n# the preamble's comments stay\n\ncd /app"
+    assert first.command == (
+        f"{head}\ncat > main.c <<'EOF'\n#include <stdio.h>\n# step\n"
+        "int main(void) { return 0; }\nEOF\ncat <<-PY > tool.py\n"
+        "\t# wrong: not a marker inside a heredoc\n\tprint(1)\n\tPY"
+    )
+    assert first.wrong == (f"{head}\ntouch main.c",)
+    assert second.command == f"{head}\necho done"
 
 
 @pytest.mark.sandbox

@@ -75,6 +75,8 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
         if not args.out:
             shutil.rmtree(out, ignore_errors=True)
     print(taskcheck.summary_line(results))
+    for line in taskcheck.detail_lines(results):
+        print(line)
     for line in taskcheck.warning_lines(results):
         print(f"warning: {line}", file=sys.stderr)
     if args.out:

@@ -35,7 +35,7 @@ from sprout.search.schedules import (
 )
 from sprout.search.training import run_training
 from sprout.task import Task, TaskError
-from sprout.tasks import base_checkpoint
+from sprout.tasks import base_checkpoint, solution_checkpoint
 from sprout.tree import TreeError
 from sprout.verify import ResultsError
 
@@ -134,7 +134,10 @@ def run_tasks(
             if task.id not in bases:
                 try:
                     with slots:
-                        bases[task.id] = base_checkpoint(task, run.layers)
+                        base = base_checkpoint(task, run.layers)
+                        if is_oracle(settings.model):  # only the oracles see /solution
+                            base = solution_checkpoint(task, run.layers, base)
+                        bases[task.id] = base
                 except (TaskError, SandboxError) as error:
                     bases[task.id] = error
             found = bases[task.id]

@@ -101,3 +101,34 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
             checkpoint = agent.checkpoint(always=True)
     layers.set_ref(name, checkpoint)
     return checkpoint
+
+
+def solution_checkpoint(task: Task, layers: LayerStore, base: str) -> str:
+    """Checkpoint 0 for the oracle models: `base` with the task's `solution/` folder at
+    /solution, as Harbor's oracle agent has it. Only the oracles start there; every other
+    model, and every role, works from `base`."""
+    if task.solution_dir is None:
+        return base
+    name = f"{base}-solution-{_folder_digest(task.solution_dir)}"
+    cached = layers.ref(name)
+    if cached is not None:
+        return cached
+    with Sandbox.fork(layers, base) as oracle:
+        oracle.put(os.fspath(task.solution_dir), "/solution")
+        checkpoint = oracle.checkpoint(always=True)
+    layers.set_ref(name, checkpoint)
+    return checkpoint
+
+
+def _folder_digest(folder: os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    root = os.fspath(folder)
+    for directory, dirnames, filenames in sorted(os.walk(root)):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = os.path.join(directory, name)
+            digest.update(os.path.relpath(path, root).encode() + b"\0")
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as handle:
+                    digest.update(handle.read())
+    return digest.hexdigest()[:12]
