@@ -10,10 +10,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sprout.commands import doctor as doctor_command
+from sprout.commands import image as image_command
 from sprout.commands import run as run_command
 from sprout.commands import tasks as tasks_commands
 from sprout.commands import train as train_commands
 from sprout.commands.common import BAD_INPUT, UsageError
+from sprout.images import ImageError
 from sprout.models import ModelError
 from sprout.runfolder import RunFolder, RunFolderError, parse_checkpoint_ref
 from sprout.sandbox import LayerStore, Sandbox, SandboxError
@@ -163,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run_command.add_parser(commands)
     doctor_command.add_parser(commands)
+    image_command.add_parser(commands)
     train_commands.add_parsers(commands)
     tasks_commands.add_parser(commands)
     return parser
@@ -174,6 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except (
         UsageError,
+        ImageError,
         SandboxError,
         TreeError,
         RunFolderError,

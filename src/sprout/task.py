@@ -53,7 +53,8 @@ class Task(BaseModel):
     path: Path
     instruction: str
     image: str = "host"
-    """"host" or the path of a root-filesystem folder."""
+    """"host", the absolute path of a root-filesystem folder, or an image name of the
+    machine's image cache (`python:3.11-slim`), built or imported before the task runs."""
     setup: tuple[SetupStep, ...] = ()
     environment_dir: Path | None = None
     """Where COPY sources are read from."""

@@ -23,6 +23,10 @@ RUN echo "$GREETING $APP_MODE" > built.txt && date +%s%N > stamp
 """
 
 
+ON_HOST = '[sprout]\nimage = "host"\n'
+"""For tests of set-up steps: the host image needs no build (tests/images builds Debian's)."""
+
+
 def make_task(root: Path, dockerfile: str = DOCKERFILE, toml: str = "") -> Path:
     task = root / "fix-calc"
     (task / "environment" / "src").mkdir(parents=True)
@@ -46,8 +50,10 @@ def test_native_folder_is_read_with_dockerfile_steps(tmp_path):
     assert task.id == "fix-calc"
     assert task.instruction == "Fix add() in src/calc.py."
     assert task.workdir == "/app"
-    assert task.image == "host"
-    assert any("python:3.11-slim" in w for w in task.warnings)
+    assert task.image == "python:3.11-slim"
+    assert task.warnings == (
+        "python:3.11-slim is approximated by Debian bookworm with its Python 3.11",
+    )
     assert task.env == {"APP_MODE": "test", "OTHER": "1"}
     kinds = [(s.kind, s.destination or s.command) for s in task.setup]
     assert kinds[0] == ("copy", "/app/src")
@@ -163,7 +169,7 @@ def test_markers_count_only_outside_heredocs_and_every_other_line_is_kept():
 
 @pytest.mark.sandbox
 def test_base_layer_is_built_once_and_hides_the_tests(overlay_store: LayerStore, tmp_path):
-    task = load_native(make_task(tmp_path))
+    task = load_native(make_task(tmp_path, toml=ON_HOST))
     first = base_checkpoint(task, overlay_store)
     again = base_checkpoint(task, overlay_store)
     assert again == first  # cached: the RUN step (which stamps the time) did not run again
@@ -179,7 +185,9 @@ def test_base_layer_is_built_once_and_hides_the_tests(overlay_store: LayerStore,
 
 @pytest.mark.sandbox
 def test_a_failing_setup_step_names_the_task_and_step(overlay_store: LayerStore, tmp_path):
-    task = load_native(make_task(tmp_path, DOCKERFILE + "RUN echo broken >&2 && exit 7\n"))
+    task = load_native(
+        make_task(tmp_path, DOCKERFILE + "RUN echo broken >&2 && exit 7\n", toml=ON_HOST)
+    )
     with pytest.raises(TaskError, match=r"fix-calc: set-up step 4 .* exit code 7: broken"):
         base_checkpoint(task, overlay_store)
 
@@ -191,7 +199,7 @@ def interfaces(sandbox: Sandbox) -> list[str]:
 
 
 def test_an_offline_task_gives_the_agent_only_loopback(overlay_store: LayerStore, tmp_path):
-    task = load_native(make_task(tmp_path, toml="[sprout]\nnetwork = false\n"))
+    task = load_native(make_task(tmp_path, toml=ON_HOST + "network = false\n"))
     base = base_checkpoint(task, overlay_store)
     with Sandbox.fork(overlay_store, base) as agent:
         assert interfaces(agent) == ["lo"]
@@ -219,7 +227,7 @@ def test_environment_resources_are_read(tmp_path, toml, cpus, memory, disk):
 def test_the_agent_gets_the_tasks_limits_and_set_up_the_defaults(
     overlay_store: LayerStore, tmp_path
 ):
-    toml = '[environment]\ncpus = 1\nmemory = "300M"\n'
+    toml = ON_HOST + '[environment]\ncpus = 1\nmemory = "300M"\n'
     task = load_native(make_task(tmp_path, toml=toml))
     base = base_checkpoint(task, overlay_store)
     limits = overlay_store.layer(base).config.limits
@@ -230,6 +238,39 @@ def test_the_agent_gets_the_tasks_limits_and_set_up_the_defaults(
         assert agent.run("cat built.txt").output == "hello test\n"
 
 
-def test_the_unmapped_image_warning_goes_when_sprout_names_the_image(tmp_path):
+def test_the_approximation_warning_goes_when_sprout_names_the_image(tmp_path):
     assert load_native(make_task(tmp_path / "a")).warnings
-    assert not load_native(make_task(tmp_path / "b", toml='[sprout]\nimage = "host"\n')).warnings
+    assert not load_native(make_task(tmp_path / "b", toml=ON_HOST)).warnings
+
+
+@pytest.mark.parametrize(
+    ("base", "image", "approximation"),
+    [
+        ("python:3.13-slim-bookworm", "python:3.13-slim-bookworm", "trixie with its Python 3.13"),
+        ("docker.io/library/python:3.11", "python:3.11", "bookworm with its Python 3.11"),
+        ("ubuntu:24.04", "ubuntu:24.04", "Debian trixie, the nearest Debian to Ubuntu 24.04"),
+        ("debian:bookworm-slim", "debian:bookworm-slim", None),
+        (
+            "ghcr.io/laude-institute/t-bench/python-3-13:20250620",
+            "ghcr.io/laude-institute/t-bench/python-3-13:20250620",
+            "Terminal-Bench's Python 3.13 base",
+        ),
+    ],
+)
+def test_from_names_an_image_sprout_builds(tmp_path, base, image, approximation):
+    task = load_native(make_task(tmp_path, DOCKERFILE.replace("python:3.11-slim", base)))
+    assert task.image == image
+    if approximation is None:
+        assert task.warnings == ()
+    else:
+        [warning] = task.warnings
+        assert approximation in warning
+
+
+def test_an_image_sprout_neither_has_nor_builds_is_refused_with_the_way_out(tmp_path):
+    task = make_task(tmp_path, DOCKERFILE.replace("python:3.11-slim", "acme/tool:2"))
+    with pytest.raises(TaskError, match=r"Dockerfile: image acme/tool:2: .*sprout image import"):
+        load_native(task)
+    folder = make_task(tmp_path / "b", toml='[sprout]\nimage = "./rootfs"\n')
+    with pytest.raises(TaskError, match=r"sprout.image: .*/rootfs is not a folder"):
+        load_native(folder)

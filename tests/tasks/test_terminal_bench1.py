@@ -67,8 +67,8 @@ def test_task_yaml_and_dockerfile_are_read(tmp_path: Path):
     task = load_terminal_bench1(make_task(tmp_path))
     assert task.id == "hello"
     assert task.instruction == 'Write "Hello, world!" to /app/hello.txt.'
-    assert task.workdir == "/app" and task.image == "host"
-    assert any("ubuntu:24.04" in warning for warning in task.warnings)
+    assert task.workdir == "/app" and task.image == "ubuntu:24.04"
+    assert any("nearest Debian to Ubuntu 24.04" in warning for warning in task.warnings)
     assert [(s.kind, s.source, s.destination) for s in task.setup] == [
         ("copy", "greeting.txt", "/app/greeting.txt")
     ]
@@ -201,7 +201,8 @@ def test_older_descriptions_list_gives_the_instruction(tmp_path: Path):
 def test_verifier_runs_run_tests_on_a_fork_only(overlay_store: LayerStore, tmp_path: Path):
     from sprout.verify import run_verifier
 
-    task = load_terminal_bench1(make_task(tmp_path))
+    on_host = {"sprout.toml": '[sprout]\nimage = "host"\n'}  # its pytest, without a build
+    task = load_terminal_bench1(make_task(tmp_path, on_host))
     base = base_checkpoint(task, overlay_store)
     untouched = run_verifier(task, overlay_store, base, base)
     assert untouched.reward == 0

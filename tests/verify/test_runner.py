@@ -25,7 +25,9 @@ fi
 def make_task(root: Path, results: str = "tap") -> Path:
     task = root / "calc"
     (task / "environment" / "src").mkdir(parents=True)
-    (task / "environment" / "Dockerfile").write_text("FROM x\nWORKDIR /app\nCOPY src/ /app/src/\n")
+    (task / "environment" / "Dockerfile").write_text(
+        "FROM host\nWORKDIR /app\nCOPY src/ /app/src/\n"
+    )
     (task / "environment" / "src" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     (task / "instruction.md").write_text("Fix add().\n")
     (task / "task.toml").write_text(

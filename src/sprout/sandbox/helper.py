@@ -18,7 +18,9 @@ SOURCE = Path(__file__).with_name("box.c")
 _build_lock = threading.Lock()
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
+    """The machine-wide cache (`SPROUT_CACHE`, else ~/.cache/sprout): the helper, images and
+    tasks' base layers, shared by every run."""
     configured = os.environ.get("SPROUT_CACHE")
     if configured:
         return Path(configured)
@@ -63,7 +65,7 @@ SECCOMP_MISSING = "libseccomp's headers are missing (apt-get install libseccomp-
 @cache
 def _build_once() -> HelperBuild:
     source = SOURCE.read_bytes()
-    stem = _cache_dir() / f"sprout-box-{hashlib.sha256(source).hexdigest()[:12]}"
+    stem = cache_dir() / f"sprout-box-{hashlib.sha256(source).hexdigest()[:12]}"
     compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     with_seccomp = stem.with_name(stem.name + "-seccomp")
     without = stem

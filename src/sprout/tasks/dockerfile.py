@@ -24,6 +24,7 @@ class DockerfilePlan:
     """What a Dockerfile amounts to: the image, the set-up steps, the final workdir and env."""
 
     image: str = "host"
+    """The `FROM` name, or the folder the --images table maps it to."""
     steps: list[SetupStep] = field(default_factory=list)
     workdir: str | None = None
     env: dict[str, str] = field(default_factory=dict)
@@ -95,17 +96,9 @@ def plan_dockerfile(
             )
         variables = {**args, **plan.env}
         if keyword == "FROM":
-            name = _words(arguments)[0]
+            name = _substitute(_words(arguments)[0], variables)
             bare = name.split("@")[0].rsplit(":", 1)[0] if ":" in name.split("/")[-1] else name
-            if name in images or bare in images:
-                plan.image = images.get(name) or images[bare]
-            else:
-                plan.image = "host"
-                plan.warnings.append(
-                    f"{here}: no root filesystem given for image {name!r}; using this "
-                    "machine's (host). Map it in an [images] table (--images FILE), or set "
-                    "[sprout] image."
-                )
+            plan.image = images.get(name) or images.get(bare) or name
         elif keyword == "RUN":
             command = (
                 " ".join(shlex.quote(w) for w in _words(arguments))

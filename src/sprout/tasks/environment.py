@@ -8,20 +8,25 @@ import json
 import os
 import re
 import shlex
+import tempfile
+from pathlib import Path
 
+from sprout.images import ImageError
+from sprout.images.names import ensure_image
 from sprout.sandbox import LayerStore, Limits, Sandbox
 from sprout.task import Task, TaskError
 
 SETUP_TIMEOUT_S = 1800.0
+LOCALHOST = b"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 
 
-def _digest(task: Task) -> str:
+def _digest(task: Task, image: str) -> str:
     """A hash of everything the base layer depends on: image, steps, env and copied bytes."""
     digest = hashlib.sha256()
     digest.update(
         json.dumps(
             [
-                task.image,
+                image,
                 task.workdir,
                 task.env,
                 task.network,
@@ -41,6 +46,35 @@ def _digest(task: Task) -> str:
                 if file.is_file() and not file.is_symlink():
                     digest.update(file.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def image_root(task: Task) -> tuple[str, str]:
+    """(the root filesystem a sandbox mounts, what identifies its content): an image name is
+    built or imported into the machine's image cache first (`sprout image`)."""
+    if task.image == "host" or task.image.startswith("/"):
+        return task.image, task.image
+    try:
+        image = ensure_image(task.image)
+    except ImageError as error:
+        raise TaskError(f"{task.id}: {error}") from None
+    return image.rootfs, image.digest
+
+
+def _put_name_service(sandbox: Sandbox) -> None:
+    """The machine's resolver and a localhost line, as a container engine gives a container:
+    images carry neither (or the builder's)."""
+    with tempfile.TemporaryDirectory(prefix="sprout-etc-") as staging:
+        resolv = Path(staging, "resolv.conf")
+        try:
+            resolv.write_bytes(Path("/etc/resolv.conf").read_bytes())
+        except OSError:
+            resolv.write_text("")
+        hosts = Path(staging, "hosts")
+        existing = sandbox.read("/etc/hosts") or b""
+        if b"localhost" not in existing:
+            hosts.write_bytes(existing + LOCALHOST)
+            sandbox.put(hosts, "/etc/hosts")
+        sandbox.put(resolv, "/etc/resolv.conf")
 
 
 def agent_limits(task: Task) -> Limits:
@@ -65,17 +99,20 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
     layers.hide_paths(
         p for p in (task.path, task.environment_dir, task.tests_dir) if p is not None
     )  # its tests and solution above all, from every sandbox of the store
-    name = f"base-{re.sub(r'[^A-Za-z0-9._-]', '_', task.id)[:80]}-{_digest(task)}"
+    rootfs, identity = image_root(task)
+    name = f"base-{re.sub(r'[^A-Za-z0-9._-]', '_', task.id)[:80]}-{_digest(task, identity)}"
     cached = layers.ref(name)
     if cached is not None:
         return cached
     with Sandbox.create(
         layers,
-        image=task.image,
+        image=rootfs,
         workdir=task.workdir,
         env=task.env,
         user_namespaces=task.user_namespaces,
     ) as sandbox:
+        if rootfs != "host":
+            _put_name_service(sandbox)
         for number, step in enumerate(task.setup, 1):
             if step.kind == "copy":
                 assert task.environment_dir is not None

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sprout.task import ResultsFormat, SetupStep, SolutionStep, Task, TaskError
 from sprout.tasks.dockerfile import plan_dockerfile
+from sprout.tasks.imageref import task_image
 
 STEP_MARKER = "# step"
 WRONG_MARKER = "# wrong:"
@@ -256,8 +257,9 @@ def task_environment(
 ) -> TaskEnvironment:
     """The image, workdir, environment and set-up steps of a task, for every folder format.
 
-    `[sprout]` fields win over the Dockerfile's; a relative `image` is a folder under
-    `root`. An unmapped `FROM` warns only when `[sprout]` names no image.
+    `[sprout]` fields win over the Dockerfile's; `image` is "host", a folder (relative to
+    `root`) or an image name (`task_image`). An image that only approximates the one named
+    is a warning.
     """
     plan = (
         plan_dockerfile(
@@ -269,11 +271,14 @@ def task_environment(
         if dockerfile.is_file()
         else None
     )
-    image = sprout.image or (plan.image if plan else "host")
-    if image != "host":
-        image = str((root / image).resolve())
-        if not Path(image).is_dir():
-            raise TaskError(f"{task_id}: {settings_file}: sprout.image: {image} is not a folder")
+    if sprout.image:
+        image, approximation = task_image(
+            sprout.image, root, None, f"{task_id}: {settings_file}: sprout.image"
+        )
+    elif plan is not None:
+        image, approximation = task_image(plan.image, root, images, f"{task_id}: {dockerfile}")
+    else:
+        image, approximation = "host", ""
     workdir = sprout.workdir or (plan.workdir if plan and plan.workdir else "/workspace")
     if not workdir.startswith("/"):
         raise TaskError(f"{task_id}: {settings_file}: sprout.workdir: {workdir!r} is not absolute")
@@ -285,7 +290,7 @@ def task_environment(
                 f"{task_id}: {dockerfile}: COPY {step.source}: no such file in {context}"
             )
     steps += [SetupStep(kind="run", command=c, workdir=workdir, env=env) for c in sprout.setup]
-    warnings = tuple(plan.warnings) if plan and not sprout.image else ()
+    warnings = (*(plan.warnings if plan else ()), *([approximation] if approximation else []))
     return TaskEnvironment(image, workdir, env, tuple(steps), warnings)
 
 

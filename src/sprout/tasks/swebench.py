@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sprout.task import SetupStep, SolutionStep, Task, TaskError
+from sprout.tasks.imageref import task_image
 
 WORKDIR = "/testbed"
 COPIED_CLONE = "/tmp/sprout-clone.git"
@@ -74,8 +75,8 @@ class SweBenchSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     image: str | None = None
-    """"host", a name from the --images table, or a root-filesystem folder (relative to the
-    sidecar). Default "host"."""
+    """"host", a name from the --images table, a root-filesystem folder (relative to the
+    sidecar) or an image name (python:3.11-slim). Default "host"."""
     setup: list[str] | None = None
     """Shell steps in /testbed after the checkout, such as `pip install -e .`."""
     env: dict[str, str] | None = None
@@ -137,19 +138,10 @@ def _settings_for(
     return SweBenchSettings.model_validate(merged)
 
 
-def _image(value: str, images: Mapping[str, str], sidecar: Path, label: str) -> str:
-    """ "host", the folder the --images table gives a name, or a folder beside the sidecar."""
-    if value == "host":
-        return value
-    if value in images:
-        return images[value]
-    folder = (sidecar.parent / value).resolve()
-    if not folder.is_dir():
-        raise TaskError(
-            f"{sidecar}: {label}.image: {value!r} is neither a folder nor a name in the "
-            "--images table"
-        )
-    return str(folder)
+def _image(value: str, images: Mapping[str, str], sidecar: Path, label: str) -> tuple[str, str]:
+    """ "host", the folder the --images table gives a name, a folder beside the sidecar, or
+    an image name; and what the image approximates (`task_image`)."""
+    return task_image(value, sidecar.parent, images, f"{sidecar}: {label}.image")
 
 
 def _label(key: str) -> str:
@@ -267,8 +259,9 @@ def task_from_record(
     settings: SweBenchSettings,
     image: str,
     path: Path,
+    warnings: tuple[str, ...] = (),
 ) -> Task:
-    """The task of one validated line; `image` is already resolved to "host" or a folder."""
+    """The task of one validated line; `image` is already resolved (`task_image`)."""
     env = settings.env or {}
     steps = _checkout_steps(record, clone)
     steps += [
@@ -294,6 +287,7 @@ def task_from_record(
         agent_timeout_s=settings.agent_timeout_sec,
         results="pytest",
         required_tests=tuple(_unique(record.FAIL_TO_PASS + record.PASS_TO_PASS)),
+        warnings=warnings,
     )
 
 
@@ -328,13 +322,20 @@ def _line_task(
             f"(looked for {owner}__{name}, {name} and {owner}/{name})"
         )
     settings = _settings_for(record, tables)
-    image = _image(settings.image or "host", images, sidecar_path(path), "sprout")
+    image, approximation = _image(settings.image or "host", images, sidecar_path(path), "sprout")
     if image != "host" and (clone / ".git").is_file():
         raise TaskError(
             f"{label}: {where}: repo: {clone}/.git is a file (a worktree); an image other "
             "than host needs a plain clone"
         )
-    return task_from_record(record, clone=clone, settings=settings, image=image, path=path)
+    return task_from_record(
+        record,
+        clone=clone,
+        settings=settings,
+        image=image,
+        path=path,
+        warnings=(approximation,) if approximation else (),
+    )
 
 
 def load_swebench(

@@ -1,0 +1,153 @@
+"""The machine-wide image cache: root filesystems by content, names that point at them.
+
+Layout under `SPROUT_CACHE/images` (default ~/.cache/sprout/images):
+
+    DIGEST/rootfs/      the root filesystem (host ids: sandboxes see it through an idmapped mount)
+    DIGEST/image.json   what it is: its names, where it came from, when, how big
+    names/NAME          the digest a name points at (NAME quoted: "python%3A3.11-slim")
+    DIGEST.lock         held while DIGEST is built, so concurrent runs build it once
+
+An image is built into a temporary folder and renamed into place when it is
+whole: a build that dies leaves nothing a run could mount.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+import shutil
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sprout.sandbox.durable import write_atomically
+from sprout.sandbox.helper import cache_dir
+from sprout.sandbox.layerfmt import disk_usage
+
+
+class ImageError(ValueError):
+    """An image that cannot be built, imported or found; the message names it."""
+
+
+@dataclass(frozen=True)
+class Image:
+    """A root filesystem in the cache."""
+
+    digest: str
+    rootfs: str
+    names: tuple[str, ...]
+    source: dict[str, Any]
+    """How it was made: {"kind": "debian", "suite": ..., "packages": [...]} or
+    {"kind": "oci", "file": ..., "reference": ...}."""
+    created: float
+    size: int
+
+
+class ImageCache:
+    """Images of this machine, shared by every run (`root` defaults to the cache's)."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = Path(root) if root is not None else cache_dir() / "images"
+
+    def _name_file(self, name: str) -> Path:
+        return self.root / "names" / urllib.parse.quote(name, safe="")
+
+    def get(self, name: str) -> Image | None:
+        """The image `name` points at, or None."""
+        try:
+            digest = self._name_file(name).read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            return None
+        return self._read(digest)
+
+    def _read(self, digest: str) -> Image | None:
+        try:
+            data = json.loads((self.root / digest / "image.json").read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+        return Image(
+            digest=digest,
+            rootfs=str(self.root / digest / "rootfs"),
+            names=tuple(self._names_of(digest)),
+            source=dict(data.get("source") or {}),
+            created=float(data.get("created", 0.0)),
+            size=int(data.get("size", 0)),
+        )
+
+    def _names_of(self, digest: str) -> Iterator[str]:
+        folder = self.root / "names"
+        if not folder.is_dir():
+            return
+        for entry in sorted(folder.iterdir()):
+            if not entry.name.endswith(".tmp") and entry.read_text().strip() == digest:
+                yield urllib.parse.unquote(entry.name)
+
+    def images(self) -> list[Image]:
+        """Every complete image, newest first."""
+        if not self.root.is_dir():
+            return []
+        found = [
+            image
+            for entry in self.root.iterdir()
+            if entry.is_dir() and entry.name != "names" and "." not in entry.name
+            if (image := self._read(entry.name)) is not None
+        ]
+        return sorted(found, key=lambda image: image.created, reverse=True)
+
+    def name(self, name: str, digest: str) -> None:
+        """Point `name` at image `digest`."""
+        (self.root / "names").mkdir(parents=True, exist_ok=True)
+        write_atomically(str(self._name_file(name)), digest, durable=True)
+
+    def ensure(
+        self, name: str, digest: str, source: dict[str, Any], fill: Callable[[Path], None]
+    ) -> Image:
+        """Image `digest`, named `name`: made by `fill(rootfs)` unless the cache holds it.
+
+        Concurrent callers (threads or runs) wait for one build instead of repeating it.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self._lock(digest):
+            found = self._read(digest)
+            if found is None:
+                self._build(digest, source, fill)
+            self.name(name, digest)
+        image = self._read(digest)
+        assert image is not None, "the image was just made"
+        return image
+
+    @contextlib.contextmanager
+    def _lock(self, digest: str) -> Iterator[None]:
+        with open(self.root / f"{digest}.lock", "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+
+    def _build(self, digest: str, source: dict[str, Any], fill: Callable[[Path], None]) -> None:
+        staging = self.root / f"{digest}.{secrets.token_hex(4)}.tmp"
+        rootfs = staging / "rootfs"
+        rootfs.mkdir(parents=True)
+        try:
+            fill(rootfs)
+            os.chmod(rootfs, 0o755)
+            meta = {"source": source, "created": time.time(), "size": disk_usage(str(rootfs))}
+            (staging / "image.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+            os.rename(staging, self.root / digest)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def remove(self, name: str) -> bool:
+        """Forget `name`; the image goes when no other name points at it. False: no such name."""
+        image = self.get(name)
+        if image is None:
+            return False
+        self._name_file(name).unlink()
+        if not tuple(self._names_of(image.digest)):
+            with self._lock(image.digest):
+                shutil.rmtree(self.root / image.digest, ignore_errors=True)
+        return True

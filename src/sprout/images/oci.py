@@ -1,0 +1,220 @@
+"""Importing images: an OCI image layout (a folder or its tar) or a `docker save` tarball.
+
+How a user with Docker brings a task's prebuilt image: `docker save IMAGE -o
+image.tar`, then `sprout image import image.tar`. The layers are applied in
+order onto one root filesystem, with their whiteouts: `.wh.NAME` deletes NAME
+from the layers below, `.wh..wh..opq` empties the folder it sits in. Entries
+are checked with tarfile's "tar" filter, which refuses paths and links that
+would land outside the root filesystem, and keep their modes and owners;
+whiteouts are resolved the same way, so no layer reaches this machine's files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import shutil
+import tarfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from sprout.images.cache import Image, ImageCache, ImageError
+
+WHITEOUT = ".wh."
+OPAQUE = ".wh..wh..opq"
+
+
+@dataclass(frozen=True)
+class Archive:
+    """An image's files, from a folder or a tar of one."""
+
+    path: Path
+
+    def read(self, name: str) -> bytes:
+        if self.path.is_dir():
+            target = self.path / name
+            if not target.is_file():
+                raise ImageError(f"{self.path}: no {name}")
+            return target.read_bytes()
+        with tarfile.open(self.path) as archive:
+            bare = name.removeprefix("./")
+            for candidate in (bare, f"./{bare}"):
+                with contextlib.suppress(KeyError):
+                    member = archive.extractfile(candidate)
+                    if member is not None:
+                        return member.read()
+            raise ImageError(f"{self.path}: no {name}")
+
+
+def _json(archive: Archive, name: str) -> Any:
+    try:
+        return json.loads(archive.read(name))
+    except json.JSONDecodeError as error:
+        raise ImageError(f"{archive.path}: {name}: not JSON ({error})") from None
+
+
+def _blob(digest: str) -> str:
+    algorithm, _, value = digest.partition(":")
+    return f"blobs/{algorithm}/{value}"
+
+
+def layers_of(archive: Archive, reference: str | None) -> tuple[list[str], str, str]:
+    """(layer paths inside the archive, bottom first; the image's reference; its digest)."""
+    names = _names(archive)
+    if "index.json" in names:
+        index = _json(archive, "index.json")
+        manifests = index.get("manifests") or []
+        if reference is not None:
+            manifests = [
+                m
+                for m in manifests
+                if (m.get("annotations") or {}).get("org.opencontainers.image.ref.name")
+                == reference
+            ] or manifests
+        if not manifests:
+            raise ImageError(f"{archive.path}: index.json lists no image")
+        manifest_ref = manifests[0]
+        manifest = _json(archive, _blob(manifest_ref["digest"]))
+        if "manifests" in manifest:  # an index of platforms: take linux/amd64 or the first
+            chosen = next(
+                (
+                    m
+                    for m in manifest["manifests"]
+                    if (m.get("platform") or {}).get("architecture") in ("amd64", "x86_64")
+                ),
+                manifest["manifests"][0],
+            )
+            manifest = _json(archive, _blob(chosen["digest"]))
+        layers = [_blob(layer["digest"]) for layer in manifest.get("layers") or []]
+        name = (manifest_ref.get("annotations") or {}).get(
+            "org.opencontainers.image.ref.name", reference or ""
+        )
+        return layers, name, manifest_ref["digest"]
+    if "manifest.json" in names:
+        entries = _json(archive, "manifest.json")
+        if not isinstance(entries, list) or not entries:
+            raise ImageError(f"{archive.path}: manifest.json lists no image")
+        entry = entries[0]
+        if reference is not None:
+            entry = next((e for e in entries if reference in (e.get("RepoTags") or [])), entry)
+        tags = entry.get("RepoTags") or []
+        digest = "sha256:" + hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()
+        return list(entry.get("Layers") or []), tags[0] if tags else "", digest
+    raise ImageError(
+        f"{archive.path}: neither an OCI image layout (index.json) nor a docker save tarball "
+        "(manifest.json)"
+    )
+
+
+def _names(archive: Archive) -> set[str]:
+    if archive.path.is_dir():
+        return {entry.name for entry in archive.path.iterdir()}
+    if not tarfile.is_tarfile(archive.path):
+        raise ImageError(f"{archive.path}: not a folder or a tar file")
+    with tarfile.open(archive.path) as tar:
+        return {name.removeprefix("./") for name in tar.getnames()}
+
+
+@contextlib.contextmanager
+def _opened_layer(archive: Archive, name: str) -> Iterator[tarfile.TarFile]:
+    data = archive.read(name)
+    if data[:4] == b"\x28\xb5\x2f\xfd":
+        raise ImageError(f"{archive.path}: layer {name} is zstd-compressed; sprout reads gzip")
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as layer:
+        yield layer
+
+
+def _contained(member: tarfile.TarInfo, destination: str) -> tarfile.TarInfo | None:
+    """tarfile's "tar" filter for where an entry and its link land, keeping its mode as the
+    image has it (the filter would drop setuid bits and the sticky bit of /tmp). Device
+    nodes are left out: a sandbox gets its own /dev, and none belongs on this machine's disk."""
+    if member.ischr() or member.isblk():
+        return None
+    return tarfile.tar_filter(member, destination).replace(mode=member.mode, deep=False)
+
+
+def _inside(root: Path, member: str, *, follow: bool = False) -> Path:
+    """Where `member` lands under `root`, its folders' links resolved: ImageError when that is
+    outside `root` (a layer's link `etc -> /` must not lead a later whiteout to the host).
+    The last component is followed only with `follow` (an opaque folder)."""
+    parts = PurePosixPath(member).parts
+    if not parts or parts[0] == "/" or ".." in parts:
+        raise ImageError(f"layer entry {member!r} would land outside the root filesystem")
+    top = Path(os.path.realpath(root))
+    if follow:
+        landed = Path(os.path.realpath(top.joinpath(*parts)))
+    else:
+        landed = Path(os.path.realpath(top.joinpath(*parts[:-1]))) / parts[-1]
+    if landed != top and top not in landed.parents:
+        raise ImageError(f"layer entry {member!r} would land outside the root filesystem")
+    return landed
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.is_symlink() or path.exists():
+        path.unlink()
+
+
+def apply_layer(layer: tarfile.TarFile, root: Path) -> None:
+    """Apply one layer onto `root`: whiteouts first (a layer's own files are never deleted
+    by its own whiteouts), then its entries."""
+    members = layer.getmembers()
+    keep: list[tarfile.TarInfo] = []
+    for member in members:
+        path = PurePosixPath(member.name.removeprefix("./"))
+        if path.name == OPAQUE:
+            folder = _inside(root, str(path.parent), follow=True) if path.parent.parts else root
+            if folder.is_dir() and not folder.is_symlink():
+                for child in folder.iterdir():
+                    _remove(child)
+        elif path.name.startswith(WHITEOUT):
+            _remove(_inside(root, str(path.parent / path.name[len(WHITEOUT) :])))
+        elif path.parts:  # not the root folder itself, which the cache makes
+            keep.append(member)
+    for member in keep:
+        target = _inside(root, member.name.removeprefix("./"))
+        if member.islnk():  # a hard link's target too, links resolved (tarfile's filter
+            # does not resolve them everywhere)
+            source = _inside(root, member.linkname.removeprefix("./"), follow=True)
+            if not source.is_file():
+                raise ImageError(f"layer entry {member.name!r}: hard link to a missing file")
+        if not member.isdir() and (target.is_symlink() or target.exists()):
+            _remove(target)  # a later layer replaces the file
+        layer.extract(member, root, filter=_contained, numeric_owner=True)
+
+
+def import_image(
+    path: str | os.PathLike[str],
+    name: str | None = None,
+    *,
+    reference: str | None = None,
+    cache: ImageCache | None = None,
+) -> Image:
+    """Import the image of `path` (an OCI layout folder or tar, or a `docker save` tarball)
+    into the cache under `name` (default: the image's own tag)."""
+    archive = Archive(Path(path))
+    if not archive.path.exists():
+        raise ImageError(f"{archive.path}: no such file or folder")
+    layers, own_name, digest = layers_of(archive, reference)
+    name = name or own_name
+    if not name:
+        raise ImageError(f"{archive.path}: the image has no tag; give it a name (--name)")
+    cache = cache or ImageCache()
+
+    def fill(root: Path) -> None:
+        for layer_name in layers:
+            with _opened_layer(archive, layer_name) as layer:
+                try:
+                    apply_layer(layer, root)
+                except tarfile.FilterError as error:
+                    raise ImageError(f"{archive.path}: layer {layer_name}: {error}") from None
+
+    source = {"kind": "oci", "file": str(archive.path.resolve()), "reference": own_name}
+    return cache.ensure(name, "oci-" + digest.partition(":")[2][:16], source, fill)

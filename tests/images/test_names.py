@@ -1,0 +1,79 @@
+"""What a Dockerfile's FROM names, and the image sprout uses for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sprout.images import ImageCache, ImageError
+from sprout.images.debian import DebianRecipe, mmdebstrap_command
+from sprout.images.names import ensure_image, image_for, normalize, resolve_from
+
+
+@pytest.mark.parametrize(
+    ("reference", "name"),
+    [
+        ("python:3.11-slim", "python:3.11-slim"),
+        ("docker.io/library/python:3.11-slim@sha256:" + "0" * 64, "python:3.11-slim"),
+        ("debian", "debian:latest"),
+        ("ghcr.io/acme/tool", "ghcr.io/acme/tool:latest"),
+        ("localhost:5000/tool", "localhost:5000/tool:latest"),
+    ],
+)
+def test_references_are_normalised(reference: str, name: str):
+    assert normalize(reference) == name
+
+
+@pytest.mark.parametrize(
+    ("reference", "suite", "python", "said"),
+    [
+        ("python:3.11-slim", "bookworm", True, "bookworm with its Python 3.11"),
+        ("python:3.11.9-slim-bookworm", "bookworm", True, "bookworm"),
+        ("python:3.13-slim-bookworm", "trixie", True, "trixie with its Python 3.13"),
+        ("python:3.12", "trixie", True, "not 3.12"),
+        ("debian:bookworm-slim", "bookworm", False, ""),
+        ("debian:13", "trixie", False, ""),
+        ("ubuntu:24.04", "trixie", False, "nearest Debian to Ubuntu 24.04"),
+        ("ubuntu:22.04", "bookworm", False, "Ubuntu 22.04"),
+    ],
+)
+def test_common_names_are_built_from_debian_and_say_what_they_approximate(
+    reference: str, suite: str, python: bool, said: str
+):
+    request = resolve_from(reference)
+    assert request is not None and request.recipe is not None
+    assert request.recipe.suite == suite
+    assert ("python3" in request.recipe.packages) == python
+    assert request.recipe.pip_anywhere == python
+    assert (said in request.approximation) if said else request.approximation == ""
+
+
+def test_a_name_sprout_cannot_build_needs_an_import(tmp_path: Path):
+    cache = ImageCache(tmp_path / "cache")
+    assert resolve_from("node:20") is None
+    for call in (lambda: image_for("node:20", cache), lambda: ensure_image("node:20", cache)):
+        with pytest.raises(ImageError, match=r"image node:20: .*sprout image import image.tar"):
+            call()
+
+
+def test_recipes_are_checked_and_named_by_content():
+    with pytest.raises(ImageError, match="suite 'Bookworm!'"):
+        DebianRecipe("Bookworm!")
+    with pytest.raises(ImageError, match="packages: 'curl;rm' is not a Debian package name"):
+        DebianRecipe("bookworm", ("curl;rm",))
+    a = DebianRecipe("bookworm", ("curl", "git"))
+    assert a.digest == DebianRecipe("bookworm", ("git", "curl")).digest
+    assert a.digest != DebianRecipe("trixie", ("curl", "git")).digest
+
+
+def test_mmdebstrap_runs_unshared_for_a_user(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+    recipe = DebianRecipe("trixie", ("python3",), pip_anywhere=True)
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    command = mmdebstrap_command(recipe, tmp_path / "rootfs")
+    assert "--mode=unshare" in command and "--include=python3" in command
+    assert any("EXTERNALLY-MANAGED" in part for part in command)
+    assert command[-3:] == ["trixie", str(tmp_path / "rootfs"), recipe.mirror]
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    assert "--mode=unshare" not in mmdebstrap_command(recipe, tmp_path / "rootfs")

@@ -1,0 +1,222 @@
+"""Importing images: docker save tarballs and OCI layouts, whiteouts, and layers that attack."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from sprout.images import ImageCache, ImageError
+from sprout.images.names import image_for
+from sprout.images.oci import import_image
+from sprout.sandbox import LayerStore, Sandbox
+
+Entry = tuple[str, str | bytes | None, dict[str, object]]
+"""(name, content: bytes a file, str a symlink's target, None a folder, options for TarInfo)."""
+
+
+def layer(entries: list[Entry], *, compress: bool = False) -> bytes:
+    """One layer: a tar of `entries`, gzipped when `compress`."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, content, options in entries:
+            info = tarfile.TarInfo(name)
+            info.mtime = 1_700_000_000
+            if content is None:
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+            elif isinstance(content, str):
+                info.type, info.linkname = tarfile.SYMTYPE, content
+            else:
+                info.size, info.mode = len(content), 0o644
+            for key, value in options.items():
+                setattr(info, key, value)
+            tar.addfile(info, io.BytesIO(content) if isinstance(content, bytes) else None)
+    data = buffer.getvalue()
+    return gzip.compress(data, mtime=0) if compress else data
+
+
+def rootfs_layer(root: Path) -> bytes:
+    """The minimal root filesystem of the tests, as an image's bottom layer."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.add(root, arcname=".")
+    return buffer.getvalue()
+
+
+def docker_save(path: Path, layers: list[bytes], tag: str = "acme/tool:1") -> Path:
+    """A `docker save` tarball of `layers`, bottom first."""
+    files = {f"{i}/layer.tar": data for i, data in enumerate(layers)}
+    manifest = [{"Config": "config.json", "RepoTags": [tag], "Layers": list(files)}]
+    files["manifest.json"] = json.dumps(manifest).encode()
+    files["config.json"] = b"{}"
+    with tarfile.open(path, "w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def oci_layout(folder: Path, layers: list[bytes], ref: str = "acme/tool:1") -> Path:
+    """An OCI image layout folder of `layers`, bottom first."""
+    blobs = folder / "blobs" / "sha256"
+    blobs.mkdir(parents=True)
+
+    def blob(data: bytes) -> dict[str, object]:
+        digest = hashlib.sha256(data).hexdigest()
+        (blobs / digest).write_bytes(data)
+        return {"digest": f"sha256:{digest}", "size": len(data)}
+
+    config = blob(b"{}")
+    manifest = {
+        "schemaVersion": 2,
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **config},
+        "layers": [
+            {"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", **blob(data)}
+            for data in layers
+        ],
+    }
+    described = blob(json.dumps(manifest).encode())
+    index = {
+        "schemaVersion": 2,
+        "manifests": [
+            {**described, "annotations": {"org.opencontainers.image.ref.name": ref}},
+        ],
+    }
+    (folder / "index.json").write_text(json.dumps(index))
+    (folder / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
+    return folder
+
+
+LOWER: list[Entry] = [
+    ("app", None, {}),
+    ("app/a.txt", b"a\n", {}),
+    ("app/b.txt", b"b\n", {}),
+    ("data", None, {}),
+    ("data/old.txt", b"old\n", {}),
+    ("data/sub", None, {}),
+    ("data/sub/deep.txt", b"deep\n", {}),
+    ("scratch", None, {"mode": 0o1777}),
+    ("usr/bin/tool", b"#!/bin/sh\n", {"mode": 0o4755}),
+    ("home/user/note.txt", b"mine\n", {"uid": 1000, "gid": 1000}),
+    ("lib64link", "usr/bin", {}),
+]
+UPPER: list[Entry] = [
+    ("app/.wh.a.txt", b"", {}),
+    ("data/.wh..wh..opq", b"", {}),
+    ("data/new.txt", b"new\n", {}),
+    ("app/b.txt", b"b, replaced\n", {}),
+]
+
+
+def check_applied(rootfs: Path) -> None:
+    assert not (rootfs / "app/a.txt").exists(), "the whiteout deleted a.txt"
+    assert (rootfs / "app/b.txt").read_text() == "b, replaced\n"
+    assert sorted(p.name for p in (rootfs / "data").iterdir()) == ["new.txt"], "opaque folder"
+    assert (rootfs / "scratch").stat().st_mode & 0o7777 == 0o1777
+    assert (rootfs / "usr/bin/tool").stat().st_mode & 0o7777 == 0o4755
+    assert os.readlink(rootfs / "lib64link") == "usr/bin"
+    if os.geteuid() == 0:
+        assert (rootfs / "home/user/note.txt").stat().st_uid == 1000
+
+
+def test_a_docker_save_tarball_is_applied_layer_by_layer(tmp_path: Path):
+    cache = ImageCache(tmp_path / "cache")
+    tarball = docker_save(tmp_path / "image.tar", [layer(LOWER, compress=True), layer(UPPER)])
+    image = import_image(tarball, cache=cache)
+    assert image.names == ("acme/tool:1",)
+    check_applied(Path(image.rootfs))
+    assert image.source["kind"] == "oci" and cache.get("acme/tool:1") == image
+    again = import_image(tarball, "other:2", cache=cache)
+    assert again.digest == image.digest and set(again.names) == {"acme/tool:1", "other:2"}
+    assert cache.remove("acme/tool:1") and Path(image.rootfs).is_dir(), "other:2 still names it"
+    assert cache.remove("other:2") and not Path(image.rootfs).exists()
+    assert not cache.remove("other:2")
+
+
+def test_an_oci_layout_folder_and_its_tar_import_alike(tmp_path: Path):
+    cache = ImageCache(tmp_path / "cache")
+    folder = oci_layout(tmp_path / "layout", [layer(LOWER, compress=True), layer(UPPER)])
+    from_folder = import_image(folder, "from-folder:1", cache=cache)
+    check_applied(Path(from_folder.rootfs))
+    packed = tmp_path / "layout.tar"
+    with tarfile.open(packed, "w") as tar:
+        tar.add(folder, arcname=".")
+    from_tar = import_image(packed, cache=cache)
+    assert from_tar.digest == from_folder.digest and "acme/tool:1" in from_tar.names
+    assert image_for("acme/tool:1", cache) == ("acme/tool:1", ""), "imported: no approximation"
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        ([("out/.wh.canary", b"", {})], "outside the root filesystem"),
+        ([("out/.wh..wh..opq", b"", {})], "outside the root filesystem"),
+        ([("out/planted", b"x", {})], "outside"),
+        ([("../planted", b"x", {})], "outside"),
+        ([("hard", b"", {"type": tarfile.LNKTYPE, "linkname": "../../canary"})], "outside"),
+    ],
+)
+def test_a_layer_cannot_reach_this_machines_files(
+    tmp_path: Path, entries: list[Entry], message: str
+):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    canary = outside / "canary"
+    canary.write_text("still here\n")
+    lower = layer([("out", str(outside), {})])  # an absolute link to the host's folder
+    tarball = docker_save(tmp_path / "attack.tar", [lower, layer(entries)])
+    cache = ImageCache(tmp_path / "cache")
+    with pytest.raises(ImageError, match=message):
+        import_image(tarball, cache=cache)
+    assert canary.read_text() == "still here\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["canary"]
+    assert cache.images() == [] and cache.get("acme/tool:1") is None, "nothing half-built"
+
+
+def test_device_nodes_are_left_out(tmp_path: Path):
+    device = ("disk", b"", {"type": tarfile.BLKTYPE, "devmajor": 8, "devminor": 0})
+    tarball = docker_save(tmp_path / "image.tar", [layer([device, ("ok.txt", b"ok\n", {})])])
+    image = import_image(tarball, cache=ImageCache(tmp_path / "cache"))
+    assert (Path(image.rootfs) / "ok.txt").exists()
+    assert not os.path.lexists(Path(image.rootfs) / "disk")
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p.write_text("not an image"), "not a folder or a tar file"),
+        (lambda p: docker_save(p, [b"\x28\xb5\x2f\xfd" + b"\0" * 600]), "zstd-compressed"),
+        (lambda p: docker_save(p, [layer([])], tag=""), None),
+    ],
+)
+def test_what_is_not_an_importable_image_is_named(tmp_path: Path, make, message):
+    path = tmp_path / "image.tar"
+    make(path)
+    if message is None:  # an untagged image needs a name
+        with pytest.raises(ImageError, match="has no tag; give it a name"):
+            import_image(path, cache=ImageCache(tmp_path / "cache"))
+        return
+    with pytest.raises(ImageError, match=message):
+        import_image(path, cache=ImageCache(tmp_path / "cache"))
+    with pytest.raises(ImageError, match="no such file"):
+        import_image(tmp_path / "absent.tar", cache=ImageCache(tmp_path / "cache"))
+
+
+@pytest.mark.sandbox
+def test_a_sandbox_runs_on_an_imported_image(
+    overlay_store: LayerStore, minimal_rootfs: Path, tmp_path: Path
+):
+    tarball = docker_save(tmp_path / "image.tar", [rootfs_layer(minimal_rootfs), layer(UPPER)])
+    image = import_image(tarball, cache=ImageCache(tmp_path / "cache"))
+    with Sandbox.create(overlay_store, image=image.rootfs, workdir="/app") as sandbox:
+        seen = sandbox.run("cat b.txt; ls /data; stat -c '%u %a' /bin/sh; echo x > /app/new")
+        assert seen.output.splitlines() == ["b, replaced", "new.txt", "0 755"]
+        assert seen.exit_code == 0
+    assert not (Path(image.rootfs) / "app/new").exists(), "the image is read-only below"
