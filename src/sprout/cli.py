@@ -61,6 +61,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
+    if args.store is None:
+        from sprout.images.gc import collect
+
+        if args.keep:
+            raise UsageError("--keep needs a STORE (the machine's cache keeps what runs use)")
+        if not args.keep_days >= 0:
+            raise UsageError(f"--keep-days: expected a number of days >= 0, got {args.keep_days}")
+        done = collect(keep_days=args.keep_days, images=args.images)
+        print(
+            f"freed {done.bytes_freed / 1e6:.1f} MB: {done.bases} base layers, "
+            f"{len(done.images)} images"
+        )
+        return 0
     if not os.path.isfile(os.path.join(args.store, "store.json")):
         raise UsageError(f"{args.store}: not a layer store (no store.json)")
     store = LayerStore(args.store)
@@ -125,18 +138,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     gc = commands.add_parser(
         "gc",
-        help="free layers of a layer store that no kept checkpoint stacks on",
-        description="Free every layer that neither a --keep checkpoint nor an open sandbox "
-        "stacks on.",
+        help="free the machine's cache (images, base layers) or a layer store's unused layers",
+        description="Without STORE: free the base layers of the machine's cache (SPROUT_CACHE, "
+        "default ~/.cache/sprout) that no run folder on this machine links and nobody used for "
+        "--keep-days, and with --images the images no remaining base layer stands on. With "
+        "STORE: free every layer of that store that neither a --keep checkpoint nor an open "
+        "sandbox stacks on.",
     )
-    gc.add_argument("store", metavar="STORE", help="layer store directory")
+    gc.add_argument("store", metavar="STORE", nargs="?", help="a layer store directory")
     gc.add_argument(
         "--keep",
         action="append",
         default=[],
         metavar="ID",
-        help="checkpoint id to keep, with all it stacks on (repeatable)",
+        help="with STORE: a checkpoint id to keep, with all it stacks on (repeatable)",
     )
+    gc.add_argument(
+        "--keep-days",
+        type=float,
+        default=7.0,
+        metavar="N",
+        help="keep cached base layers used in the last N days (default 7; 0: only in-use)",
+    )
+    gc.add_argument("--images", action="store_true", help="also remove images nothing uses")
     gc.set_defaults(func=cmd_gc)
 
     shell = commands.add_parser(

@@ -168,6 +168,9 @@ def _run(args: argparse.Namespace) -> int:
     run = open_run(args.out, settings, resume=args.resume)
     try:
         run.store.set_meta("isolation", report.to_json())
+        run.store.set_meta(  # what the loaders guessed (an approximated image, say)
+            "task_warnings", {t.id: list(t.warnings) for t in loaded.tasks if t.warnings}
+        )
         tag = "" if report.holds else "[NO ISOLATION]"
         content = run_tasks(loaded.tasks, run, settings, Progress(quiet=args.quiet, tag=tag))
         page = _write_report(run)

@@ -148,6 +148,12 @@ class ImageCache:
             return False
         self._name_file(name).unlink()
         if not tuple(self._names_of(image.digest)):
-            with self._lock(image.digest):
-                shutil.rmtree(self.root / image.digest, ignore_errors=True)
+            self.remove_image(image.digest)
         return True
+
+    def remove_image(self, digest: str) -> None:
+        """Delete image `digest` and every name that points at it."""
+        with self._lock(digest):
+            for name in self._names_of(digest):
+                self._name_file(name).unlink()
+            shutil.rmtree(self.root / digest, ignore_errors=True)

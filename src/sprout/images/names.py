@@ -78,7 +78,9 @@ BUILTIN: list[tuple[str, Callable[[re.Match[str]], tuple[DebianRecipe, str]]]] =
     (
         r"ghcr\.io/laude-institute/t-bench/python-3-13:[\w.-]+",
         lambda m: (
-            DebianRecipe("trixie", BASE_PACKAGES + PYTHON_PACKAGES + TBENCH_PACKAGES, True),
+            DebianRecipe(
+                "trixie", BASE_PACKAGES + PYTHON_PACKAGES + TBENCH_PACKAGES, pip_anywhere=True
+            ),
             "Debian trixie with its Python 3.13, for Terminal-Bench's Python 3.13 base",
         ),
     ),

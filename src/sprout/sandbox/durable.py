@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 
 
 def write_atomically(path: str, text: str, durable: bool) -> None:
-    temporary = f"{path}.{os.getpid()}.tmp"
+    """Readers see the old text or the new, never a part; concurrent writers (threads or
+    processes) each write a temporary file of their own, and the last rename wins."""
+    temporary = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
     with open(temporary, "w", encoding="utf-8") as handle:
         handle.write(text)
         if durable:

@@ -13,6 +13,7 @@ the whole lower-layer list in one mount option of at most one page):
     v/DIGEST/         the mask that decides what the `host` image shows (sprout.sandbox.hostview)
     s/ID/u, s/ID/w    where layers can be capped (btrfs with quotas): a subvolume per layer
                       holding its files and its overlay workdir; l/ID links to s/ID/u
+                      (l/ID may also link to a layer of another store: see `adopt`)
 
 A checkpoint id is a layer id. Sealing writes the metadata last, atomically,
 so a process killed mid-turn leaves at worst an unsealed directory that GC
@@ -309,6 +310,33 @@ class LayerStore:
         """Save checkpoint `layer_id` under `name`; GC keeps it and all it stacks on."""
         self.layer(layer_id)
         write_atomically(os.path.join(self.path, "r", _ref_name(name)), layer_id, self.durable)
+
+    def adopt(self, source: LayerStore, layer_id: str) -> str:
+        """Make checkpoint `layer_id` of `source` one of this store's by linking its layers'
+        files (l/ID links to them; nothing is copied), so every store on a machine can share
+        one build of a task's base layer. `source` must give sandboxes the same ids.
+
+        GC here drops only the links; the files are `source`'s to collect.
+        """
+        if self.mode == "copy" or (source.mode, source.ids) != (self.mode, self.ids):
+            raise BadArgument(
+                "source", f"{source.path}: layers of a {source.mode} store with ids "
+                f"{source.ids} cannot be shared with a {self.mode} store with ids {self.ids}"
+            )  # fmt: skip
+        wanted: list[str] = []
+        for layer_id_below in source.ancestry(layer_id):
+            wanted.append(layer_id_below)
+            flat = source.layer(layer_id_below).flat
+            if flat is not None:
+                wanted.append(flat)
+        for shared in reversed(wanted):  # bottom first: a layer is sealed after its parent
+            if os.path.exists(os.path.join(self.path, "m", f"{shared}.json")):
+                continue
+            link = self.diff_dir(shared)
+            if not os.path.lexists(link):
+                os.symlink(os.path.realpath(source.diff_dir(shared)), link)
+            self._write_meta(source.layer(shared))
+        return layer_id
 
     def read(self, layer_id: str, path: str, *, upper: str | None = None) -> bytes | None:
         """The bytes of file `path` as checkpoint `layer_id` (plus an unsealed `upper`) holds

@@ -81,10 +81,12 @@ def results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
             "wall_s": round(sum(s["wall_s"] for s in mine), 3),
         }
     isolation = run.store.get_meta("isolation")
+    warnings = run.store.get_meta("task_warnings")
     return {
         "methods": summary,
         "tasks": per_task,
         **({"isolation": isolation} if isolation is not None else {}),
+        **({"task_warnings": warnings} if warnings else {}),
     }
 
 

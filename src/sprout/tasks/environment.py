@@ -11,7 +11,8 @@ import shlex
 import tempfile
 from pathlib import Path
 
-from sprout.images import ImageError
+from sprout.images import ImageCache, ImageError
+from sprout.images.bases import building, lend, shared_store
 from sprout.images.names import ensure_image
 from sprout.sandbox import LayerStore, Limits, Sandbox
 from sprout.task import Task, TaskError
@@ -89,7 +90,9 @@ def agent_limits(task: Task) -> Limits:
 
 
 def base_checkpoint(task: Task, layers: LayerStore) -> str:
-    """Checkpoint 0 of `task`: built on first use, then reused by every run on `layers`.
+    """Checkpoint 0 of `task`: built on first use, then reused by every run on `layers`;
+    over an image of the machine's cache, built once per machine and linked into
+    `layers` (`sprout.images.bases`).
 
     Set-up runs with the network and the default limits, as `docker build` runs
     without the container's; the checkpoint carries the task's `network` setting
@@ -104,6 +107,21 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
     cached = layers.ref(name)
     if cached is not None:
         return cached
+    shared = shared_store(layers) if rootfs.startswith(str(ImageCache().root)) else None
+    if shared is None:
+        return _build_base(task, layers, rootfs, name)
+    with building(shared, name):
+        lent = lend(shared, name, layers)
+        if lent is None:
+            _build_base(task, shared, rootfs, name)
+            lent = lend(shared, name, layers)
+    assert lent is not None, "the base layer was just built"
+    layers.set_ref(name, lent)
+    return lent
+
+
+def _build_base(task: Task, layers: LayerStore, rootfs: str, name: str) -> str:
+    """Run the task's set-up on `rootfs` in `layers`, and name the result `name` there."""
     with Sandbox.create(
         layers,
         image=rootfs,

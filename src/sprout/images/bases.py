@@ -1,0 +1,125 @@
+"""Tasks' base layers, built once per machine and shared by every run.
+
+A base layer (a task's set-up applied to its image) is named by the digest of
+everything it depends on, so the same task on the same image is the same base
+layer in every run folder. It is built in a store of the machine's cache,
+
+    SPROUT_CACHE/bases/MODE-IDS/   a layer store (`sprout.sandbox.LayerStore`) of base layers
+        users/HASH                 the path of a run's store that links some of its layers
+        locks/NAME                 held while base layer NAME is built
+
+and each run's store links it (`LayerStore.adopt`) instead of building it
+again. Only bases over images of the cache are shared: the `host` image and
+folders change under a name, an image of the cache never does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from sprout.sandbox import LayerStore
+from sprout.sandbox.durable import write_atomically
+from sprout.sandbox.helper import cache_dir
+from sprout.sandbox.idmap import configured_range
+from sprout.sandbox.layers import current_user_mode
+
+COLLECTING = ".collecting"
+
+
+def bases_root() -> Path:
+    return cache_dir() / "bases"
+
+
+def shared_store(like: LayerStore) -> LayerStore | None:
+    """The machine's store of base layers that `like` can link, or None where none can be
+    shared: a copy store, or ids other than the machine's configured range."""
+    if like.mode == "copy":
+        return None
+    if like.mode == "root":
+        if like.ids != configured_range():
+            return None
+        key = f"root-{like.ids}".replace(":", "-")
+    else:
+        key = f"rootless-{os.geteuid()}"
+    return LayerStore(bases_root() / key, mode=like.mode)
+
+
+@contextlib.contextmanager
+def building(store: LayerStore, name: str) -> Iterator[None]:
+    """Held while base layer `name` is looked up and built, so that concurrent runs (or
+    workers) build it once and the others wait for it; `sprout gc` waits for it too."""
+    folder = Path(store.path, "locks")
+    folder.mkdir(exist_ok=True)
+    with _flock(folder / COLLECTING, fcntl.LOCK_SH), _flock(folder / name, fcntl.LOCK_EX):
+        yield
+
+
+@contextlib.contextmanager
+def collecting(store: LayerStore) -> Iterator[None]:
+    """Held while `sprout gc` collects `store`: no base layer is built or lent meanwhile."""
+    folder = Path(store.path, "locks")
+    folder.mkdir(exist_ok=True)
+    with _flock(folder / COLLECTING, fcntl.LOCK_EX):
+        yield
+
+
+@contextlib.contextmanager
+def _flock(path: Path, operation: int) -> Iterator[None]:
+    with open(path, "w") as handle:
+        fcntl.flock(handle, operation)
+        yield
+
+
+def shared_stores() -> list[LayerStore]:
+    """Every store of base layers of the machine's cache that this process can open."""
+    root = bases_root()
+    if not root.is_dir():
+        return []
+    mode = current_user_mode()
+    return [
+        LayerStore(entry, mode=mode)
+        for entry in sorted(root.iterdir())
+        if entry.name.startswith(f"{mode}-") and (entry / "store.json").exists()
+    ]
+
+
+def linked_by_runs(store: LayerStore) -> set[str]:
+    """The layers of `store` that run stores still on this machine link; notes of runs
+    that are gone are dropped."""
+    linked: set[str] = set()
+    users = Path(store.path, "users")
+    if not users.is_dir():
+        return linked
+    layers = os.path.realpath(os.path.join(store.path, "l"))
+    for note in users.iterdir():
+        user = Path(note.read_text(encoding="utf-8").strip())
+        if not (user / "store.json").exists():
+            note.unlink()
+            continue
+        for entry in (user / "l").iterdir():
+            if entry.is_symlink():
+                target = os.path.realpath(entry)
+                if os.path.dirname(target) == layers:
+                    linked.add(os.path.basename(target))
+    return linked
+
+
+def lend(shared: LayerStore, name: str, user: LayerStore) -> str | None:
+    """Link base layer `name` of `shared` into `user`, noting `user` as one that links it
+    (so `sprout gc` keeps it) and when it was last used; None when `shared` lacks it."""
+    layer_id = shared.ref(name)
+    if layer_id is None:
+        return None
+    users = Path(shared.path, "users")
+    users.mkdir(exist_ok=True)
+    note = users / hashlib.sha256(user.path.encode()).hexdigest()[:20]
+    if not note.exists():
+        write_atomically(str(note), user.path, False)
+    with contextlib.suppress(OSError):
+        os.utime(Path(shared.path, "r", name))  # last used: `sprout gc` keeps what is in use
+    return user.adopt(shared, layer_id)

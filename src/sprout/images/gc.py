@@ -1,0 +1,60 @@
+"""Collecting the machine's cache: base layers no run uses any more, and images under them.
+
+A base layer is kept while a run folder on the machine links it (its store
+holds a link to it, see `sprout.images.bases`) or while it was used within the
+last `keep_days`. Images are collected only when asked, and only those that no
+kept base layer stands on: an image is something a user built or imported by
+name, a base layer only a cache entry.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sprout.images.bases import collecting, linked_by_runs, shared_stores
+from sprout.images.cache import ImageCache
+
+
+@dataclass
+class Collected:
+    """What `collect` removed."""
+
+    bases: int = 0
+    """Named base layers forgotten."""
+    bytes_freed: int = 0
+    images: list[str] = field(default_factory=list)
+    """Digests of the images removed."""
+
+
+def collect(*, keep_days: float = 7.0, images: bool = False) -> Collected:
+    """Free base layers that no run links and nobody used for `keep_days`; with `images`,
+    also every image that no remaining base layer stands on."""
+    done = Collected()
+    horizon = time.time() - keep_days * 86400
+    standing_on: set[str] = set()
+    for store in shared_stores():
+        with collecting(store):
+            linked = linked_by_runs(store)
+            refs = Path(store.path, "r")
+            for ref in sorted(refs.iterdir()):
+                if ref.name.endswith(".tmp"):
+                    continue
+                layer_id = store.ref(ref.name)
+                in_use = layer_id is not None and layer_id in linked
+                if not in_use and ref.stat().st_mtime < horizon:
+                    ref.unlink()
+                    done.bases += 1
+            done.bytes_freed += store.gc(keep=linked)
+            standing_on.update(os.path.realpath(layer.config.image) for layer in store.layers())
+    if images:
+        cache = ImageCache()
+        for image in cache.images():
+            if os.path.realpath(image.rootfs) in standing_on:
+                continue
+            cache.remove_image(image.digest)
+            done.images.append(image.digest)
+            done.bytes_freed += image.size
+    return done

@@ -1,0 +1,121 @@
+"""Tasks' base layers over an image of the cache: built once per machine, linked by every run."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from sprout.images import ImageCache
+from sprout.images.bases import shared_store
+from sprout.images.gc import Collected, collect
+from sprout.images.oci import import_image
+from sprout.sandbox import LayerStore, Sandbox
+from sprout.tasks import base_checkpoint, load_native
+from tests.conftest import require_host_image
+from tests.images.test_oci import docker_save, rootfs_layer
+
+pytestmark = pytest.mark.sandbox
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minimal_rootfs: Path) -> ImageCache:
+    """A machine cache of its own, holding the minimal root filesystem as `acme/tool:1`."""
+    require_host_image()
+    monkeypatch.setenv("SPROUT_CACHE", str(tmp_path / "machine-cache"))
+    tarball = docker_save(tmp_path / "image.tar", [rootfs_layer(minimal_rootfs)])
+    import_image(tarball, "acme/tool:1")
+    return ImageCache()
+
+
+def make_task(root: Path) -> Path:
+    task = root / "greet"
+    (task / "environment").mkdir(parents=True)
+    (task / "environment" / "Dockerfile").write_text(
+        "FROM acme/tool:1\nWORKDIR /app\nCOPY hello.txt .\nRUN cat hello.txt hello.txt > twice\n"
+    )
+    (task / "environment" / "hello.txt").write_text("hello\n")
+    (task / "instruction.md").write_text("Greet.\n")
+    (task / "task.toml").write_text('version = "1.0"\n')
+    (task / "tests").mkdir()
+    (task / "tests" / "test.sh").write_text("exit 0\n")
+    return task
+
+
+def test_two_runs_share_one_build_of_a_base_layer(cache: ImageCache, tmp_path: Path):
+    task = load_native(make_task(tmp_path / "tasks"))
+    assert task.image == "acme/tool:1" and task.warnings == ()
+    first, second = LayerStore(tmp_path / "run-a" / "layers"), LayerStore(tmp_path / "run-b")
+    base = base_checkpoint(task, first)
+    assert base_checkpoint(task, second) == base, "the second run linked the first one's build"
+    machine = shared_store(first)
+    assert machine is not None and machine.layer(base)
+    built = {layer.id for layer in machine.layers()}
+    for store in (first, second):
+        with Sandbox.fork(store, base) as sandbox:
+            seen = sandbox.run("cat twice; cat /etc/hosts")
+        assert seen.output.startswith("hello\nhello\n") and "localhost" in seen.output
+    assert {layer.id for layer in machine.layers()} == built, "nothing was built twice"
+    users = sorted(p.read_text() for p in Path(machine.path, "users").iterdir())
+    assert users == sorted([first.path, second.path])
+
+    first.gc()
+    with Sandbox.fork(second, base) as sandbox:  # a run's GC drops its links, not the files
+        assert sandbox.run("cat twice").output == "hello\nhello\n"
+    (Path(first.path) / "r").rename(Path(first.path) / "r-gone")  # forget every ref of run a
+    (Path(first.path) / "r").mkdir()
+    first.gc()
+    assert {layer.id for layer in machine.layers()} == built
+
+
+def test_concurrent_runs_wait_for_one_build(cache: ImageCache, tmp_path: Path):
+    task = load_native(make_task(tmp_path / "tasks"))
+    stores = [LayerStore(tmp_path / f"run-{i}") for i in range(3)]
+    found: list[str] = []
+    threads = [
+        threading.Thread(target=lambda s=s: found.append(base_checkpoint(task, s)))
+        for s in stores
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(found) == 3 and len(set(found)) == 1
+
+
+def test_a_host_task_keeps_its_base_layer_in_its_own_run(cache: ImageCache, tmp_path: Path):
+    folder = make_task(tmp_path / "tasks")
+    (folder / "task.toml").write_text('version = "1.0"\n[sprout]\nimage = "host"\n')
+    store = LayerStore(tmp_path / "run")
+    base_checkpoint(load_native(folder), store)
+    machine = shared_store(store)
+    assert machine is not None and machine.layers() == []
+
+
+def test_gc_keeps_what_runs_link_and_frees_the_rest(cache: ImageCache, tmp_path: Path):
+    from sprout.cli import main
+
+    task = load_native(make_task(tmp_path / "tasks"))
+    run_a, run_b = tmp_path / "run-a", tmp_path / "run-b"
+    base = base_checkpoint(task, LayerStore(run_a / "layers"))
+    base_checkpoint(task, LayerStore(run_b / "layers"))
+    machine = shared_store(LayerStore(run_b / "layers"))
+    assert machine is not None
+    assert collect(keep_days=0).bases == 0, "both runs link it"
+    shutil.rmtree(run_a)
+    assert collect(keep_days=0, images=True) == Collected(), "run b still links it"
+    with Sandbox.fork(LayerStore(run_b / "layers"), base) as sandbox:
+        assert sandbox.run("cat twice").output == "hello\nhello\n"
+    shutil.rmtree(run_b)
+    assert collect().bases == 0, "used today: kept for a week"
+    assert main(["gc", "--keep-days", "-1"]) == 2
+    assert main(["gc", "--keep-days", "0", "--images"]) == 0
+    assert machine.layers() == [] and cache.images() == []
+
+
+def test_gc_leaves_images_that_a_base_layer_stands_on(cache: ImageCache, tmp_path: Path):
+    base_checkpoint(load_native(make_task(tmp_path / "tasks")), LayerStore(tmp_path / "run"))
+    done = collect(keep_days=0, images=True)
+    assert done.images == [] and [image.names for image in cache.images()] == [("acme/tool:1",)]
