@@ -16,6 +16,7 @@ from sprout.taskcheck import (
     outcome,
     table_header,
     table_row,
+    verifier_crash,
     warning_lines,
 )
 from sprout.tasks import load_native
@@ -125,3 +126,51 @@ def test_warnings_that_differ_only_in_their_file_are_one_line():
         "no root filesystem for 'py' (a, b)",
         "step 2/3 exited 1 (oops) (c)",
     ]
+
+
+UV_NO_PYTHON = """\
+downloading uv 0.9.5 x86_64-unknown-linux-gnu
+curl: (6) Could not resolve host: astral.sh
+error: Request failed after 3 retries
+  Caused by: Failed to download https://github.com/astral-sh/python-build-standalone/releases/\
+download/20251014/cpython-3.12.12%2B20251014-x86_64-unknown-linux-gnu-install_only_stripped.tar.gz
+  Caused by: error sending request for url (https://github.com/astral-sh/python-build-standalone/)
+  Caused by: client error (Connect)
+  Caused by: dns error
+  Caused by: failed to lookup address information: Name or service not known
+"""
+UV_NO_INDEX = """\
+  \u00d7 Failed to fetch: `https://pypi.org/simple/pytest/`
+  ├─▶ Request failed after 3 retries
+  ├─▶ error sending request for url (https://pypi.org/simple/pytest/)
+  ├─▶ client error (Connect)
+  ├─▶ dns error
+  ╰─▶ failed to lookup address information: Temporary failure in name resolution
+"""
+
+
+def test_uv_without_a_network_is_a_crash_that_names_the_host():
+    # Terminal-Bench 2's scripts write reward 0 when uvx fails: no test ran, so no report.
+    crashed = diagnose([], source="reward:/logs/verifier/reward.txt", log=UV_NO_PYTHON, reward=0)
+    reason = verifier_crash(crashed)
+    assert reason is not None and len(reason) < 240
+    assert reason.startswith(
+        "needs the internet (github.com): uv downloads Python 3.12.12, which the image lacks: "
+        "Failed to download https://github.com/astral-sh/python-build-standalone/"
+    )
+    no_index = diagnose([], source="exit-code", log=UV_NO_INDEX, exit_code=2)
+    assert verifier_crash(no_index) == (
+        "needs the internet (pypi.org): Failed to fetch: `https://pypi.org/simple/pytest/`"
+    )
+
+
+def test_a_reward_file_is_still_a_report_unless_the_network_was_missing():
+    passing = diagnose([], source="reward:/logs/verifier/reward.txt", log=UV_NO_INDEX, reward=1)
+    assert verifier_crash(passing) is None
+    missing = "bash: line 5: uvx: command not found\n"
+    failing = diagnose([], source="reward:/logs/verifier/reward.txt", log=missing, reward=0)
+    assert verifier_crash(failing) is None
+    ran = diagnose(
+        [TestResult("a", "failed")], source="ctrf:/logs/verifier/ctrf.json", log=UV_NO_PYTHON
+    )
+    assert verifier_crash(ran) is None

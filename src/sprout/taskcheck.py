@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import time
+import urllib.parse
 from dataclasses import dataclass, replace
 
 from sprout.agent import Actor, ActorConfig
@@ -36,8 +37,14 @@ DETAIL_LINES = 20
 _NOT_FOUND = re.compile(r"(?:^|: )(?P<what>[\w./+-]+): (?:command )?not found\s*$", re.M)
 _OFFLINE = re.compile(
     r"Could not resolve host:? (?P<host>[\w.-]+)|Temporary failure in name resolution|"
-    r"Name or service not known|Network is unreachable|Failed to establish a new connection"
+    r"Name or service not known|Network is unreachable|Failed to establish a new connection|"
+    r"dns error|client error \(Connect\)|tcp connect error"
 )
+_UV_REQUEST = re.compile(
+    r"(?:Failed to (?:download|fetch):?|error sending request for url) *[`(]?"
+    r"(?P<url>https?://[^\s`)]+)"
+)
+"""uv names what it could not reach above its reason ("dns error"), on lines of their own."""
 
 
 @dataclass(frozen=True)
@@ -70,24 +77,46 @@ class CheckResult:
 def verifier_crash(diagnostics: Diagnostics) -> str | None:
     """Why the verifier did not report, or None when it did: per-test results or a reward
     file are a report; a verifier left to its exit code whose log shows a missing command or
-    no network crashed, and the reason names the command or the host."""
+    no network crashed, and the reason names the command or the host. A reward file of 0
+    with no per-test results and a log that shows no network is a crash too: Terminal-Bench
+    2's scripts write 0 whenever their runner fails, even when it never ran a test."""
     if diagnostics.source == "verifier-error":
         return diagnostics.summary
-    if (
-        diagnostics.passed + diagnostics.failed + diagnostics.errored
-        or "reward" in diagnostics.source
-    ):
+    if diagnostics.passed + diagnostics.failed + diagnostics.errored:
+        return None
+    reported = "reward" in diagnostics.source
+    if reported and diagnostics.reward != 0:
         return None
     log = diagnostics.log_tail
-    offline = _OFFLINE.search(log)
-    if offline:
-        host = offline.group("host")
-        line = next((ln for ln in log.splitlines() if offline.group(0) in ln), "").strip()
-        return f"needs the internet{f' ({host})' if host else ''}: {line[:160]}"
+    offline = _offline(log)
+    if offline is not None:
+        return offline
     missing = _NOT_FOUND.search(log)
-    if missing:
+    if missing and not reported:
         return f"a command it runs is missing: {missing.group('what')}: not found"
     return None
+
+
+def _offline(log: str) -> str | None:
+    """ "needs the internet (HOST): LINE" when `log` shows a request that found no network;
+    uv's own request wins over an earlier one (the installer's curl is harmless once sprout
+    has put uv in place)."""
+    offline = _OFFLINE.search(log)
+    if offline is None:
+        return None
+    request = _UV_REQUEST.search(log)
+    if request is not None:
+        url = request.group("url")
+        host = urllib.parse.urlsplit(url).hostname or ""
+        line = next(ln for ln in log.splitlines() if request.group(0) in ln)
+        line = re.sub(r"^\W*(?:Caused by:|error:)?\s*", "", line)  # uv's tree-drawing prefix
+        python = re.search(r"/cpython-(\d+\.\d+(?:\.\d+)?)", url)
+        if python is not None:  # uv wanted a Python the image lacks (`uvx -p 3.12`)
+            line = f"uv downloads Python {python.group(1)}, which the image lacks: {line}"
+    else:
+        host = offline.group("host") or ""
+        line = next((ln for ln in log.splitlines() if offline.group(0) in ln), "").strip()
+    return f"needs the internet{f' ({host})' if host else ''}: {line[:160]}"
 
 
 def last_lines(text: str, count: int = DETAIL_LINES) -> str:

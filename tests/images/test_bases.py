@@ -75,8 +75,7 @@ def test_concurrent_runs_wait_for_one_build(cache: ImageCache, tmp_path: Path):
     stores = [LayerStore(tmp_path / f"run-{i}") for i in range(3)]
     found: list[str] = []
     threads = [
-        threading.Thread(target=lambda s=s: found.append(base_checkpoint(task, s)))
-        for s in stores
+        threading.Thread(target=lambda s=s: found.append(base_checkpoint(task, s))) for s in stores
     ]
     for thread in threads:
         thread.start()
@@ -119,3 +118,19 @@ def test_gc_leaves_images_that_a_base_layer_stands_on(cache: ImageCache, tmp_pat
     base_checkpoint(load_native(make_task(tmp_path / "tasks")), LayerStore(tmp_path / "run"))
     done = collect(keep_days=0, images=True)
     assert done.images == [] and [image.names for image in cache.images()] == [("acme/tool:1",)]
+
+
+def test_a_base_layer_trusts_what_this_machine_trusts(
+    cache: ImageCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A mirror or proxy that re-signs TLS has its own authority: set-up steps and verifiers
+    reach it only if the base layer's bundle holds it besides the image's own."""
+    proxy_ca = b"-----BEGIN CERTIFICATE-----\nUFJPWFk=\n-----END CERTIFICATE-----\n"
+    (tmp_path / "machine.pem").write_bytes(proxy_ca)
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "machine.pem"))
+    base = base_checkpoint(load_native(make_task(tmp_path / "tasks")), LayerStore(tmp_path / "r"))
+    store = LayerStore(tmp_path / "r")
+    bundle = store.read(base, "/etc/ssl/certs/ca-certificates.crt")
+    assert bundle is not None and proxy_ca.strip() in bundle
+    with Sandbox.fork(store, base) as sandbox:
+        assert sandbox.run("echo $SSL_CERT_FILE").output == "\n", "the agent gets no index env"

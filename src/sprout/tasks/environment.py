@@ -7,18 +7,18 @@ import hashlib
 import json
 import os
 import re
-import shlex
-import tempfile
-from pathlib import Path
 
 from sprout.images import ImageCache, ImageError
 from sprout.images.bases import building, lend, shared_store
 from sprout.images.names import ensure_image
+from sprout.images.network import index_settings, put_machine_network
 from sprout.sandbox import LayerStore, Limits, Sandbox
 from sprout.task import Task, TaskError
+from sprout.tasks.setup_steps import Build, context_inputs
 
 SETUP_TIMEOUT_S = 1800.0
-LOCALHOST = b"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+SETUP_ERROR_LINES = 20
+"""How much of a failed set-up step's output its error carries."""
 
 
 def _digest(task: Task, image: str) -> str:
@@ -33,19 +33,14 @@ def _digest(task: Task, image: str) -> str:
                 task.network,
                 task.user_namespaces,
                 [s.model_dump() for s in task.setup],
+                [s.model_dump() for s in task.stages],
                 [task.cpus, task.memory_bytes, task.disk_bytes],
             ],
             sort_keys=True,
         ).encode()
     )
-    for step in task.setup:
-        if step.kind == "copy" and task.environment_dir is not None:
-            source = task.environment_dir / step.source
-            files = [source] if source.is_file() else sorted(p for p in source.rglob("*"))
-            for file in files:
-                digest.update(str(file.relative_to(task.environment_dir)).encode())
-                if file.is_file() and not file.is_symlink():
-                    digest.update(file.read_bytes())
+    for chunk in context_inputs(task):  # stages' images, the bytes every copy reads
+        digest.update(chunk)
     return digest.hexdigest()[:16]
 
 
@@ -59,23 +54,6 @@ def image_root(task: Task) -> tuple[str, str]:
     except ImageError as error:
         raise TaskError(f"{task.id}: {error}") from None
     return image.rootfs, image.digest
-
-
-def _put_name_service(sandbox: Sandbox) -> None:
-    """The machine's resolver and a localhost line, as a container engine gives a container:
-    images carry neither (or the builder's)."""
-    with tempfile.TemporaryDirectory(prefix="sprout-etc-") as staging:
-        resolv = Path(staging, "resolv.conf")
-        try:
-            resolv.write_bytes(Path("/etc/resolv.conf").read_bytes())
-        except OSError:
-            resolv.write_text("")
-        hosts = Path(staging, "hosts")
-        existing = sandbox.read("/etc/hosts") or b""
-        if b"localhost" not in existing:
-            hosts.write_bytes(existing + LOCALHOST)
-            sandbox.put(hosts, "/etc/hosts")
-        sandbox.put(resolv, "/etc/resolv.conf")
 
 
 def agent_limits(task: Task) -> Limits:
@@ -122,37 +100,34 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
 
 def _build_base(task: Task, layers: LayerStore, rootfs: str, name: str) -> str:
     """Run the task's set-up on `rootfs` in `layers`, and name the result `name` there."""
-    with Sandbox.create(
+    machine = index_settings()
+    build = Build(  # earlier stages are built when a step first copies from them
+        task,
+        layers,
+        env=machine.env(),
+        prepare=lambda stage: put_machine_network(stage, machine),
+        timeout=SETUP_TIMEOUT_S,
+        error_lines=SETUP_ERROR_LINES,
+    )
+    with Sandbox.create(  # each step brings the ENV of its place in the Dockerfile
         layers,
         image=rootfs,
         workdir=task.workdir,
-        env=task.env,
+        env=machine.env(),
         user_namespaces=task.user_namespaces,
     ) as sandbox:
         if rootfs != "host":
-            _put_name_service(sandbox)
+            put_machine_network(sandbox, machine)
         for number, step in enumerate(task.setup, 1):
-            if step.kind == "copy":
-                assert task.environment_dir is not None
-                sandbox.put(os.fspath(task.environment_dir / step.source), step.destination)
-                continue
-            exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in step.env.items())
-            observation = sandbox.run(
-                f"{exports}mkdir -p {shlex.quote(step.workdir)} && cd {shlex.quote(step.workdir)}"
-                f" && {step.command}",
-                timeout=SETUP_TIMEOUT_S,
-            )
-            if observation.exit_code != 0:
-                tail = observation.output.strip().splitlines()[-5:]
-                raise TaskError(
-                    f"{task.id}: set-up step {number} ({step.command[:80]!r}) failed with "
-                    f"exit code {observation.exit_code}: " + " | ".join(tail)
-                )
+            build.run(sandbox, step, f"set-up step {number}")
         checkpoint = sandbox.checkpoint()
     limits = agent_limits(task)
-    if not task.network or limits != Limits():
-        # Set-up may fetch what it needs; the agent's calls, forked from here, may not.
-        with Sandbox.fork(layers, checkpoint, network=task.network, limits=limits) as agent:
+    if not task.network or limits != Limits() or task.env != machine.env():
+        # Set-up may fetch what it needs; the agent's calls, forked from here, may not. They
+        # get the final ENV (which no set-up step before it had), not the machine's index.
+        with Sandbox.fork(
+            layers, checkpoint, env=task.env, network=task.network, limits=limits
+        ) as agent:
             checkpoint = agent.checkpoint(always=True)
     layers.set_ref(name, checkpoint)
     return checkpoint

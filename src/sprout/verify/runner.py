@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sprout.edits import is_noise
+from sprout.images.network import index_settings
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task
 from sprout.verify.results import read_results
 from sprout.verify.types import Diagnostics
+from sprout.verify.uv import install_uv, requested_version, uses_uv, uv_binaries
 
 LOGS = "/logs/verifier"
 
@@ -33,10 +35,22 @@ class Verdict:
 def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base: str) -> Verdict:
     """Copy the hidden tests into a fork of `checkpoint`, run the verifier, read its results.
 
-    The fork is thrown away: the tests never reach a layer the agent can see.
+    The fork is thrown away: the tests never reach a layer the agent can see, and neither
+    does what the verifier is given besides them: this machine's package-index settings
+    (its certificate authorities are in the task's base layer already) and, for a verifier
+    that runs uv, uv itself (see `sprout.verify.uv`). A uv that cannot
+    be fetched raises `VerifierSetupError` (a ResultsError): the machine's fault, not the
+    attempt's.
     """
-    with Sandbox.fork(layers, checkpoint, network=True) as sandbox:
+    script = verifier_script(task)
+    binaries = uv_binaries(requested_version(script)) if uses_uv(script) else None
+    settings = index_settings()
+    # The task's own variables win over the machine's: a task may pin its own index.
+    env = {**settings.env(), **layers.layer(checkpoint).config.env}
+    with Sandbox.fork(layers, checkpoint, env=env, network=True) as sandbox:
         _put_hidden_tests(sandbox, task)
+        if binaries is not None:
+            install_uv(sandbox, binaries)
         sandbox.run(f"mkdir -p {LOGS}")
         observation = sandbox.run(task.verifier_command, timeout=task.verifier_timeout_s)
         files: dict[str, bytes] = {}
@@ -54,6 +68,22 @@ def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base: str) -> 
         task=task.id,
     )
     return Verdict(diagnostics, workdir_patch(layers, base, checkpoint, task.workdir))
+
+
+def verifier_script(task: Task) -> str:
+    """The verifier as text: its command, the tests folder's test.sh and the scripts under
+    /tests its command names (to see what tools it needs, before it runs)."""
+    parts = [task.verifier_command]
+    names = {"test.sh"}
+    for word in task.verifier_command.split():
+        if word.startswith("/tests/") and ".." not in word.split("/"):
+            names.add(word.removeprefix("/tests/"))
+    for name in sorted(names):
+        if name in task.test_files:
+            parts.append(task.test_files[name])
+        elif task.tests_dir is not None and Path(task.tests_dir, name).is_file():
+            parts.append(Path(task.tests_dir, name).read_text(encoding="utf-8", errors="replace"))
+    return "\n".join(parts)
 
 
 def _put_hidden_tests(sandbox: Sandbox, task: Task) -> None:

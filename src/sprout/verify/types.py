@@ -14,6 +14,12 @@ class ResultsError(ValueError):
     """Verifier output or settings that cannot be read; the message names the file or field."""
 
 
+class VerifierSetupError(ResultsError):
+    """What the verifier needs from this machine (a tool fetched from the package index)
+    could not be had: the machine's fault, never the attempt's. A ResultsError, so that
+    callers record it as a verifier error ("verifier-error"), not as a failed attempt."""
+
+
 @dataclass(frozen=True)
 class TestResult:
     """One test as a results format reported it."""
