@@ -6,13 +6,16 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEBIAN_PACKAGES := gcc libc6-dev libseccomp-dev util-linux btrfs-progs python3-pytest python3-pip chromium
+DEBIAN_PACKAGES := gcc libc6-dev libseccomp-dev util-linux btrfs-progs mmdebstrap python3-pytest python3-pip chromium
+EXAMPLE_IMAGE := python:3.11-slim
+TEST_IMAGES := $(EXAMPLE_IMAGE) python:3.13-slim
 
 DEMO_RUN := runs/demo
 
 .PHONY: demo test lint format bench system-packages install clean
 
 demo: install
+	$(BIN)/sprout image build $(EXAMPLE_IMAGE)
 	rm -rf $(DEMO_RUN)
 	$(BIN)/sprout run examples/tasks --model oracle-noise:errors=trap \
 	  --method pass@4,pass@4-first,shepherd,sprout --workers 2 --out $(DEMO_RUN)
@@ -20,6 +23,7 @@ demo: install
 	@echo "  $(BIN)/sprout view $(DEMO_RUN)"
 
 test: install
+	for image in $(TEST_IMAGES); do $(BIN)/sprout image build $$image || exit 1; done
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	SPROUT_REQUIRE_SANDBOX=$$(scripts/sandbox-available) $(BIN)/pytest -rs
@@ -46,7 +50,7 @@ system-packages:
 	    echo "installing Debian packages:$$missing"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	  else \
-	    echo "missing Debian packages:$$missing (install them as root: the overlay sandbox needs a C compiler and libseccomp, the example tasks pytest, the viewer's tests chromium)"; \
+	    echo "missing Debian packages:$$missing (install them as root: the overlay sandbox needs a C compiler and libseccomp, images mmdebstrap, the viewer's tests chromium)"; \
 	  fi; \
 	fi
 
