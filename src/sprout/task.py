@@ -15,17 +15,68 @@ class TaskError(ValueError):
 
 
 class SetupStep(BaseModel):
-    """One step that builds the task's base layer (from the Dockerfile, or given directly)."""
+    """One step that builds the task's base layer (from the Dockerfile, or given directly).
+
+    A `copy` follows Docker's COPY: a directory's contents go into `destination`,
+    merged with what is there; a file goes into `destination` when it ends with `/`
+    or is a directory already, else becomes it. Copied files belong to root unless
+    `chown` says otherwise.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     kind: Literal["run", "copy"]
     command: str = ""
-    """For `run`: a shell command, run in `workdir`."""
+    """For `run`: the command, run in `workdir` by `shell`."""
+    shell: tuple[str, ...] = ()
+    """For `run`: the program and arguments `command` is appended to (a Dockerfile's `SHELL`,
+    `/bin/sh -c` by default); empty: the sandbox's own shell reads it, as for `[sprout]
+    setup` steps and a Dockerfile's exec-form `RUN` (whose words are quoted into `command`)."""
+    user: str = ""
+    """For `run`: who runs it (a Dockerfile's `USER`: `name`, `uid`, `name:group`); "" for
+    root."""
     source: str = ""
-    """For `copy`: a path relative to the task's environment folder."""
+    """For `copy`: a path or wildcard pattern relative to the build context (the task's
+    environment folder); with `stage`, an absolute path or pattern in that stage's
+    filesystem; an http(s) URL (ADD); with `content`, the name of the file it makes."""
     destination: str = ""
-    """For `copy`: an absolute path inside the sandbox."""
+    """For `copy`: an absolute path inside the sandbox; a trailing `/` makes it a directory."""
+    content: str | None = None
+    """For `copy`: the file's text, instead of a source (`COPY <<EOF /etc/motd`)."""
+    stage: int | None = None
+    """For `copy`: the index in `Task.stages` of the stage whose built filesystem `source`
+    is read from (`COPY --from`), instead of the build context."""
+    unpack: bool = False
+    """For `copy` (ADD): a local tar archive (plain, gzip, bzip2 or xz) is unpacked into
+    `destination` instead of copied."""
+    chown: str = ""
+    """For `copy`: `user[:group]` (names or ids, as the image's /etc/passwd and /etc/group
+    give them) that the copied files belong to; "" for root."""
+    chmod: str = ""
+    """For `copy`: the mode (`0755`, `u+x`) of every copied file and directory; "" keeps the
+    source's."""
+    checksum: str = ""
+    """For `copy` of a URL: `sha256:HEX` the download must match (ADD --checksum)."""
+    ignore: tuple[str, ...] = ()
+    """For `copy` from the build context: its `.dockerignore` patterns, in order (`!` takes a
+    path back), relative to the context's root; what they match is not copied."""
+    workdir: str = "/"
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class Stage(BaseModel):
+    """An earlier stage of a multi-stage Dockerfile (`FROM golang AS builder`): its own image
+    and steps, built in a sandbox of its own so that `COPY --from` takes files out of it
+    while the rest of it stays out of the task's filesystem. A `COPY --from` naming an image
+    rather than a stage is a stage with no steps."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = ""
+    """The name after `AS` (lower-cased, as Docker matches it); "" when it has none."""
+    image: str = "host"
+    """As `Task.image`: "host", a root-filesystem folder, or an image name."""
+    steps: tuple[SetupStep, ...] = ()
     workdir: str = "/"
     env: dict[str, str] = Field(default_factory=dict)
 
@@ -56,8 +107,13 @@ class Task(BaseModel):
     """"host", the absolute path of a root-filesystem folder, or an image name of the
     machine's image cache (`python:3.11-slim`), built or imported before the task runs."""
     setup: tuple[SetupStep, ...] = ()
+    stages: tuple[Stage, ...] = ()
+    """The Dockerfile's earlier stages that `setup` copies files out of (`SetupStep.stage`)."""
     environment_dir: Path | None = None
     """Where COPY sources are read from."""
+    user: str = ""
+    """The Dockerfile's last `USER` ("" when it sets none: root). Recorded only: the agent's
+    commands run as root for now."""
     workdir: str = "/workspace"
     env: dict[str, str] = Field(default_factory=dict)
     network: bool = True

@@ -56,9 +56,10 @@ def test_native_folder_is_read_with_dockerfile_steps(tmp_path):
     )
     assert task.env == {"APP_MODE": "test", "OTHER": "1"}
     kinds = [(s.kind, s.destination or s.command) for s in task.setup]
-    assert kinds[0] == ("copy", "/app/src")
-    assert kinds[1] == ("copy", "/app/setup.cfg")
+    assert kinds[0] == ("copy", "/app/src/")  # a trailing / says: a directory
+    assert kinds[1] == ("copy", "/app/")  # `COPY setup.cfg .` puts it into the workdir
     assert kinds[2][0] == "run" and task.setup[2].workdir == "/app"
+    assert task.setup[2].shell == ("/bin/sh", "-c")  # Docker's default SHELL
     assert task.setup[2].env["GREETING"] == "hello"
     assert task.verifier_timeout_s == 60
     assert [s.command for s in task.solution] == [
@@ -76,13 +77,22 @@ def test_from_maps_to_a_root_filesystem_folder(tmp_path):
     assert plan.warnings == []
 
 
-@pytest.mark.parametrize("instruction", ["CMD", "ENTRYPOINT", "ADD", "USER"])
-def test_unsupported_instructions_are_named(tmp_path, instruction):
+@pytest.mark.parametrize("instruction", ["FOOBAR", "COPYY", "RUNN"])
+def test_unknown_instructions_are_named_with_their_line(tmp_path, instruction):
     task = make_task(tmp_path, DOCKERFILE + f"{instruction} something\n")
     with pytest.raises(
         TaskError, match=f"Dockerfile:9: unsupported Dockerfile instruction {instruction}"
     ):
         load_native(task)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['CMD ["python3", "-m", "calc"]', "ENTRYPOINT /bin/true", "EXPOSE 8080", "LABEL a=b"],
+)
+def test_container_instructions_are_recorded_not_refused(tmp_path, line):
+    task = load_native(make_task(tmp_path, DOCKERFILE + line + "\n"))
+    assert [s.kind for s in task.setup] == ["copy", "copy", "run"]
 
 
 @pytest.mark.parametrize(

@@ -178,8 +178,8 @@ def test_warnings_for_extra_services_and_a_copy_of_the_tests(tmp_path: Path):
         ({"docker-compose.yaml": "version: '3'\n"}, "docker-compose.yaml: services: expected"),
         ({"Dockerfile": "FROM ubuntu\nCOPY nothere /app/\n"}, "COPY nothere: no such file"),
         (
-            {"Dockerfile": "FROM ubuntu\nCMD bash\n"},
-            "Dockerfile:2: unsupported Dockerfile instruction",
+            {"Dockerfile": "FROM ubuntu\nCMDD bash\n"},
+            "Dockerfile:2: unsupported Dockerfile instruction CMDD",
         ),
     ],
 )

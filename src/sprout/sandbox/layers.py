@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 import secrets
+import stat
 import threading
 import time
 from collections.abc import Iterable
@@ -41,7 +42,10 @@ from sprout.sandbox.layerfmt import (
     MarkerFormat,
     OverlayFormat,
     disk_usage,
+    lookup,
     merge,
+    names_below,
+    place_file,
     read_regular_file,
     remove_tree,
     resolve,
@@ -352,6 +356,43 @@ class LayerStore:
         if found is None or found.found is None:
             return None
         return read_regular_file(found.found)
+
+    def export(self, layer_id: str, path: str, destination: str | os.PathLike[str]) -> bool:
+        """Copy what `path` is in checkpoint `layer_id` to `destination`, a new host path: a
+        file, a link, or a directory with everything under it; False when there is nothing.
+
+        The view is the one a sandbox sees: whiteouts and opaque directories hide what
+        lies below them, and links on the way to `path` are followed inside the view,
+        never on the host; links under `path` are copied as links, not followed. Owners,
+        modes and times are kept (for `COPY --from` out of a built stage)."""
+        config = self.layer(layer_id).config
+        stack = [self.diff_dir(i) for i in self.stack(layer_id)] + self.image_layers(config)
+        image = self.image_root(config)
+        found = resolve(stack, image, path, self.format)
+        if found is None or found.found is None:
+            return False
+        pending = [("/".join(found.parts), found.found, os.fspath(destination))]
+        directories: list[tuple[str, str]] = []
+        while pending:
+            rel, entry, target = pending.pop()
+            st = os.lstat(entry)
+            if not stat.S_ISDIR(st.st_mode):
+                place_file(entry, target, link=False)
+                continue
+            os.mkdir(target)
+            directories.append((entry, target))
+            for name in sorted(names_below(stack, image, rel, self.format)):
+                child = f"{rel}/{name}" if rel else name
+                below = lookup(stack, image, child, self.format)
+                if below is not None:
+                    pending.append((child, below, os.path.join(target, name)))
+        for entry, target in reversed(directories):  # after their contents, for the times
+            st = os.lstat(entry)
+            os.chmod(target, stat.S_IMODE(st.st_mode))
+            with contextlib.suppress(PermissionError):
+                os.lchown(target, st.st_uid, st.st_gid)
+            os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+        return True
 
     def new_layer(self, parent: str | None) -> str:
         """Start an unsealed layer on top of `parent`, held by this process until sealed."""

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from sprout.task import ResultsFormat, SetupStep, SolutionStep, Task, TaskError
+from sprout.task import ResultsFormat, SetupStep, SolutionStep, Stage, Task, TaskError
 from sprout.tasks.dockerfile import plan_dockerfile
 from sprout.tasks.imageref import task_image
 
@@ -244,6 +244,8 @@ class TaskEnvironment:
     env: dict[str, str]
     steps: tuple[SetupStep, ...]
     warnings: tuple[str, ...]
+    stages: tuple[Stage, ...] = ()
+    user: str = ""
 
 
 def task_environment(
@@ -284,14 +286,24 @@ def task_environment(
         raise TaskError(f"{task_id}: {settings_file}: sprout.workdir: {workdir!r} is not absolute")
     env = {**(plan.env if plan else {}), **sprout.env}
     steps = list(plan.steps if plan else [])
-    for step in steps:
-        if step.kind == "copy" and not (context / step.source).exists():
-            raise TaskError(
-                f"{task_id}: {dockerfile}: COPY {step.source}: no such file in {context}"
-            )
     steps += [SetupStep(kind="run", command=c, workdir=workdir, env=env) for c in sprout.setup]
-    warnings = (*(plan.warnings if plan else ()), *([approximation] if approximation else []))
-    return TaskEnvironment(image, workdir, env, tuple(steps), warnings)
+    warnings = [*(plan.warnings if plan else ()), *([approximation] if approximation else [])]
+    stages = []
+    for stage in plan.stages if plan else []:
+        # The images of earlier stages are checked now too, and approximated likewise.
+        found, approximated = task_image(stage.image, root, images, f"{task_id}: {dockerfile}")
+        stages.append(stage.model_copy(update={"image": found}))
+        if approximated and approximated not in warnings:
+            warnings.append(approximated)
+    return TaskEnvironment(
+        image,
+        workdir,
+        env,
+        tuple(steps),
+        tuple(warnings),
+        tuple(stages),
+        plan.user if plan else "",
+    )
 
 
 def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) -> Task:
@@ -335,6 +347,8 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         instruction=instruction_file.read_text(encoding="utf-8").strip(),
         image=setting.image,
         setup=setting.steps,
+        stages=setting.stages,
+        user=setting.user,
         environment_dir=environment if environment.is_dir() else None,
         workdir=setting.workdir,
         env=setting.env,

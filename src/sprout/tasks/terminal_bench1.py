@@ -168,11 +168,14 @@ def load_terminal_bench1(path: str | Path, *, images: Mapping[str, str] | None =
     setting = task_environment(task_id, sprout, sprout_toml, dockerfile, folder, folder, images)
     warnings = list(setting.warnings)
     hidden = [folder / name for name in HIDDEN]
-    for step in setting.steps:
+    context_copies = [
+        s
+        for s in (*setting.steps, *(s for stage in setting.stages for s in stage.steps))
+        if s.kind == "copy" and s.content is None and s.stage is None and "://" not in s.source
+    ]
+    for step in context_copies:
         source = (folder / step.source).resolve()
-        if step.kind == "copy" and (
-            source == folder or any(h == source or h in source.parents for h in hidden)
-        ):
+        if source == folder or any(h == source or h in source.parents for h in hidden):
             warnings.append(
                 f"{dockerfile}: COPY {step.source} puts the hidden tests or the solution in the "
                 "agent's environment"
@@ -195,6 +198,8 @@ def load_terminal_bench1(path: str | Path, *, images: Mapping[str, str] | None =
         instruction=instruction,
         image=setting.image,
         setup=setting.steps,
+        stages=setting.stages,
+        user=setting.user,
         environment_dir=folder,
         workdir=setting.workdir,
         env=setting.env,

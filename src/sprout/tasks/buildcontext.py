@@ -1,0 +1,174 @@
+"""The build context: which files a Dockerfile's COPY and ADD read, picked as Docker picks them.
+
+A source is relative to the context's root (`..` never climbs above it, a
+leading `/` is the root), may hold wildcards (`*`, `?`, `[a-z]`, matched one
+path component at a time, dot-files included), and a directory stands for
+everything under it. `.dockerignore` leaves paths out: one pattern a line,
+`**` for any number of components, `!` to take a path back, the last pattern
+that matches deciding; a pattern that matches a directory matches all under it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+WILDCARDS = re.compile(r"(?<!\\)[*?\[]")
+
+
+def clean_source(source: str) -> str:
+    """`source` relative to the context's root, as BuildKit joins it onto "/" ("" is the
+    root itself)."""
+    parts: list[str] = []
+    for part in source.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(part)
+    return "/".join(parts)
+
+
+def has_wildcards(path: str) -> bool:
+    """True when `path` is a pattern rather than a name."""
+    return WILDCARDS.search(path) is not None
+
+
+def _component(pattern: str, *, double_star: bool) -> str:
+    """A Go `filepath.Match` pattern (plus `**` where allowed) as a regular expression."""
+    out: list[str] = []
+    index = 0
+    while index < len(pattern):
+        character = pattern[index]
+        if character == "*":
+            if double_star and pattern.startswith("**", index):
+                index += 2
+                if pattern.startswith("/", index):
+                    out.append("(?:.*/)?")
+                    index += 1
+                else:
+                    out.append(".*")
+                continue
+            out.append("[^/]*")
+        elif character == "?":
+            out.append("[^/]")
+        elif character == "[":
+            end = pattern.find("]", index + 2)
+            if end < 0:
+                out.append(re.escape(character))
+            else:
+                body = pattern[index + 1 : end]
+                negate = body.startswith(("^", "!"))
+                body = body[1:] if negate else body
+                escaped = body.replace("\\", "\\\\").replace("^", "\\^").replace("[", "\\[")
+                out.append(f"[{'^' if negate else ''}{escaped}]")
+                index = end
+        elif character == "\\" and index + 1 < len(pattern):
+            index += 1
+            out.append(re.escape(pattern[index]))
+        else:
+            out.append(re.escape(character))
+        index += 1
+    return "".join(out)
+
+
+def read_dockerignore(context: Path) -> tuple[str, ...]:
+    """The patterns of `context/.dockerignore`, cleaned as Docker cleans them (comments and
+    blank lines dropped, a leading `/` and `./` removed); () when there is none."""
+    try:
+        text = (context / ".dockerignore").read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        return ()
+    patterns: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        body = clean_source(line[1:].strip() if negate else line)
+        if body:
+            patterns.append(f"!{body}" if negate else body)
+    return tuple(patterns)
+
+
+class Ignore:
+    """Decides which context paths `.dockerignore` patterns leave out."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.rules = [
+            (p.startswith("!"), re.compile(_component(p.lstrip("!"), double_star=True)))
+            for p in patterns
+        ]
+        self.takes_back = any(negate for negate, _ in self.rules)
+
+    def __bool__(self) -> bool:
+        return bool(self.rules)
+
+    def __call__(self, relative: str) -> bool:
+        """True when `relative` (a path under the context's root) is left out."""
+        if not self.rules or not relative:
+            return False
+        parts = relative.split("/")
+        prefixes = ["/".join(parts[: n + 1]) for n in range(len(parts))]
+        excluded = False
+        for negate, rule in self.rules:
+            if any(rule.fullmatch(prefix) for prefix in prefixes):
+                excluded = not negate
+        return excluded
+
+
+def matches(root: Path, source: str, ignore: Ignore | None = None) -> list[str]:
+    """The paths under `root` (relative, sorted) that cleaned `source` names: itself, or
+    every match of its wildcards; those `ignore` leaves out are not among them."""
+    ignore = ignore or Ignore(())
+    if not has_wildcards(source):
+        exists = os.path.lexists(root / source) if source else True
+        return [source] if exists and not ignore(source) else []
+    found = [""]
+    for component in source.split("/"):
+        if not has_wildcards(component):
+            name = re.sub(r"\\(.)", r"\1", component)
+            found = [f"{f}/{name}" if f else name for f in found]
+            found = [f for f in found if os.path.lexists(root / f)]
+            continue
+        pattern = re.compile(_component(component, double_star=False))
+        following: list[str] = []
+        for parent in found:
+            directory = root / parent
+            if not directory.is_dir() or directory.is_symlink():
+                continue
+            following += [
+                f"{parent}/{name}" if parent else name
+                for name in sorted(os.listdir(directory))
+                if pattern.fullmatch(name)
+            ]
+        found = following
+    return sorted(f for f in found if not ignore(f))
+
+
+def inside(root: Path, relative: str) -> Path | None:
+    """`root/relative` with links followed, or None when they lead out of `root`."""
+    base = root.resolve()
+    path = (root / relative).resolve() if relative else base
+    return path if path == base or base in path.parents else None
+
+
+def walk(root: Path, relative: str, ignore: Ignore | None = None) -> Iterator[str]:
+    """Every path under directory `root/relative` (relative to `root`, parents first, sorted),
+    without those `ignore` leaves out; links are listed, not followed."""
+    ignore = ignore or Ignore(())
+    top = root / relative
+    for directory, dirnames, filenames in os.walk(top):
+        dirnames.sort()
+        here = os.path.relpath(directory, root)
+        here = "" if here == "." else here
+        for name in sorted([*dirnames, *filenames]):
+            path = f"{here}/{name}" if here else name
+            if not ignore(path):
+                yield path
+        if ignore and not ignore.takes_back:
+            dirnames[:] = [d for d in dirnames if not ignore(f"{here}/{d}" if here else d)]
