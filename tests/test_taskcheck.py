@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -86,6 +88,17 @@ def test_a_set_up_that_fails_is_broken(run, tmp_path):
     result = check_task(load_native(task), run)
     assert result.problem is not None
     assert result.problem.startswith("set-up step 2 ('false') failed with exit code 1")
+
+
+@pytest.mark.sandbox
+def test_a_failed_set_up_step_shows_its_command_and_last_lines(run, tmp_path):
+    step = "for i in $(seq 1 30); do echo line $i; done; echo fatal: no such ref >&2; exit 3"
+    task = write_task(tmp_path, "setup", toml=f"setup = [{json.dumps(step)}]\n")
+    result = check_task(load_native(task), run)
+    assert result.problem is not None and result.problem.endswith("fatal: no such ref")
+    lines = result.detail.splitlines()
+    assert lines[0] == f"$ {step}" and lines[-1] == "fatal: no such ref"
+    assert len(lines) == 21 and lines[1] == "line 12", "the last 20 lines, unabridged"
 
 
 def test_a_load_failure_is_a_broken_row():

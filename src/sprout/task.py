@@ -14,6 +14,15 @@ class TaskError(ValueError):
     """A task that cannot be read; the message names the task, the file and the field."""
 
 
+class SetupFailed(TaskError):
+    """A set-up step that exited non-zero: the message is one line (its last line of output),
+    `detail` the command and its last lines, for a person to read."""
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
 class SetupStep(BaseModel):
     """One step that builds the task's base layer (from the Dockerfile, or given directly).
 

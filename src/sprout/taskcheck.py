@@ -23,7 +23,7 @@ from sprout.models.oracle import Step
 from sprout.models.resolve import resolve_model
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError, SandboxUnavailable
-from sprout.task import Task, TaskError
+from sprout.task import SetupFailed, Task, TaskError
 from sprout.tasks import base_checkpoint, solution_checkpoint
 from sprout.tasks.discover import grouped_warnings
 from sprout.tree import Attempt
@@ -161,7 +161,11 @@ def check_task(task: Task, run: RunFolder) -> CheckResult:
         raise
     except (TaskError, ResultsError, SandboxError, ModelError) as error:
         # Errors name their task; the table already does.
-        found = replace(found, problem=one_line(str(error).removeprefix(f"{task.id}: ")))
+        found = replace(
+            found,
+            problem=one_line(str(error).removeprefix(f"{task.id}: ")),
+            detail=error.detail if isinstance(error, SetupFailed) else found.detail,
+        )
     if found.untouched is not None and found.untouched_ran and found.untouched.reward != 0:
         # The more basic fault goes first: hidden tests that catch nothing.
         passes = f"untouched environment already passes ({found.untouched.summary})"

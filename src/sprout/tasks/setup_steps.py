@@ -35,7 +35,7 @@ from pathlib import Path
 from sprout.images import ImageError
 from sprout.images.names import ensure_image
 from sprout.sandbox import LayerStore, Observation, Sandbox
-from sprout.task import SetupStep, Task, TaskError
+from sprout.task import SetupFailed, SetupStep, Task, TaskError
 from sprout.tasks.buildcontext import Ignore, clean_source, has_wildcards, inside, matches, walk
 from sprout.tasks.dockerfile import is_root
 
@@ -165,9 +165,11 @@ class Build:
         """TaskError when a step's command failed, with the last lines it printed."""
         if observation.exit_code != 0:
             tail = observation.output.strip().splitlines()[-self.error_lines :]
-            raise TaskError(
+            last = tail[-1] if tail else "(no output)"
+            raise SetupFailed(
                 f"{self.task.id}: {label} ({what[:80]!r}) failed with exit code "
-                f"{observation.exit_code}: " + " | ".join(tail)
+                f"{observation.exit_code}: {last}",
+                f"$ {what}\n" + "\n".join(tail),
             )
 
 
