@@ -16,14 +16,13 @@ folders change under a name, an image of the cache never does.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from sprout.sandbox import LayerStore
-from sprout.sandbox.durable import write_atomically
+from sprout.sandbox.durable import file_lock, write_atomically
 from sprout.sandbox.helper import cache_dir
 from sprout.sandbox.idmap import configured_range
 from sprout.sandbox.layers import current_user_mode
@@ -55,7 +54,7 @@ def building(store: LayerStore, name: str) -> Iterator[None]:
     workers) build it once and the others wait for it; `sprout gc` waits for it too."""
     folder = Path(store.path, "locks")
     folder.mkdir(exist_ok=True)
-    with _flock(folder / COLLECTING, fcntl.LOCK_SH), _flock(folder / name, fcntl.LOCK_EX):
+    with file_lock(folder / COLLECTING, shared=True), file_lock(folder / name):
         yield
 
 
@@ -64,14 +63,7 @@ def collecting(store: LayerStore) -> Iterator[None]:
     """Held while `sprout gc` collects `store`: no base layer is built or lent meanwhile."""
     folder = Path(store.path, "locks")
     folder.mkdir(exist_ok=True)
-    with _flock(folder / COLLECTING, fcntl.LOCK_EX):
-        yield
-
-
-@contextlib.contextmanager
-def _flock(path: Path, operation: int) -> Iterator[None]:
-    with open(path, "w") as handle:
-        fcntl.flock(handle, operation)
+    with file_lock(folder / COLLECTING):
         yield
 
 

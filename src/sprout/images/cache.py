@@ -14,7 +14,6 @@ whole: a build that dies leaves nothing a run could mount.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import secrets
@@ -26,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sprout.sandbox.durable import write_atomically
+from sprout.sandbox.durable import file_lock, write_atomically
 from sprout.sandbox.helper import cache_dir
 from sprout.sandbox.layerfmt import disk_usage
 
@@ -122,11 +121,8 @@ class ImageCache:
         assert image is not None, "the image was just made"
         return image
 
-    @contextlib.contextmanager
-    def _lock(self, digest: str) -> Iterator[None]:
-        with open(self.root / f"{digest}.lock", "w") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            yield
+    def _lock(self, digest: str) -> contextlib.AbstractContextManager[None]:
+        return file_lock(self.root / f"{digest}.lock")
 
     def _build(self, digest: str, source: dict[str, Any], fill: Callable[[Path], None]) -> None:
         staging = self.root / f"{digest}.{secrets.token_hex(4)}.tmp"

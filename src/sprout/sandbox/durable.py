@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import stat
 import threading
+from collections.abc import Iterator
 
 
 def write_atomically(path: str, text: str, durable: bool) -> None:
@@ -19,6 +22,15 @@ def write_atomically(path: str, text: str, durable: bool) -> None:
     os.replace(temporary, path)
     if durable:
         fsync_directory(os.path.dirname(path))
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike[str], *, shared: bool = False) -> Iterator[None]:
+    """Held while the block runs, between processes and between threads (each open is a lock
+    of its own): how concurrent runs on a machine build a cache entry once."""
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
 
 
 def fsync_directory(path: str) -> None:

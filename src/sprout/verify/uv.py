@@ -13,8 +13,6 @@ runs unmodified.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
 import os
 import platform
@@ -28,10 +26,10 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from sprout.sandbox import Sandbox
+from sprout.sandbox.durable import file_lock
 from sprout.sandbox.helper import cache_dir
 from sprout.verify.types import VerifierSetupError
 
@@ -91,7 +89,7 @@ def uv_binaries(version: str | None = None, *, root: Path | None = None) -> Path
     if failed is not None and time.monotonic() - failed[0] < RETRY_AFTER_S:
         raise UvUnavailable(failed[1])
     root.mkdir(parents=True, exist_ok=True)
-    with _locked(root / f"uv-{version}.lock"):
+    with file_lock(root / f"uv-{version}.lock"):
         if not _complete(target):  # another run may have fetched it while we waited
             staging = root / f"uv-{version}.{secrets.token_hex(4)}.tmp"
             staging.mkdir()
@@ -108,15 +106,6 @@ def uv_binaries(version: str | None = None, *, root: Path | None = None) -> Path
 
 def _complete(folder: Path) -> bool:
     return all((folder / name).is_file() for name in BINARIES)
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock on `path`, between processes and between threads (each open gets
-    its own lock)."""
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
 
 def _pip(arguments: list[str]) -> subprocess.CompletedProcess[str]:
