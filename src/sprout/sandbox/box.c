@@ -27,6 +27,10 @@
  * the namespace: no process outlives its call. If the helper is killed (a
  * timeout), init gets SIGKILL through PR_SET_PDEATHSIG, with the same effect.
  *
+ * The command's text comes as an inherited, sealed memfd (--script-fd), which
+ * the shell runs as the script /proc/self/fd/3: Linux caps one argument at
+ * 128 KiB, and the memfd lies on no filesystem the sandbox writes.
+ *
  * Exit status: the command's exit code, 128+N when a signal N ended it, and
  * 125 with a "sprout-box: ..." line on stderr when the sandbox could not be
  * set up.
@@ -62,6 +66,7 @@
 #define SETUP_FAILED 125
 #define MAX_CGROUPS 8
 #define PATH_LEN 4200
+#define SCRIPT_FD 3 /* where --script-fd puts the command's script: /proc/self/fd/3 */
 
 struct options {
     const char *layer_root;   /* directory the relative layer names live in */
@@ -79,6 +84,7 @@ struct options {
     const char *cgroups[MAX_CGROUPS];
     int n_cgroups;
     rlim_t nproc, fsize, cpu, nofile;
+    int script_fd;            /* --script-fd: an inherited fd, moved to SCRIPT_FD, or -1 */
     char **argv;
 };
 
@@ -479,6 +485,13 @@ static void run_command(const struct options *o, int userns) {
         if (setns(userns, CLONE_NEWUSER) < 0) die("join the sandbox's user namespace");
         if (setgroups(0, NULL) < 0) die("setgroups");
     }
+    /* The command's text comes as a sealed, read-only memfd rather than an argument
+     * (which Linux caps at 128 KiB): one fixed number, so that $0 is the same in
+     * every call. Whatever held that number was close-on-exec (the userns fd). */
+    if (o->script_fd >= 0 && o->script_fd != SCRIPT_FD) {
+        if (dup2(o->script_fd, SCRIPT_FD) < 0) die("move the script to fd %d", SCRIPT_FD);
+        close(o->script_fd);
+    }
     if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) die("become root of the sandbox");
     set_limit(RLIMIT_NPROC, o->nproc);
     set_limit(RLIMIT_FSIZE, o->fsize);
@@ -494,6 +507,8 @@ static void run_command(const struct options *o, int userns) {
                 strerror(errno));
         if (chdir("/") < 0) die("chdir /");
     }
+    if (o->script_fd >= 0 && access("/proc/self/fd/3", R_OK) < 0)
+        die("the shell cannot read its script at /proc/self/fd/3 (an image without /proc?)");
     execvp(o->argv[0], o->argv);
     die("exec %s", o->argv[0]);
 }
@@ -524,6 +539,7 @@ static int run_init(const struct options *o, int alive, int userns) {
     if (command < 0) die("fork");
     if (command == 0) run_command(o, userns);
     if (userns >= 0) close(userns);
+    if (o->script_fd >= 0) close(o->script_fd);
     set_capabilities(0);
     /* PID 1 reaps orphans until the command itself ends. */
     for (;;) {
@@ -569,6 +585,7 @@ static void parse(int argc, char **argv, struct options *o) {
     int i;
     memset(o, 0, sizeof *o);
     o->workdir = "/";
+    o->script_fd = -1;
     for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
         const char *flag = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -594,6 +611,11 @@ static void parse(int argc, char **argv, struct options *o) {
         else if (!strcmp(flag, "--fsize")) o->fsize = parse_number(flag, value);
         else if (!strcmp(flag, "--cpu")) o->cpu = parse_number(flag, value);
         else if (!strcmp(flag, "--nofile")) o->nofile = parse_number(flag, value);
+        else if (!strcmp(flag, "--script-fd")) {
+            unsigned long long fd = parse_number(flag, value);
+            if (fd <= 2 || fd > 1 << 20) { errno = EINVAL; die("--script-fd %s", value); }
+            o->script_fd = (int)fd;
+        }
         else { errno = EINVAL; die("unknown option %s", flag); }
     }
     if (!o->layer_root || !o->lowerdirs || !o->upper || !o->work || !o->scratch ||
@@ -601,7 +623,7 @@ static void parse(int argc, char **argv, struct options *o) {
         errno = EINVAL;
         die("usage: sprout-box (--idmap HOST:COUNT | --rootless) --layer-root D --lower L "
             "--upper U --work W --scratch S [--image DIR | --host] [--workdir P] "
-            "[--cgroup DIR]... [--seccomp BPF] [--no-network] -- COMMAND...\n"
+            "[--cgroup DIR]... [--seccomp BPF] [--no-network] [--script-fd N] -- COMMAND...\n"
             "       sprout-box --write-seccomp BPF [--nested-userns]");
     }
     o->argv = argv + i + 1;

@@ -28,7 +28,7 @@ from sprout.sandbox.layerfmt import (
     remove_tree,
     replace_with_copy,
 )
-from sprout.sandbox.output import run_captured
+from sprout.sandbox.output import command_script, run_captured, script_path
 from sprout.sandbox.types import Observation
 
 Fingerprint = tuple[int, int, int, int, int, int, str]
@@ -97,10 +97,15 @@ class CopyBackend:
         self.manifest = _manifest(tree)
 
     def run(self, sandbox: OpenLayer, command: str, timeout: float) -> Observation:
+        """The shell runs `command` as the script /proc/self/fd/N: see `command_script`."""
+        with command_script(command.encode()) as script:
+            return self._run_script(sandbox, script, timeout)
+
+    def _run_script(self, sandbox: OpenLayer, script: int, timeout: float) -> Observation:
         workdir = os.path.join(self._tree(sandbox), sandbox.config.workdir.lstrip("/"))
         limits = sandbox.config.limits
         prlimit = shutil.which("prlimit")
-        argv = [_shell(), "-c", command]
+        argv = [_shell(), script_path(script)]
         if prlimit:
             argv = [
                 prlimit,
@@ -121,6 +126,7 @@ class CopyBackend:
             kill=_kill_group,
             cwd=workdir if os.path.isdir(workdir) else self._tree(sandbox),
             new_session=True,
+            pass_fds=(script,),
         )
 
     def interactive(self, sandbox: OpenLayer) -> int:

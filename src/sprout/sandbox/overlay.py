@@ -16,10 +16,12 @@ from sprout.sandbox.errors import BadArgument, SandboxSetupFailed
 from sprout.sandbox.helper import helper_build
 from sprout.sandbox.layerfmt import lookup, replace_with_copy, resolve
 from sprout.sandbox.layers import LayerStore
-from sprout.sandbox.output import run_captured
+from sprout.sandbox.output import command_script, run_captured
 from sprout.sandbox.types import Observation
 
 SETUP_FAILED = 125
+SCRIPT_PATH = "/proc/self/fd/3"
+"""Where the shell reads its command: box.c's --script-fd moves the script there."""
 
 
 def _kill_helper(process: subprocess.Popen[bytes]) -> None:
@@ -55,13 +57,16 @@ class OverlayBackend:
                 raise SandboxSetupFailed(f"the sandbox's cgroup: {error}") from None
 
     def run(self, sandbox: OpenLayer, command: str, timeout: float) -> Observation:
-        observation = run_captured(
-            self._argv(sandbox, ["-c", command]),
-            env={**BASE_ENV, **sandbox.config.env},
-            timeout=timeout,
-            output_cap=sandbox.config.limits.output_bytes,
-            kill=_kill_helper,
-        )
+        """The shell runs `command` as the script /proc/self/fd/3: see `command_script`."""
+        with command_script(command.encode()) as script:
+            observation = run_captured(
+                self._argv(sandbox, [SCRIPT_PATH], script_fd=script),
+                env={**BASE_ENV, **sandbox.config.env},
+                timeout=timeout,
+                output_cap=sandbox.config.limits.output_bytes,
+                kill=_kill_helper,
+                pass_fds=(script,),
+            )
         if observation.exit_code == SETUP_FAILED and observation.output.startswith("sprout-box:"):
             raise SandboxSetupFailed(observation.output.strip().splitlines()[-1])
         return observation
@@ -70,8 +75,11 @@ class OverlayBackend:
         env = {**BASE_ENV, "TERM": os.environ.get("TERM", "xterm"), **sandbox.config.env}
         return subprocess.run(self._argv(sandbox, []), env=env, check=False).returncode
 
-    def _argv(self, sandbox: OpenLayer, shell_arguments: list[str]) -> list[str]:
-        """The helper's command line for one call of the shell with `shell_arguments`.
+    def _argv(
+        self, sandbox: OpenLayer, shell_arguments: list[str], script_fd: int | None = None
+    ) -> list[str]:
+        """The helper's command line for one call of the shell with `shell_arguments`;
+        `script_fd`, if given, is moved to fd 3 for the shell (SCRIPT_PATH).
 
         Every path the kernel shows inside (in /proc/self/mountinfo) is relative to
         the store's `l/` directory, so no call learns where the store or its run lives.
@@ -110,6 +118,8 @@ class OverlayBackend:
             argv += ["--seccomp", program]
         if not config.network:
             argv.append("--no-network")
+        if script_fd is not None:
+            argv += ["--script-fd", str(script_fd)]
         return [*argv, "--", self.shell, *shell_arguments]
 
     def put(self, sandbox: OpenLayer, source: str, destination: str) -> None:

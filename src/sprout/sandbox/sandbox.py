@@ -11,6 +11,7 @@ from sprout.sandbox.changes import diff_layers
 from sprout.sandbox.errors import BadArgument, SandboxError
 from sprout.sandbox.layerfmt import is_empty
 from sprout.sandbox.layers import LayerStore
+from sprout.sandbox.output import encode_command
 from sprout.sandbox.types import Change, Limits, Observation, SandboxConfig
 
 FORBIDDEN_IN_PATHS = (":", ",", "\n")
@@ -151,12 +152,18 @@ class Sandbox:
             raise SandboxError(f"sandbox over checkpoint {self.parent} is closed")
 
     def run(self, command: str, timeout: float = 60) -> Observation:
-        """Run `command` with the shell in the sandbox's workdir; kill all of it at `timeout`."""
+        """Run `command` with the shell in the sandbox's workdir; kill all of it at `timeout`.
+
+        The shell reads `command` as a script, so any size up to `limits.command_bytes`
+        runs; a command over it, with a NUL byte or not encodable as UTF-8 raises
+        BadArgument before anything runs.
+        """
         self._check_open()
         if not isinstance(command, str):
             raise BadArgument("command", f"expected a str, got {type(command).__name__}")
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise BadArgument("timeout", f"expected a positive number of seconds, got {timeout!r}")
+        encode_command(command, self.config.limits.command_bytes)
         return self._backend.run(self, command, float(timeout))
 
     def put(self, source: str | os.PathLike[str], destination: str) -> None:

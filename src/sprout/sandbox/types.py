@@ -65,11 +65,15 @@ class Limits:
     """RLIMIT_NOFILE."""
     output_bytes: int = 64 * 1024
     """Cap on the output kept per call; head and tail are kept, the middle is cut."""
+    command_bytes: int = 1024 * 1024
+    """The largest command one call takes, in UTF-8 bytes; a bigger one is refused
+    (BadArgument) before anything runs. The shell reads it as a script, never from its
+    command line, so the kernel's 128 KiB argument limit plays no part."""
 
     def __post_init__(self) -> None:
         for name in (
             "processes", "memory_bytes", "disk_bytes", "file_size", "cpu_seconds",
-            "open_files", "output_bytes",
+            "open_files", "output_bytes", "command_bytes",
         ):  # fmt: skip
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
