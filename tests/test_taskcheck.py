@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,13 +12,19 @@ import pytest
 
 from sprout.runfolder import RunFolder
 from sprout.taskcheck import (
+    OWNER_FILE,
+    SCRATCH_PREFIX,
     CheckResult,
     check_task,
     load_failure,
     one_line,
     outcome,
+    process_start,
+    remove_abandoned,
+    scratch_run_folder,
     table_header,
     table_row,
+    this_process,
     verifier_crash,
     warning_lines,
 )
@@ -86,7 +94,9 @@ def test_a_set_up_that_fails_is_broken(run, tmp_path):
     task = write_task(tmp_path, "setup", toml='setup = ["false"]\n')
     result = check_task(load_native(task), run)
     assert result.problem is not None
-    assert result.problem.startswith("set-up step 2 ('false') failed with exit code 1")
+    assert result.problem.startswith(
+        "set-up step 2 at task.toml sprout.setup[0] ('false') failed with exit code 1"
+    )
 
 
 @pytest.mark.sandbox
@@ -186,3 +196,87 @@ def test_a_reward_file_is_still_a_report_unless_the_network_was_missing():
         [TestResult("a", "failed")], source="ctrf:/logs/verifier/ctrf.json", log=UV_NO_PYTHON
     )
     assert verifier_crash(ran) is None
+
+
+# --- temporary run folders: removed at the end, and at the next start once their check died --
+
+
+def leftover(parent: Path, name: str, **owner: object) -> Path:
+    """A `sprout-check-*` folder with a run in it, made by the process `owner` describes
+    (this process, with the fields given replaced)."""
+    folder = parent / f"{SCRATCH_PREFIX}{name}"
+    (folder / "run" / "layers").mkdir(parents=True)
+    (folder / "run" / "sprout.db").write_text("")
+    (folder / OWNER_FILE).write_text(json.dumps({**this_process(), **owner}))
+    return folder
+
+
+def dead_pid() -> int:
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def test_only_folders_of_checks_that_are_gone_are_removed(tmp_path: Path) -> None:
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        mine = leftover(tmp_path, "mine")
+        alive = leftover(tmp_path, "alive", pid=sleeper.pid, start=process_start(sleeper.pid))
+        dead = leftover(tmp_path, "dead", pid=dead_pid())
+        reused = leftover(tmp_path, "reused", pid=sleeper.pid, start="1")  # pid since reused
+        rebooted = leftover(tmp_path, "rebooted", pid=sleeper.pid, boot="an-earlier-boot")
+        elsewhere = leftover(tmp_path, "elsewhere", pid=dead_pid(), host="another-machine")
+        contained = leftover(tmp_path, "contained", pid=dead_pid(), pid_namespace="pid:[1]")
+        unowned = tmp_path / f"{SCRATCH_PREFIX}being-made"
+        unowned.mkdir()
+        broken = leftover(tmp_path, "broken")
+        (broken / OWNER_FILE).write_text("{")
+        other_user = leftover(tmp_path, "other-user", pid=dead_pid())
+        os.chown(other_user, 54321, 54321)
+        not_ours = tmp_path / "sprout-checkpoint-notes"
+        not_ours.mkdir()
+
+        removed = remove_abandoned(tmp_path)
+
+        assert sorted(removed) == sorted([dead, reused, rebooted])
+        for kept in (mine, alive, elsewhere, contained, unowned, broken, other_user, not_ours):
+            assert kept.is_dir(), kept
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_scratch_folder_goes_however_its_block_ends(tmp_path: Path) -> None:
+    dead = leftover(tmp_path, "dead", pid=dead_pid())
+    with scratch_run_folder(tmp_path) as run:
+        assert not dead.exists(), "leftovers of dead checks go first"
+        folder = run.parent
+        owner = json.loads((folder / OWNER_FILE).read_text())
+        assert owner["pid"] == os.getpid() and owner["start"] == process_start(os.getpid())
+        assert sorted(p.name for p in folder.iterdir()) == [OWNER_FILE]
+        run.mkdir()
+        (run / "made-by-the-check").write_text("x")
+    assert not folder.exists()
+    with pytest.raises(KeyboardInterrupt), scratch_run_folder(tmp_path) as run:
+        run.mkdir()
+        raise KeyboardInterrupt
+    assert not run.parent.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.sandbox
+def test_a_fault_no_one_foresaw_is_still_one_tasks_line(
+    run, tmp_path, monkeypatch: pytest.MonkeyPatch
+):
+    def broken(*_args: object) -> str:
+        raise KeyError("a bug in sprout")
+
+    monkeypatch.setattr("sprout.taskcheck.base_checkpoint", broken)
+    result = check_task(load_native(write_task(tmp_path, "calc")), run)
+    assert result.problem == "sprout failed on this task: KeyError: 'a bug in sprout'"
+    assert "Traceback" in result.detail and "KeyError" in result.detail
+
+
+def test_a_problem_with_undecodable_bytes_prints():
+    assert one_line("calc: /tasks/caf\udce9/x: missing") == "calc: /tasks/caf\\udce9/x: missing"
+    assert load_failure("caf\udce9: missing").task_id == "caf\\udce9"

@@ -71,6 +71,10 @@ class SetupStep(BaseModel):
     path back), relative to the context's root; what they match is not copied."""
     workdir: str = "/"
     env: dict[str, str] = Field(default_factory=dict)
+    origin: str = ""
+    """Where the step comes from, for its errors: `environment/Dockerfile:4`, `task.toml
+    sprout.setup[0]`; "" when nothing names it. Not part of what the base layer depends on:
+    a comment added above a line changes no layer."""
 
 
 class Stage(BaseModel):

@@ -12,10 +12,18 @@ must not hide the verdicts on the others.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
+import socket
+import tempfile
 import time
+import traceback
 import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from sprout.agent import Actor, ActorConfig
 from sprout.models import ModelError
@@ -23,6 +31,7 @@ from sprout.models.oracle import Step
 from sprout.models.resolve import resolve_model
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError, SandboxUnavailable
+from sprout.sandbox.layerfmt import remove_tree
 from sprout.task import SetupFailed, Task, TaskError
 from sprout.tasks import base_checkpoint, solution_checkpoint
 from sprout.tasks.discover import grouped_warnings
@@ -126,7 +135,7 @@ def last_lines(text: str, count: int = DETAIL_LINES) -> str:
 def load_failure(line: str) -> CheckResult:
     """A task that did not load, as a broken result: loader lines start with the task's id."""
     task_id, _, rest = line.partition(": ")
-    return CheckResult(task_id=task_id.strip(), problem=one_line(rest or line))
+    return CheckResult(task_id=one_line(task_id), problem=one_line(rest or line))
 
 
 def check_task(task: Task, run: RunFolder) -> CheckResult:
@@ -165,6 +174,12 @@ def check_task(task: Task, run: RunFolder) -> CheckResult:
             found,
             problem=one_line(str(error).removeprefix(f"{task.id}: ")),
             detail=error.detail if isinstance(error, SetupFailed) else found.detail,
+        )
+    except Exception as error:  # a fault no one foresaw is still this task's line
+        found = replace(
+            found,
+            problem=one_line(f"sprout failed on this task: {type(error).__name__}: {error}"),
+            detail=last_lines(traceback.format_exc()),
         )
     if found.untouched is not None and found.untouched_ran and found.untouched.reward != 0:
         # The more basic fault goes first: hidden tests that catch nothing.
@@ -254,7 +269,9 @@ def first_failure(diagnostics: Diagnostics) -> str:
 
 
 def one_line(text: str, cap: int = PROBLEM_CAP) -> str:
-    """`text` on one line, cut to `cap` characters."""
+    """`text` on one line, cut to `cap` characters; what UTF-8 cannot hold (a file name's
+    undecodable bytes) as escapes, so that printing it never fails."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     flat = " ".join(text.split())
     return flat if len(flat) <= cap else flat[: cap - 3] + "..."
 
@@ -312,3 +329,111 @@ def detail_lines(results: list[CheckResult]) -> list[str]:
             lines.append(f"--- {result.task_id}: {result.problem}")
             lines += ["    " + line for line in result.detail.splitlines()]
     return lines
+
+
+SCRATCH_PREFIX = "sprout-check-"
+"""The temporary run folders of checks without --out, in the temp folder."""
+OWNER_FILE = "owner.json"
+"""In a temporary run folder: the process that made it, so that a later check removes the
+folder only once that process is gone."""
+
+
+def process_start(pid: int | str) -> str | None:
+    """When process `pid` started (clock ticks since boot), or None when there is none."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()[19]  # field 22, counted after the name
+
+
+def this_process() -> dict[str, object]:
+    """This process, as a later one can tell whether it still runs: pid and start time, in
+    which PID namespace, on which machine since which boot."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="utf-8") as handle:
+            boot = handle.read().strip()
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        boot = namespace = ""
+    return {
+        "pid": os.getpid(),
+        "start": process_start("self"),
+        "pid_namespace": namespace,
+        "host": socket.gethostname(),
+        "boot": boot,
+    }
+
+
+def _owner_gone(folder: Path, me: dict[str, object]) -> bool:
+    """True only when the process that made `folder` is certainly gone: on this machine, in
+    this PID namespace, no process with its pid and start time (or the machine has booted
+    since). Anything unsure (no owner file yet, another machine or namespace) is False."""
+    try:
+        if folder.stat().st_uid != os.geteuid():
+            return False
+        owner = json.loads((folder / OWNER_FILE).read_text(encoding="utf-8"))
+        pid = int(owner["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if not isinstance(owner, dict) or owner.get("host") != me["host"] or not me["boot"]:
+        return False
+    if owner.get("boot") != me["boot"]:
+        return True  # the machine booted since: no process of before is left
+    if owner.get("pid_namespace") != me["pid_namespace"]:
+        return False
+    running = process_start(pid)
+    if running is not None:  # a process with that pid: the owner unless it started later
+        return owner.get("start") is not None and running != owner.get("start")
+    try:
+        os.kill(pid, 0)  # no /proc/PID/stat to read: is there a process at all?
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def remove_abandoned(parent: Path) -> list[Path]:
+    """Remove the temporary run folders under `parent` whose checks are gone (killed before
+    they could clean up); never one whose process still runs. Returns those removed."""
+    me = this_process()
+    removed = []
+    for folder in sorted(parent.glob(f"{SCRATCH_PREFIX}*")):
+        if folder.is_dir() and not folder.is_symlink() and _owner_gone(folder, me):
+            _remove_scratch(folder)
+            if not folder.exists():
+                removed.append(folder)
+    return removed
+
+
+@contextlib.contextmanager
+def scratch_run_folder(parent: str | Path | None = None) -> Iterator[Path]:
+    """A temporary run folder, `run/` in a new `sprout-check-*` folder of `parent` (the
+    temp folder by default) that records its owner, removed however the block ends.
+    Leftovers of checks that were killed are removed first. The owner file is written
+    whole (a rename) before the block starts, so another check never mistakes a folder
+    being made for a leftover."""
+    parent = Path(parent or tempfile.gettempdir())
+    remove_abandoned(parent)
+    folder = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=parent))
+    try:
+        partial = folder / f"{OWNER_FILE}.partial"
+        partial.write_text(json.dumps(this_process()), encoding="utf-8")
+        partial.rename(folder / OWNER_FILE)
+        yield folder / "run"
+    finally:
+        _remove_scratch(folder)
+
+
+def _remove_scratch(folder: Path) -> None:
+    """Remove a temporary run folder, its owner file last: interrupted half-way, what is
+    left still says whose it was, for the next check to finish the job."""
+    with contextlib.suppress(OSError):
+        for entry in sorted(folder.iterdir(), key=lambda entry: entry.name == OWNER_FILE):
+            if entry.is_dir() and not entry.is_symlink():
+                remove_tree(str(entry))
+            else:
+                entry.unlink()
+        folder.rmdir()

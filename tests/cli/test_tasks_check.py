@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
 from tests.conftest import require_host_image
-from tests.taskcheck_helpers import FIXED, SOLVE, write_task
+from tests.taskcheck_helpers import FIXED, SOLVE, TEST_SH, write_task
 
 from sprout.cli import main
 
@@ -111,3 +118,172 @@ def test_an_unknown_path_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_workers_must_be_positive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert check(str(tmp_path), "--workers", "0") == 2
     assert capsys.readouterr().err == "sprout tasks check: --workers 0: expected at least 1\n"
+
+
+def swebench_with_a_pipe_in_its_clone(root: Path) -> tuple[Path, Path]:
+    """A SWE-bench file whose one task loads but cannot be set up: its clone's .git holds a
+    named pipe, found when set-up copies the clone. Returns (the file, the repos folder)."""
+    from tests.tasks.test_swebench import make_repo, record
+
+    repos = root / "repos"
+    made = make_repo(repos)
+    os.mkfifo(repos / "acme__calc" / ".git" / "pipe")
+    path = root / "swe.jsonl"
+    path.write_text(json.dumps(record(made)) + "\n")
+    return path, repos
+
+
+@pytest.mark.sandbox
+def test_bad_files_are_one_line_each_and_the_good_task_is_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_host_image()
+    tasks = tmp_path / "tasks"
+    write_task(tasks, "good")
+    (write_task(tasks, "instruction") / "instruction.md").write_bytes(b"Fix \xff it\n")
+    settings = write_task(tasks, "settings") / "task.toml"
+    settings.unlink()
+    settings.mkdir()
+    dockerfile = write_task(tasks, "dockerfile") / "environment" / "Dockerfile"
+    dockerfile.write_bytes(b"FROM host\nRUN echo \xfe\n")
+    (write_task(tasks, "solution") / "solution" / "solve.sh").write_bytes(b"echo \xe9\n")
+    copies = {
+        "absolute": "COPY /etc/hostname /x",
+        "climbing": "COPY ../outside /x",
+        "linked": "COPY hostname /x",
+    }
+    for name, line in copies.items():
+        task = write_task(tasks, name)
+        (task / "environment" / "Dockerfile").write_text(f"FROM host\n{line}\n")
+    (tasks / "linked" / "environment" / "hostname").symlink_to("/etc/hostname")
+    tb1 = tasks / "tb1"
+    tb1.mkdir()
+    (tb1 / "task.yaml").write_bytes(b"instruction: \xff\n")
+    swebench, repos = swebench_with_a_pipe_in_its_clone(tmp_path)
+
+    assert check(str(tasks), str(swebench), "--repos", str(repos)) == 1
+    printed, errors = capsys.readouterr()
+    assert "Traceback" not in errors
+    found = rows(printed)
+    assert found["good"].endswith("  ok")
+    expected = {
+        "instruction": "instruction.md: not UTF-8 (column 5: byte 0xff)",
+        "settings": "task.toml: a folder, not a file",
+        "dockerfile": "environment/Dockerfile: not UTF-8 (line 2, column 10: byte 0xfe)",
+        "solution": "solution/solve.sh: not UTF-8 (column 6: byte 0xe9)",
+        "absolute": "environment/Dockerfile:2: COPY /etc/hostname: no such file in",
+        "climbing": "environment/Dockerfile:2: COPY ../outside: no such file in",
+        "linked": "environment/Dockerfile:2: COPY hostname: hostname links out of the build "
+        "context (to /etc/hostname)",
+        "tb1": "task.yaml: not UTF-8 (column 14: byte 0xff)",
+        "acme__calc-1": "set-up step 1 ('COPY .git /tmp/sprout-clone.git'): .git/pipe is a "
+        "named pipe",
+    }
+    for name, problem in expected.items():
+        assert found[name].split()[1:3] == ["-", "-"], found[name]
+        assert problem in found[name], found[name]
+    assert f"{len(expected) + 1} tasks: 1 ok, {len(expected)} broken" in printed
+
+
+def scratch_folders(parent: Path) -> list[Path]:
+    return sorted(parent.glob("sprout-check-*"))
+
+
+@pytest.mark.sandbox
+def test_the_temporary_run_folder_goes_when_the_check_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_host_image()
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    assert check(str(write_task(tmp_path, "calc"))) == 0
+    assert scratch_folders(scratch) == []
+
+    def fail(*_args: object) -> None:
+        raise RuntimeError("a fault while checking")
+
+    monkeypatch.setattr("sprout.commands.tasks._check_all", fail)
+    with pytest.raises(RuntimeError, match="a fault while checking"):
+        check(str(tmp_path / "calc"))
+    assert scratch_folders(scratch) == [], "removed on the way out of an exception too"
+
+
+def sprout_check(paths: list[Path], scratch: Path) -> subprocess.Popen[str]:
+    environment = {**os.environ, "TMPDIR": str(scratch)}
+    command = [sys.executable, "-m", "sprout.cli", "tasks", "check", *map(str, paths)]
+    return subprocess.Popen(
+        command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def wait_for_folder(
+    scratch: Path, process: subprocess.Popen[str], others: tuple[Path, ...] = ()
+) -> Path:
+    """The check's temporary folder (not one of `others`), once it holds the run's store."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        found = [
+            f
+            for f in scratch_folders(scratch)
+            if f not in others and (f / "run" / "sprout.db").exists()
+        ]
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError(f"no temporary run folder appeared: {process.communicate()}")
+
+
+def slow_task(root: Path, name: str) -> Path:
+    task = write_task(root, name)
+    (task / "tests" / "test.sh").write_text("sleep 2\n" + TEST_SH)
+    return task
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_ends_the_check_and_removes_the_temporary_folder(
+    tmp_path: Path, signal_number: int
+) -> None:
+    require_host_image()
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    tasks = [slow_task(tmp_path / "tasks", f"slow-{n}") for n in range(3)]
+    process = sprout_check(tasks, scratch)
+    folder = wait_for_folder(scratch, process)
+    process.send_signal(signal_number)
+    _, errors = process.communicate(timeout=120)
+    assert process.returncode == 130, errors
+    assert "interrupted after" in errors and "Traceback" not in errors
+    assert not folder.exists() and scratch_folders(scratch) == []
+
+
+@pytest.mark.sandbox
+def test_a_killed_checks_folder_is_removed_by_the_next_check(tmp_path: Path) -> None:
+    require_host_image()
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    process = sprout_check([slow_task(tmp_path / "tasks", "slow")], scratch)
+    killed = wait_for_folder(scratch, process)
+    process.kill()
+    process.communicate()
+    assert killed.exists(), "a kill leaves it behind"
+    survivor = sprout_check([slow_task(tmp_path / "more", "slow")], scratch)
+    live = wait_for_folder(scratch, survivor, others=(killed,))
+    assert not killed.exists(), "the next check removed the dead check's folder"
+    third = sprout_check([write_task(tmp_path / "third", "quick")], scratch)
+    assert third.wait(timeout=120) == 0
+    assert live.exists(), "never the folder of a check that still runs"
+    assert survivor.wait(timeout=120) == 0
+    assert scratch_folders(scratch) == []
+
+
+def test_an_images_file_that_is_not_utf8_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    images = tmp_path / "images.toml"
+    images.write_bytes(b'[images]\n"python" = "\xff"\n')
+    assert check(str(write_task(tmp_path, "calc")), "--images", str(images)) == 2
+    assert capsys.readouterr().err == (
+        f"sprout tasks check: {images}: not UTF-8 (line 2, column 13: byte 0xff)\n"
+    )

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
-from typing import Any
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from sprout.commands.common import (
     UsageError,
@@ -14,6 +19,10 @@ from sprout.commands.common import (
     load_task_arguments,
 )
 from sprout.runfolder import RunFolder
+
+if TYPE_CHECKING:
+    from sprout.task import Task
+    from sprout.taskcheck import CheckResult
 
 
 def add_parser(commands: Any) -> None:
@@ -47,9 +56,7 @@ def add_parser(commands: Any) -> None:
 
 
 def cmd_tasks_check(args: argparse.Namespace) -> int:
-    import shutil
     import tempfile
-    from concurrent.futures import ThreadPoolExecutor
 
     from sprout import taskcheck
 
@@ -63,17 +70,20 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
     for result in results:
         print(taskcheck.table_row(result, width), flush=True)
     check_isolation(args.out or tempfile.gettempdir(), args.isolation, "tasks check")
-    out = args.out or tempfile.mkdtemp(prefix="sprout-check-")
-    run = RunFolder.create(out)
     try:
-        with ThreadPoolExecutor(max_workers=args.workers) as pool:
-            for result in pool.map(lambda task: taskcheck.check_task(task, run), loaded.tasks):
-                results.append(result)
-                print(taskcheck.table_row(result, width), flush=True)
-    finally:
-        run.close()
-        if not args.out:
-            shutil.rmtree(out, ignore_errors=True)
+        with _terminate_as_interrupt(), _run_folder(args.out) as out:
+            run = RunFolder.create(out)
+            try:
+                _check_all(loaded.tasks, run, args.workers, results, width)
+            finally:
+                run.close()
+    except KeyboardInterrupt:
+        checked = len(results) - len(loaded.errors)
+        print(
+            f"sprout tasks check: interrupted after {checked} of {len(loaded.tasks)} tasks",
+            file=sys.stderr,
+        )
+        return INTERRUPTED
     print(taskcheck.summary_line(results))
     for line in taskcheck.detail_lines(results):
         print(line)
@@ -84,3 +94,93 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
         print(f"run folder: {args.out}; oracle attempts: {attempts or 'none'}")
         print(f"  open one at turn k with `sprout shell {args.out} ATTEMPT:k`")
     return 0 if all(result.ok for result in results) else 1
+
+
+INTERRUPTED = 130
+"""The exit code of a check stopped by Ctrl-C (or SIGTERM), as a shell reports SIGINT."""
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _check_all(
+    tasks: list[Task], run: RunFolder, workers: int, results: list[CheckResult], width: int
+) -> None:
+    """Check `tasks` on `workers` threads, printing each row in order as it is known. On
+    Ctrl-C the checks not started are dropped and those under way are waited for, so that
+    nothing writes in the run folder once it is removed; Ctrl-C again exits at once and
+    leaves a temporary folder to the next check, which removes it."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from sprout import taskcheck
+
+    pool = ThreadPoolExecutor(max_workers=workers)
+    futures: list[Future[CheckResult]] = []
+    try:
+        futures += [pool.submit(taskcheck.check_task, task, run) for task in tasks]
+        for future in futures:
+            result = future.result()
+            results.append(result)
+            print(taskcheck.table_row(result, width), flush=True)
+    except BaseException:
+        running = sum(future.running() for future in futures)
+        if running:
+            print(
+                f"\nsprout tasks check: stopping; waiting for the {running} check(s) under "
+                "way (Ctrl-C again to exit at once)",
+                file=sys.stderr,
+                flush=True,
+            )
+        with _second_interrupt_exits():
+            pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def _run_folder(out: str | None) -> Iterator[str]:
+    """--out, kept; or a temporary run folder, removed at the end however the check ends."""
+    from sprout.taskcheck import scratch_run_folder
+
+    if out:
+        yield out
+        return
+    with scratch_run_folder() as folder:
+        yield str(folder)
+
+
+@contextlib.contextmanager
+def _second_interrupt_exits() -> Iterator[None]:
+    """While checks under way are waited for, Ctrl-C (or SIGTERM) exits at once: worker
+    threads may be inside a sandbox call, so nothing unwinds, and a temporary run folder
+    is left for the next check to remove (its owner file says this process is gone)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def exit_now(_signal: int, _frame: object) -> None:
+        print("sprout tasks check: stopped at once", file=sys.stderr, flush=True)
+        os._exit(INTERRUPTED)
+
+    previous = {number: signal.signal(number, exit_now) for number in SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the check as Ctrl-C does (its temporary folder removed), while the
+    block runs; only the main thread can take signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(_signal: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

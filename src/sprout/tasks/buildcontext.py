@@ -6,14 +6,24 @@ path component at a time, dot-files included), and a directory stands for
 everything under it. `.dockerignore` leaves paths out: one pattern a line,
 `**` for any number of components, `!` to take a path back, the last pattern
 that matches deciding; a pattern that matches a directory matches all under it.
+
+A source that is a link is followed, but only within the context: one that
+leads out of it (`COPY hostname /x` with `hostname -> /etc/hostname`) is
+refused, as Docker refuses to read outside its context; links inside a copied
+directory are copied as links, never followed. Named pipes, sockets and
+devices are refused: a build copies files, directories and links.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+from sprout.tasks.files import kind, optional_text
 
 WILDCARDS = re.compile(r"(?<!\\)[*?\[]")
 
@@ -79,9 +89,8 @@ def _component(pattern: str, *, double_star: bool) -> str:
 def read_dockerignore(context: Path) -> tuple[str, ...]:
     """The patterns of `context/.dockerignore`, cleaned as Docker cleans them (comments and
     blank lines dropped, a leading `/` and `./` removed); () when there is none."""
-    try:
-        text = (context / ".dockerignore").read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError):
+    text = optional_text(context / ".dockerignore", None)  # TaskError: a folder, not UTF-8
+    if text is None:
         return ()
     patterns: list[str] = []
     for line in text.splitlines():
@@ -151,10 +160,57 @@ def matches(root: Path, source: str, ignore: Ignore | None = None) -> list[str]:
 
 
 def inside(root: Path, relative: str) -> Path | None:
-    """`root/relative` with links followed, or None when they lead out of `root`."""
+    """`root/relative` with links followed, or None when they lead out of `root` (or
+    nowhere: round in a loop)."""
     base = root.resolve()
-    path = (root / relative).resolve() if relative else base
+    try:
+        path = Path(os.path.realpath(root / relative)) if relative else base
+    except OSError:
+        return None
     return path if path == base or base in path.parents else None
+
+
+def source_problem(root: Path, relative: str) -> str | None:
+    """Why `root/relative`, a path `matches` found, cannot be copied: a link that leads out
+    of the context, to nothing or round in a loop, or something that is neither a file nor
+    a directory; None when it can be."""
+    named = root / relative
+    try:
+        path = Path(os.path.realpath(named, strict=True))
+    except FileNotFoundError:
+        return f"{relative} is a link to {os.readlink(named)}, which does not exist"
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return f"{relative} is a link that leads round in a loop"
+        return f"{relative} cannot be read ({error.strerror})"
+    if inside(root, relative) is None:
+        return f"{relative} links out of the build context (to {path})"
+    mode = os.stat(path).st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return f"{relative} is {kind(mode)}; a build copies files, directories and links"
+    return None
+
+
+def special_file(root: Path, relative: str, ignore: Ignore | None = None) -> str | None:
+    """The first path under directory `root/relative` that is neither a file, a directory
+    nor a link (a pipe, a socket, a device), in words; None when there is none."""
+    for below in walk(root, relative, ignore):
+        mode = os.lstat(root / below).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            return f"{below} is {kind(mode)}; a build copies files, directories and links"
+    return None
+
+
+def missing_hint(source: str, cleaned: str, context: Path) -> str:
+    """What a source that names nothing was read as, when that is not what it says: Docker
+    reads `/etc/hostname` and `../x` inside the context, never outside it."""
+    parts = source.split("/")
+    if source.startswith("/") or ".." in parts:
+        return (
+            f" (sources are read inside the build context, as Docker reads them: {source} "
+            f"is {context / cleaned if cleaned else context})"
+        )
+    return ""
 
 
 def walk(root: Path, relative: str, ignore: Ignore | None = None) -> Iterator[str]:

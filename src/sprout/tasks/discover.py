@@ -9,6 +9,7 @@ load: one mistyped `task.toml` must not stop a run over a hundred tasks.
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sprout.task import Task, TaskError
+from sprout.tasks.files import read_text
 from sprout.tasks.native import load_native
 from sprout.tasks.swebench import load_swebench
 from sprout.tasks.terminal_bench1 import load_terminal_bench1
@@ -29,15 +31,17 @@ class LoadedTasks:
     errors: list[str] = field(default_factory=list)
 
 
-def _is_native(path: Path) -> bool:
-    return (path / "instruction.md").is_file()
+def _has(folder: Path, name: str) -> bool:
+    """Something named `name` is in `folder`: a file, or what should have been one (a
+    folder, a link to nowhere), which the loader then names as the task's error."""
+    return os.path.lexists(folder / name)
 
 
 def _loader(path: Path) -> Callable[..., Task] | None:
     """How to read task folder `path`, or None when it is not one."""
-    if _is_native(path):
+    if _has(path, "instruction.md"):
         return load_native
-    if (path / "task.yaml").is_file():
+    if _has(path, "task.yaml"):
         return load_terminal_bench1
     return None
 
@@ -92,10 +96,26 @@ def load_tasks(
 def _load_folder(folder: Path, images: Mapping[str, str] | None) -> Task | TaskError:
     load = _loader(folder)
     assert load is not None
+    name = folder.resolve().name
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = printable(name)
+        return TaskError(
+            f"{shown}: {printable(str(folder))}: the folder's name (the task's id) "
+            "is not UTF-8; rename it"
+        )
     try:
         return load(folder, images=images)
     except TaskError as error:
         return error
+    except (OSError, ValueError) as error:  # what no loader foresaw is still one line
+        return TaskError(f"{name}: {folder}: {type(error).__name__}: {error}")
+
+
+def printable(text: str) -> str:
+    """`text` with what UTF-8 cannot hold (a file name's undecodable bytes) as escapes."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _add(loaded: LoadedTasks, seen: set[str], entry: Task | TaskError, where: Path) -> None:
@@ -116,7 +136,7 @@ def load_image_table(path: str | Path) -> dict[str, str]:
     if not path.is_file():
         raise TaskError(f"{path}: no such file (--images wants a TOML file with [images])")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text(path, None))
     except tomllib.TOMLDecodeError as error:
         raise TaskError(f"{path}: {error}") from None
     unknown = sorted(set(data) - {"images"})

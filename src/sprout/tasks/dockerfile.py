@@ -14,6 +14,7 @@ a task never silently runs in an environment other than the one it describes.
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import shlex
@@ -29,9 +30,11 @@ from sprout.tasks.buildcontext import (
     Ignore,
     clean_source,
     has_wildcards,
-    inside,
     matches,
+    missing_hint,
     read_dockerignore,
+    source_problem,
+    special_file,
 )
 from sprout.tasks.dockerwords import ExpansionError, expand
 
@@ -340,6 +343,7 @@ class _Reader:
         stage.steps.append(
             SetupStep(
                 kind="run",
+                origin=here,
                 command=text,
                 shell=shell,
                 user=stage.user,
@@ -406,6 +410,7 @@ class _Reader:
                 f"ending in '/' (got {named!r})"
             )
         common: dict[str, Any] = {
+            "origin": here,
             "destination": destination,
             "chown": flags.get("chown", ""),
             "chmod": chmod,
@@ -457,8 +462,9 @@ class _Reader:
         if self.context is not None:
             found = matches(self.context, cleaned, Ignore(self.ignore))
             if not found and not has_wildcards(cleaned):
-                left_out = cleaned and (self.context / cleaned).exists()
+                left_out = cleaned and os.path.lexists(self.context / cleaned)
                 why = " (.dockerignore leaves it out)" if left_out else ""
+                why = why or missing_hint(source, cleaned, self.context)
                 raise TaskError(f"{here}: {keyword} {source}: no such file in {self.context}{why}")
             if len(found) > 1 and not into:
                 raise TaskError(
@@ -466,10 +472,11 @@ class _Reader:
                     "must be a directory ending in '/'"
                 )
             for path in found:
-                if inside(self.context, path) is None:
-                    raise TaskError(
-                        f"{here}: {keyword} {source}: {path} links out of the build context"
-                    )
+                problem = source_problem(self.context, path)
+                if problem is None and (self.context / path).is_dir():
+                    problem = special_file(self.context, path, Ignore(self.ignore))
+                if problem is not None:
+                    raise TaskError(f"{here}: {keyword} {source}: {problem}")
         return SetupStep(
             kind="copy",
             source=cleaned or ".",
@@ -559,6 +566,14 @@ def plan_dockerfile(
     """Translate a Dockerfile. `images` maps image names (with or without a tag) to folders;
     `context` is the build context COPY and ADD read from (checked when given: a source
     that names nothing is an error); `build_args` are `--build-arg`s over ARG defaults."""
+    if "\0" in text:  # BuildKit's parser would stop reading there, without a word
+        line = text.count("\n", 0, text.index("\0")) + 1
+        raise TaskError(f"{where}:{line}: a NUL byte; a Dockerfile is text")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:  # a lone surrogate crashes the parser's process
+        line = text.count("\n", 0, error.start) + 1
+        raise TaskError(f"{where}:{line}: not valid Unicode (half a surrogate pair)") from None
     try:
         commands = list(buildkit.parse_string(text))
     except buildkit.GoParseError as error:

@@ -14,6 +14,7 @@ from sprout.images.names import ensure_image
 from sprout.images.network import index_settings, put_machine_network
 from sprout.sandbox import LayerStore, Limits, Sandbox
 from sprout.task import Task, TaskError
+from sprout.tasks.files import os_problem
 from sprout.tasks.setup_steps import Build, context_inputs
 
 SETUP_TIMEOUT_S = 1800.0
@@ -32,8 +33,8 @@ def _digest(task: Task, image: str) -> str:
                 task.env,
                 task.network,
                 task.user_namespaces,
-                [s.model_dump() for s in task.setup],
-                [s.model_dump() for s in task.stages],
+                [s.model_dump(exclude={"origin"}) for s in task.setup],
+                [s.model_dump(exclude={"steps": {"__all__": {"origin"}}}) for s in task.stages],
                 [task.cpus, task.memory_bytes, task.disk_bytes],
             ],
             sort_keys=True,
@@ -139,13 +140,17 @@ def solution_checkpoint(task: Task, layers: LayerStore, base: str) -> str:
     model, and every role, works from `base`."""
     if task.solution_dir is None:
         return base
-    name = f"{base}-solution-{_folder_digest(task.solution_dir)}"
-    cached = layers.ref(name)
-    if cached is not None:
-        return cached
-    with Sandbox.fork(layers, base) as oracle:
-        oracle.put(os.fspath(task.solution_dir), "/solution")
-        checkpoint = oracle.checkpoint(always=True)
+    try:
+        name = f"{base}-solution-{_folder_digest(task.solution_dir)}"
+        cached = layers.ref(name)
+        if cached is not None:
+            return cached
+        with Sandbox.fork(layers, base) as oracle:
+            oracle.put(os.fspath(task.solution_dir), "/solution")
+            checkpoint = oracle.checkpoint(always=True)
+    except OSError as error:  # the folder changed since it loaded, or holds a pipe
+        why = os_problem(error)
+        raise TaskError(f"{task.id}: {task.solution_dir}: not put at /solution: {why}") from None
     layers.set_ref(name, checkpoint)
     return checkpoint
 
@@ -157,7 +162,7 @@ def _folder_digest(folder: os.PathLike[str]) -> str:
         dirnames.sort()
         for name in sorted(filenames):
             path = os.path.join(directory, name)
-            digest.update(os.path.relpath(path, root).encode() + b"\0")
+            digest.update(os.fsencode(os.path.relpath(path, root)) + b"\0")
             if os.path.isfile(path) and not os.path.islink(path):
                 with open(path, "rb") as handle:
                     digest.update(handle.read())

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sprout.task import ResultsFormat, SetupStep, SolutionStep, Stage, Task, TaskError
 from sprout.tasks.dockerfile import plan_dockerfile
+from sprout.tasks.files import has_file, only_plain_files, optional_text, read_text, subfolder
 from sprout.tasks.imageref import task_image
 
 STEP_MARKER = "# step"
@@ -51,10 +52,11 @@ class SproutTable(BaseModel):
 
 
 def _toml(path: Path, task_id: str) -> dict[str, object]:
-    if not path.is_file():
+    text = optional_text(path, task_id)
+    if text is None:
         return {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise TaskError(f"{task_id}: {path}: {error}") from None
 
@@ -261,18 +263,17 @@ def task_environment(
 
     `[sprout]` fields win over the Dockerfile's; `image` is "host", a folder (relative to
     `root`) or an image name (`task_image`). An image that only approximates the one named
-    is a warning.
+    is a warning. Errors start with the task's id, as every loader error does.
     """
-    plan = (
-        plan_dockerfile(
-            dockerfile.read_text(encoding="utf-8"),
-            where=str(dockerfile),
-            images=images,
-            context=context,
+    text = optional_text(dockerfile, task_id)
+    try:
+        plan = (
+            plan_dockerfile(text, where=str(dockerfile), images=images, context=context)
+            if text is not None
+            else None
         )
-        if dockerfile.is_file()
-        else None
-    )
+    except TaskError as error:
+        raise TaskError(f"{task_id}: {error}") from None
     if sprout.image:
         image, approximation = task_image(
             sprout.image, root, None, f"{task_id}: {settings_file}: sprout.image"
@@ -285,14 +286,24 @@ def task_environment(
     if not workdir.startswith("/"):
         raise TaskError(f"{task_id}: {settings_file}: sprout.workdir: {workdir!r} is not absolute")
     env = {**(plan.env if plan else {}), **sprout.env}
-    steps = list(plan.steps if plan else [])
-    steps += [SetupStep(kind="run", command=c, workdir=workdir, env=env) for c in sprout.setup]
+    steps = [_relative_origin(step, root) for step in (plan.steps if plan else [])]
+    steps += [
+        SetupStep(
+            kind="run",
+            command=command,
+            workdir=workdir,
+            env=env,
+            origin=f"{settings_file.name} sprout.setup[{index}]",
+        )
+        for index, command in enumerate(sprout.setup)
+    ]
     warnings = [*(plan.warnings if plan else ()), *([approximation] if approximation else [])]
     stages = []
     for stage in plan.stages if plan else []:
         # The images of earlier stages are checked now too, and approximated likewise.
         found, approximated = task_image(stage.image, root, images, f"{task_id}: {dockerfile}")
-        stages.append(stage.model_copy(update={"image": found}))
+        named = tuple(_relative_origin(step, root) for step in stage.steps)
+        stages.append(stage.model_copy(update={"image": found, "steps": named}))
         if approximated and approximated not in warnings:
             warnings.append(approximated)
     return TaskEnvironment(
@@ -306,13 +317,20 @@ def task_environment(
     )
 
 
+def _relative_origin(step: SetupStep, root: Path) -> SetupStep:
+    """`step` with its origin named from the task's folder (`environment/Dockerfile:4`)."""
+    origin = step.origin.removeprefix(f"{root}/")
+    return step.model_copy(update={"origin": origin}) if origin != step.origin else step
+
+
 def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) -> Task:
     """Read a task folder; TaskError names the task, the file and the field at fault."""
     path = Path(path).resolve()
     task_id = path.name
     instruction_file = path / "instruction.md"
-    if not instruction_file.is_file():
+    if not has_file(instruction_file, task_id):
         raise TaskError(f"{task_id}: {instruction_file}: missing (every task needs one)")
+    instruction = read_text(instruction_file, task_id).strip()
     toml_path = path / "task.toml"
     data = _toml(toml_path, task_id)
     try:
@@ -323,40 +341,40 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         raise TaskError(f"{task_id}: {toml_path}: sprout.{field}: {first['msg']}") from None
 
     environment = path / "environment"
+    environment_dir = subfolder(environment, task_id, "the Dockerfile and what it copies")
     setting = task_environment(
         task_id, sprout, toml_path, environment / "Dockerfile", environment, path, images
     )
 
-    solution_dir = path / "solution"
-    solution_file = solution_dir / "solve.sh"
-    solution = (
-        split_solution(solution_file.read_text(encoding="utf-8"), "/solution/solve.sh")
-        if solution_file.is_file()
-        else ()
-    )
+    solution_dir = subfolder(path / "solution", task_id, "the reference solution, solve.sh")
+    script = optional_text(path / "solution" / "solve.sh", task_id)
+    solution = split_solution(script, "/solution/solve.sh") if script is not None else ()
     resources = read_resources(data, toml_path, task_id)
-    tests_dir = path / "tests"
-    if sprout.verifier_command is None and not (tests_dir / "test.sh").is_file():
+    tests_dir = subfolder(path / "tests", task_id, "the hidden tests, test.sh")
+    for copied in (solution_dir, tests_dir):  # into sandboxes as they are
+        if copied is not None:
+            only_plain_files(copied, task_id)
+    if sprout.verifier_command is None and not has_file(path / "tests" / "test.sh", task_id):
         raise TaskError(
-            f"{task_id}: {tests_dir / 'test.sh'}: missing, and task.toml sets no "
+            f"{task_id}: {path / 'tests' / 'test.sh'}: missing, and task.toml sets no "
             "sprout.verifier_command"
         )
     return Task(
         id=task_id,
         path=path,
-        instruction=instruction_file.read_text(encoding="utf-8").strip(),
+        instruction=instruction,
         image=setting.image,
         setup=setting.steps,
         stages=setting.stages,
         user=setting.user,
-        environment_dir=environment if environment.is_dir() else None,
+        environment_dir=environment_dir,
         workdir=setting.workdir,
         env=setting.env,
         network=sprout.network,
         user_namespaces=sprout.user_namespaces,
         solution=solution,
-        solution_dir=solution_dir if solution_dir.is_dir() else None,
-        tests_dir=tests_dir if tests_dir.is_dir() else None,
+        solution_dir=solution_dir,
+        tests_dir=tests_dir,
         verifier_command=sprout.verifier_command or "bash /tests/test.sh",
         verifier_timeout_s=_timeout(data, "verifier", toml_path, task_id) or 900.0,
         agent_timeout_s=_timeout(data, "agent", toml_path, task_id),

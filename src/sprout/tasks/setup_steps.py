@@ -20,6 +20,7 @@ alike; an image without a shell (scratch, distroless) cannot be copied into.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import secrets
 import shlex
@@ -36,8 +37,19 @@ from sprout.images import ImageError
 from sprout.images.names import ensure_image
 from sprout.sandbox import LayerStore, Observation, Sandbox
 from sprout.task import SetupFailed, SetupStep, Task, TaskError
-from sprout.tasks.buildcontext import Ignore, clean_source, has_wildcards, inside, matches, walk
+from sprout.tasks.buildcontext import (
+    Ignore,
+    clean_source,
+    has_wildcards,
+    inside,
+    matches,
+    missing_hint,
+    source_problem,
+    special_file,
+    walk,
+)
 from sprout.tasks.dockerfile import is_root
+from sprout.tasks.files import os_problem
 
 DOWNLOAD_TIMEOUT_S = 300.0
 ARCHIVE_FLAGS = {b"\x1f\x8b": "z", b"BZh": "j", b"\xfd7zXZ\x00": "J"}
@@ -142,7 +154,10 @@ class Build:
         return self.built[index]
 
     def run(self, sandbox: Sandbox, step: SetupStep, label: str) -> None:
-        """Run one set-up step in `sandbox`; TaskError names the task, `label` and the step."""
+        """Run one set-up step in `sandbox`; TaskError names the task, `label`, where the step
+        comes from and the step."""
+        if step.origin:
+            label = f"{label} at {step.origin}"
         if step.kind == "copy":
             _copy(self, sandbox, step, label)
             return
@@ -214,6 +229,8 @@ def _ids(sandbox: Sandbox, spec: str, where: str) -> tuple[int, int | None, list
     entry = next((r for r in passwd if r[0] == user), None)
     if entry is None and user.isdigit():
         entry = next((r for r in passwd if r[2] == user), None)
+    if entry is not None and not (entry[2].isdigit() and entry[3].isdigit()):
+        raise TaskError(f"{where}: the image's /etc/passwd line of {user!r} has no numeric ids")
     if entry is not None:
         uid = int(entry[2])
     elif user.isdigit():
@@ -225,7 +242,7 @@ def _ids(sandbox: Sandbox, spec: str, where: str) -> tuple[int, int | None, list
         gid = int(group)
     elif group:
         found = next((r for r in _table(sandbox, "/etc/group") if r[0] == group), None)
-        if found is None or len(found) < 3:
+        if found is None or len(found) < 3 or not found[2].isdigit():
             raise TaskError(f"{where}: group {group!r} is not in the image's /etc/group")
         gid = int(found[2])
     return uid, gid, entry
@@ -258,41 +275,56 @@ def _copy(build: Build, sandbox: Sandbox, step: SetupStep, label: str) -> None:
     what = f"{keyword} {step.source} {step.destination}"
     where = f"{build.task.id}: {label} ({what[:80]!r})"
     with tempfile.TemporaryDirectory(prefix="sprout-copy-") as staging:
-        entries = list(_gather(build, step, Path(staging), where))
-        if not entries:
-            return  # a wildcard that matched nothing copies nothing, as in Docker
-        into = step.destination.endswith("/")
-        if len(entries) > 1 and not into:
-            raise TaskError(f"{where}: several files match; the destination must end in '/'")
-        scratch = f"{sandbox.config.workdir.rstrip('/')}/.sprout-copy-{secrets.token_hex(4)}"
-        lines = [COPY_FUNCTIONS, "trap " + shlex.quote(f"rm -rf {shlex.quote(scratch)}") + " EXIT"]
-        owner = _owner(sandbox, step.chown, where) if step.chown and not is_root(step.chown) else ""
-        destination = shlex.quote(step.destination.rstrip("/") or "/")
-        for number, entry in enumerate(entries):
-            here = f"{scratch}/{number}"
-            if entry.kind == "tree":
-                sandbox.put(entry.host, here)
-                payload = here
-            else:
-                sandbox.put(entry.host, f"{here}/{entry.name}")
-                payload = f"{here}/{entry.name}"
-            if entry.kind == "archive":
-                unpacked = shlex.quote(f"{here}.x")
-                flag = _compression(entry.host)
-                lines.append(
-                    f"mkdir {unpacked} && tar -x{flag}f {shlex.quote(payload)} -C {unpacked}"
-                )
-                payload = f"{here}.x"
-            quoted = shlex.quote(payload)
-            if owner:
-                lines.append(f"chown -R {owner} {quoted}")
-            if step.chmod:
-                lines.append(f"chmod -R {shlex.quote(step.chmod)} {quoted}")
-            if entry.kind == "file":
-                lines.append(f"sprout_file {quoted} {destination}{' dir' if into else ''}")
-            else:
-                lines.append(f"sprout_into {quoted} {destination}")
-        build.check(label, what, sandbox.run("\n".join(lines), build.timeout))
+        try:
+            _place(build, sandbox, step, label, what, where, Path(staging))
+        except OSError as error:
+            # The task's files changed under it, or hold what cannot be copied: its error.
+            raise TaskError(f"{where}: {os_problem(error)}") from None
+
+
+def _place(
+    build: Build,
+    sandbox: Sandbox,
+    step: SetupStep,
+    label: str,
+    what: str,
+    where: str,
+    staging: Path,
+) -> None:
+    """The copy step itself: its sources staged in `staging`, then put into place inside."""
+    entries = list(_gather(build, step, staging, where))
+    if not entries:
+        return  # a wildcard that matched nothing copies nothing, as in Docker
+    into = step.destination.endswith("/")
+    if len(entries) > 1 and not into:
+        raise TaskError(f"{where}: several files match; the destination must end in '/'")
+    scratch = f"{sandbox.config.workdir.rstrip('/')}/.sprout-copy-{secrets.token_hex(4)}"
+    lines = [COPY_FUNCTIONS, "trap " + shlex.quote(f"rm -rf {shlex.quote(scratch)}") + " EXIT"]
+    owner = _owner(sandbox, step.chown, where) if step.chown and not is_root(step.chown) else ""
+    destination = shlex.quote(step.destination.rstrip("/") or "/")
+    for number, entry in enumerate(entries):
+        here = f"{scratch}/{number}"
+        if entry.kind == "tree":
+            sandbox.put(entry.host, here)
+            payload = here
+        else:
+            sandbox.put(entry.host, f"{here}/{entry.name}")
+            payload = f"{here}/{entry.name}"
+        if entry.kind == "archive":
+            unpacked = shlex.quote(f"{here}.x")
+            flag = _compression(entry.host)
+            lines.append(f"mkdir {unpacked} && tar -x{flag}f {shlex.quote(payload)} -C {unpacked}")
+            payload = f"{here}.x"
+        quoted = shlex.quote(payload)
+        if owner:
+            lines.append(f"chown -R {owner} {quoted}")
+        if step.chmod:
+            lines.append(f"chmod -R {shlex.quote(step.chmod)} {quoted}")
+        if entry.kind == "file":
+            lines.append(f"sprout_file {quoted} {destination}{' dir' if into else ''}")
+        else:
+            lines.append(f"sprout_into {quoted} {destination}")
+    build.check(label, what, sandbox.run("\n".join(lines), build.timeout))
 
 
 def _compression(archive: Path) -> str:
@@ -322,13 +354,18 @@ def _gather(build: Build, step: SetupStep, staging: Path, where: str) -> Iterato
         source = clean_source(step.source)
         found = matches(context, source, ignore)
         if not found and not has_wildcards(source):
-            raise TaskError(f"{where}: no such file in {context}")
+            hint = missing_hint(step.source, source, context)
+            raise TaskError(f"{where}: no such file in {context}{hint}")
         for relative in found:
+            problem = source_problem(context, relative)
             path = inside(context, relative)
-            if path is None:
-                raise TaskError(f"{where}: {relative} links out of the build context")
+            if problem is not None or path is None:
+                raise TaskError(f"{where}: {problem or relative + ' leads out of the context'}")
             name = relative.rsplit("/", 1)[-1] or name
             if path.is_dir():
+                special = special_file(context, relative, ignore)
+                if special is not None:
+                    raise TaskError(f"{where}: {special}")
                 yield _Entry("tree", _filtered(context, relative, path, ignore, staging), name)
             elif step.unpack and tarfile.is_tarfile(path):
                 yield _Entry("archive", path, name)
@@ -398,7 +435,8 @@ def _download(step: SetupStep, staging: Path, where: str) -> _Entry:
             while chunk := response.read(1 << 20):
                 digest.update(chunk)
                 out.write(chunk)
-    except OSError as error:
+    except (OSError, ValueError, http.client.HTTPException) as error:
+        # ValueError: a URL urllib cannot read (`http://[::1`); HTTPException: a reply cut short.
         raise TaskError(f"{where}: cannot download {step.source}: {error}") from None
     if step.checksum and step.checksum != f"sha256:{digest.hexdigest()}":
         raise TaskError(
@@ -411,7 +449,15 @@ def _download(step: SetupStep, staging: Path, where: str) -> _Entry:
 def context_inputs(task: Task) -> Iterator[bytes]:
     """What set-up reads besides the task's fields, for the base layer's hash: the stages'
     images and every path (its bytes, or a link's target) that a copy takes from the build
-    context. A URL counts by itself: change it to fetch anew."""
+    context. A URL counts by itself: change it to fetch anew. A path that cannot be read
+    is a TaskError naming it."""
+    try:
+        yield from _context_inputs(task)
+    except OSError as error:
+        raise TaskError(f"{task.id}: {os_problem(error)}") from None
+
+
+def _context_inputs(task: Task) -> Iterator[bytes]:
     for stage in task.stages:
         yield image_rootfs(stage.image, task.id)[1].encode()
     context = task.environment_dir
@@ -434,8 +480,8 @@ def context_inputs(task: Task) -> Iterator[bytes]:
 
 
 def _path_bytes(relative: str, path: Path) -> Iterator[bytes]:
-    yield relative.encode() + b"\0"
+    yield os.fsencode(relative) + b"\0"  # names need not be UTF-8
     if path.is_symlink():
-        yield os.readlink(path).encode()
+        yield os.fsencode(os.readlink(path))
     elif path.is_file():
         yield path.read_bytes()

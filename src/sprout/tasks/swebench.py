@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sprout.task import SetupStep, SolutionStep, Task, TaskError
+from sprout.tasks.files import not_utf8, optional_text
 from sprout.tasks.imageref import task_image
 
 WORKDIR = "/testbed"
@@ -101,10 +102,11 @@ def sidecar_path(jsonl: Path) -> Path:
 
 def read_sidecar(path: Path) -> dict[str, SweBenchSettings]:
     """The sidecar's tables by key: "" for `[sprout]`, "owner/name[@version]" for a repository."""
-    if not path.is_file():
+    text = optional_text(path, None)
+    if text is None:
         return {}
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise TaskError(f"{path}: {error}") from None
     unknown = sorted(set(data) - {"sprout", "repos"})
@@ -306,8 +308,14 @@ def _line_task(
         raise TaskError(f"?: {where}: not valid JSON ({error})") from None
     if not isinstance(data, dict):
         raise TaskError(f"?: {where}: expected a JSON object, got {type(data).__name__}")
+    broken = _lone_surrogate(data)
     instance = data.get("instance_id")
-    label = instance if isinstance(instance, str) and instance else "?"
+    label = instance if isinstance(instance, str) and instance and broken != "instance_id" else "?"
+    if broken is not None:
+        raise TaskError(
+            f"{label}: {where}: {broken}: not valid Unicode (a \\u escape of half a "
+            "surrogate pair, which no UTF-8 text can hold)"
+        )
     try:
         record = SweBenchRecord.model_validate(data)
     except ValidationError as error:
@@ -338,6 +346,17 @@ def _line_task(
     )
 
 
+def _lone_surrogate(data: dict[str, Any]) -> str | None:
+    """The first field whose name or value holds a lone surrogate (JSON's `"\\ud800"`):
+    such a string cannot be written as UTF-8 (into the store, /tests, a prompt)."""
+    for key, value in data.items():
+        try:
+            json.dumps({key: value}, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            return key.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+    return None
+
+
 def load_swebench(
     path: str | Path, *, repos: str | Path, images: Mapping[str, str] | None = None
 ) -> list[Task | TaskError]:
@@ -353,8 +372,12 @@ def load_swebench(
     for key, table in tables.items():  # a bad image is the sidecar's error, found up front
         if table.image is not None:
             _image(table.image, images or {}, sidecar_path(path), _label(key))
+    try:
+        handle = path.open("rb")
+    except OSError as error:
+        raise TaskError(f"{path}: cannot be read ({error.strerror})") from None
     results: list[Task | TaskError] = []
-    with path.open("rb") as lines:
+    with handle as lines:
         for number, raw in enumerate(lines, 1):
             if not raw.strip():
                 continue
@@ -362,7 +385,7 @@ def load_swebench(
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as error:
-                results.append(TaskError(f"?: {where}: not UTF-8 ({error.reason})"))
+                results.append(TaskError(f"?: {where}: {not_utf8(raw, error)}"))
                 continue
             try:
                 task = _line_task(

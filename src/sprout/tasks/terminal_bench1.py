@@ -22,6 +22,13 @@ import yaml
 from pydantic import ValidationError
 
 from sprout.task import ResultsFormat, SolutionStep, Task, TaskError
+from sprout.tasks.files import (
+    has_file,
+    only_plain_files,
+    optional_text,
+    read_text,
+    subfolder,
+)
 from sprout.tasks.native import SproutTable, split_solution, task_environment
 
 AGENT_TIMEOUT_S = 360.0
@@ -36,8 +43,9 @@ HIDDEN = ("tests", "run-tests.sh", "solution.sh", "solution.yaml")
 
 
 def _yaml(path: Path, task_id: str) -> object:
+    text = read_text(path, task_id)
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(text)
     except yaml.YAMLError as error:
         detail = " ".join(str(error).split())
         raise TaskError(f"{task_id}: {path}: not valid YAML ({detail})") from None
@@ -80,10 +88,11 @@ def _check_metadata(data: Mapping[str, object], where: str) -> None:
 
 def _overrides(path: Path, task_id: str) -> SproutTable:
     """The `[sprout]` table of sprout.toml, when the folder has one."""
-    if not path.is_file():
+    text = optional_text(path, task_id)
+    if text is None:
         return SproutTable()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise TaskError(f"{task_id}: {path}: {error}") from None
     extra = sorted(set(data) - {"sprout"})
@@ -99,11 +108,11 @@ def _overrides(path: Path, task_id: str) -> SproutTable:
 
 def _solution(folder: Path, task_id: str) -> tuple[SolutionStep, ...]:
     """solution.sh split at `# step` lines, or solution.yaml's commands, one turn each."""
-    script = folder / "solution.sh"
-    if script.is_file():
-        return split_solution(script.read_text(encoding="utf-8"))
+    script = optional_text(folder / "solution.sh", task_id)
+    if script is not None:
+        return split_solution(script)
     listed = folder / "solution.yaml"
-    if not listed.is_file():
+    if not has_file(listed, task_id):
         return ()
     entries = _yaml(listed, task_id)
     if not isinstance(entries, list):
@@ -121,7 +130,7 @@ def _solution(folder: Path, task_id: str) -> tuple[SolutionStep, ...]:
 
 def _compose_warnings(folder: Path, task_id: str) -> list[str]:
     path = folder / "docker-compose.yaml"
-    if not path.is_file():
+    if not has_file(path, task_id):
         return []
     data = _yaml(path, task_id)
     services = data.get("services") if isinstance(data, dict) else None
@@ -140,7 +149,7 @@ def load_terminal_bench1(path: str | Path, *, images: Mapping[str, str] | None =
     folder = Path(path).resolve()
     task_id = folder.name
     task_yaml = folder / "task.yaml"
-    if not task_yaml.is_file():
+    if not has_file(task_yaml, task_id):
         raise TaskError(f"{task_id}: {task_yaml}: missing (a Terminal-Bench 1 task needs one)")
     where = f"{task_id}: {task_yaml}"
     data = _yaml(task_yaml, task_id)
@@ -183,12 +192,15 @@ def load_terminal_bench1(path: str | Path, *, images: Mapping[str, str] | None =
     warnings += _compose_warnings(folder, task_id)
 
     run_tests = folder / "run-tests.sh"
-    if sprout.verifier_command is None and not run_tests.is_file():
+    run_tests_text = optional_text(run_tests, task_id)
+    if sprout.verifier_command is None and run_tests_text is None:
         raise TaskError(
             f"{task_id}: {run_tests}: missing, and {sprout_toml.name} sets no "
             "sprout.verifier_command"
         )
-    tests_dir = folder / "tests"
+    tests_dir = subfolder(folder / "tests", task_id, "the hidden tests")
+    if tests_dir is not None:
+        only_plain_files(tests_dir, task_id)  # into the verifier's sandbox as they are
     # TB1's harness copies run-tests.sh and tests/ to /tests and sets TEST_DIR; the command
     # runs in the workdir, which TB1 scripts check is not /.
     command = sprout.verifier_command or f"bash {TESTS}/run-tests.sh"
@@ -205,10 +217,8 @@ def load_terminal_bench1(path: str | Path, *, images: Mapping[str, str] | None =
         env=setting.env,
         network=sprout.network,
         solution=_solution(folder, task_id),
-        tests_dir=tests_dir if tests_dir.is_dir() else None,
-        test_files=(
-            {"run-tests.sh": run_tests.read_text(encoding="utf-8")} if run_tests.is_file() else {}
-        ),
+        tests_dir=tests_dir,
+        test_files={"run-tests.sh": run_tests_text} if run_tests_text is not None else {},
         verifier_command=f"export TEST_DIR={TESTS}; {command}",
         verifier_timeout_s=test_timeout or TEST_TIMEOUT_S,
         agent_timeout_s=agent_timeout or AGENT_TIMEOUT_S,
