@@ -15,6 +15,7 @@ from sprout.commands import run as run_command
 from sprout.commands import tasks as tasks_commands
 from sprout.commands import train as train_commands
 from sprout.commands.common import BAD_INPUT, UsageError
+from sprout.commands.interrupt import INTERRUPTED
 from sprout.images import ImageError
 from sprout.models import ModelError
 from sprout.runfolder import RunFolder, RunFolderError, parse_checkpoint_ref
@@ -211,6 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ) as error:
         print(f"sprout {getattr(args, 'name', args.command)}: {error}", file=sys.stderr)
         return BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"\nsprout {args.command}: interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -118,6 +118,9 @@ MIGRATIONS: list[str] = [
     ALTER TABLE turns ADD COLUMN completion_ids TEXT;
     ALTER TABLE turns ADD COLUMN completion_logprobs TEXT;
     """,
+    """
+    ALTER TABLE attempts ADD COLUMN fault TEXT;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -217,12 +220,28 @@ class Store:
         assert cursor.lastrowid is not None
         return dataclasses.replace(attempt, id=cursor.lastrowid, created=created)
 
-    def finish_attempt(self, attempt_id: int, status: str, reason: str | None) -> None:
+    def finish_attempt(
+        self, attempt_id: int, status: str, reason: str | None, *, fault: str | None = None
+    ) -> None:
         with self.transaction() as db:
             db.execute(
-                "UPDATE attempts SET status = ?, end_reason = ?, finished = ? WHERE id = ?",
-                (status, reason, time.time(), attempt_id),
+                "UPDATE attempts SET status = ?, end_reason = ?, fault = ?, finished = ? "
+                "WHERE id = ?",
+                (status, reason, fault, time.time(), attempt_id),
             )
+
+    def reopen_attempts(self, task_id: str, method: str, faults: Sequence[str]) -> int:
+        """Put back to `running` the attempts of (task, method) that a fault of one of
+        `faults` ended, so that a resumed run continues them; returns how many."""
+        marks = ", ".join("?" for _ in faults)
+        with self.transaction() as db:
+            cursor = db.execute(
+                "UPDATE attempts SET status = 'running', end_reason = NULL, fault = NULL, "
+                f"finished = NULL WHERE task_id = ? AND method = ? AND status = 'error' "
+                f"AND fault IN ({marks})",
+                (task_id, method, *faults),
+            )
+        return cursor.rowcount
 
     def set_outcome(
         self, attempt_id: int, reward: float, diagnostics: dict[str, Any], patch: str | None
@@ -497,6 +516,7 @@ def _attempt(row: sqlite3.Row) -> Attempt:
         kind=row["kind"],
         status=row["status"],
         end_reason=row["end_reason"],
+        fault=row["fault"],
         round=row["round"],
         method=row["method"],
         guided=bool(row["guided"]),

@@ -20,6 +20,9 @@ Message = dict[str, Any]
 Author = Literal["actor", "reviewer"]
 Role = Literal["actor", "analyst", "reviewer"]
 AttemptStatus = Literal["running", "submitted", "limit", "error", "stopped"]
+Fault = Literal["model", "sandbox", "harness"]
+"""Why an attempt ended `error`: the model server failed (no reply after retries), the
+sandbox failed, or sprout itself crashed. The first two are retried by `--resume`."""
 """`stopped`: its schedule needed no more turns (another attempt had passed)."""
 
 
@@ -85,6 +88,8 @@ class Attempt:
     kind: Literal["root", "branch"]
     status: AttemptStatus = "running"
     end_reason: str | None = None
+    fault: Fault | None = None
+    """With status `error`: what failed instead of the model (never a failed test)."""
     round: int = 0
     method: str = ""
     guided: bool = False

@@ -22,6 +22,9 @@ class Reply:
     body: dict[str, Any] | None = None
     delay_s: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    raw: bytes | None = None
+    """Sent as it is instead of `body`: an HTML error page, garbage, a truncated JSON."""
+    content_type: str = "application/json"
 
 
 def completion_body(
@@ -93,11 +96,13 @@ class ChatServer:
                 server.headers.append({k.lower(): v for k, v in self.headers.items()})
                 reply = server.replies.popleft() if server.replies else Reply()
                 time.sleep(reply.delay_s)
-                payload = json.dumps(
-                    reply.body if reply.body is not None else completion_body()
-                ).encode()
+                payload = reply.raw
+                if payload is None:
+                    payload = json.dumps(
+                        reply.body if reply.body is not None else completion_body()
+                    ).encode()
                 self.send_response(reply.status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", reply.content_type)
                 self.send_header("content-length", str(len(payload)))
                 for key, value in reply.headers.items():
                     self.send_header(key, value)

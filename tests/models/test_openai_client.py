@@ -71,13 +71,48 @@ def test_tool_calls_are_parsed(server):
     assert completion.tool_calls[0].arguments == {"command": "ls -la"}
 
 
-def test_invalid_tool_arguments_are_a_malformed_reply(server):
+def test_invalid_tool_arguments_are_the_models_mistake_not_a_fault(server):
     call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{oops"}}
     server.replies.append(Reply(body=completion_body("", tool_calls=[call])))
+    (tool_call,) = model_for(server).complete(MESSAGES).tool_calls
+    assert tool_call.name == "bash" and tool_call.arguments == {}
+    assert "not valid JSON" in (tool_call.problem or "")
+
+
+@pytest.mark.parametrize(
+    "raw, content_type",
+    [
+        (b"<html><body>502 Bad Gateway</body></html>", "text/html"),
+        (b"\x00\xff garbage", "application/json"),
+        (b'{"id": "x", "choices": [{"mess', "application/json"),
+    ],
+    ids=["html", "garbage", "truncated"],
+)
+def test_a_body_that_is_no_completion_is_malformed(server, raw, content_type):
+    server.replies.append(Reply(raw=raw, content_type=content_type))
     with pytest.raises(ModelError) as error:
         model_for(server).complete(MESSAGES)
     assert error.value.kind == "malformed"
-    assert "bash" in str(error.value)
+    assert len(str(error.value)) < 500 and "\n" not in str(error.value)
+
+
+def test_each_retry_is_told_as_it_happens(server):
+    told: list[str] = []
+    page = b"<html>" + b"x" * 5000 + b"</html>"
+    for _ in range(2):
+        server.replies.append(Reply(status=502, raw=page, headers={"retry-after": "0.01"}))
+    model = OpenAIModel(
+        "test-model",
+        base_url=server.base_url,
+        api_key="k",
+        options=ModelConfig(max_retries=1),
+        on_retry=told.append,
+    )
+    with pytest.raises(ModelError, match="after 1 retries") as raised:
+        model.complete(MESSAGES)
+    assert raised.value.kind == "server"
+    assert len(told) == 1 and "HTTP 502" in told[0] and "retry 1 of 1" in told[0]
+    assert len(told[0]) < 500
 
 
 def test_no_choices_is_a_malformed_reply(server):
@@ -127,7 +162,8 @@ def test_slow_reply_times_out(server):
     server.replies.append(Reply(delay_s=2.0))
     with pytest.raises(ModelError) as raised:
         model_for(server, timeout_s=0.3, max_retries=0).complete(MESSAGES)
-    assert raised.value.kind == "unreachable"
+    assert raised.value.kind == "timeout"
+    assert "timeout_s" in str(raised.value)
 
 
 def test_unreachable_server_is_a_clear_error():

@@ -7,11 +7,12 @@ import json
 
 import pytest
 
+from sprout.models import ModelError
 from sprout.roles import Analysis, Analyst, RoleError
 from sprout.roles.output import MAX_REPLY_CHARS
 from sprout.tree import Attempt
 from tests.agent.helpers import World, bash, submit
-from tests.models.chat_server import ChatServer, Reply
+from tests.models.chat_server import ChatServer, Reply, completion_body
 from tests.roles.helpers import answer, calls, finish, model_for, task_for
 
 pytestmark = pytest.mark.sandbox
@@ -100,9 +101,30 @@ def test_a_model_error_falls_back_without_a_retry(world: World, server: ChatServ
     analysis = analyst(world, server).analyse(task_for(world), attempt)
     assert analysis.source == "heuristic"
     assert analysis.fallback_reason is not None
-    assert "model error on try 1 (bad_request)" in analysis.fallback_reason
+    assert "request refused on try 1" in analysis.fallback_reason
+    assert "context too long" in analysis.fallback_reason
     assert len(server.requests) == 1
     assert calls(world, "analyst") == []
+
+
+def test_fallbacks_are_told_with_their_reason(world: World, server: ChatServer):
+    attempt = failed(world)
+    server.replies.extend([Reply(body=completion_body("no json here"))] * 3)
+    told: list[str] = []
+    role = analyst(world, server)
+    role.on_fallback = told.append
+    analysis = role.analyse(task_for(world), attempt)
+    assert told == [analysis.fallback_reason]
+    assert "3 replies refused" in told[0]
+
+
+def test_a_server_that_gives_no_reply_is_a_fault_not_a_fallback(world: World, server: ChatServer):
+    attempt = failed(world)
+    server.replies.append(Reply(status=401, body={"error": {"message": "bad key"}}))
+    with pytest.raises(ModelError) as raised:
+        analyst(world, server).analyse(task_for(world), attempt)
+    assert raised.value.kind == "auth"
+    assert world.store.analyses("t1") == {}
 
 
 @pytest.mark.parametrize(

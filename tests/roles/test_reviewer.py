@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from sprout.models import ModelError
 from sprout.roles import Analysis, BranchPlan, Review, Reviewer, RoleError
 from sprout.roles.heuristics import warning_turn
 from sprout.tree import Attempt
@@ -199,12 +200,13 @@ def test_always_invalid_falls_back_to_heuristic_plans(world: World, server: Chat
     assert Review.from_json(world.store.reviews("t1")[("sprout", 1)]) == result
 
 
-def test_a_model_error_falls_back(world: World, server: ChatServer):
+def test_an_unknown_model_is_a_fault_not_a_fallback(world: World, server: ChatServer):
     root = failed_root(world)
     server.replies.append(Reply(status=404, body={"error": {"message": "no such model"}}))
-    result = review(world, server, [root], branches=1)
-    assert result.source == "heuristic"
-    assert "model error on try 1 (unknown_model)" in str(result.fallback_reason)
+    with pytest.raises(ModelError) as raised:
+        review(world, server, [root], branches=1)
+    assert raised.value.kind == "unknown_model"
+    assert world.store.reviews("t1") == {}
     assert calls(world, "reviewer") == []
 
 

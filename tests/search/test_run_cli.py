@@ -27,6 +27,10 @@ METHOD_KEYS = {
     "turns_executed",
     "turns_reused",
     "wall_s",
+    "errors",
+    "incomplete",
+    "faults",
+    "role_sources",
 }
 
 

@@ -224,6 +224,7 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
     from sprout.models.hf import HFModel
     from sprout.runfolder import RunFolder
     from sprout.search import Progress, RunSettings
+    from sprout.search.halt import Halt
     from sprout.search.methods import training_method
     from sprout.search.run import _schedule, _search
     from sprout.tasks import base_checkpoint, load_native
@@ -237,7 +238,15 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
     model = HFModel(tiny_model_path, max_new_tokens=12, seed=0)
     base = base_checkpoint(task, run.layers)
     search = _search(
-        task, method, run, settings, model, threading.Semaphore(2), Progress(quiet=True), base
+        task,
+        method,
+        run,
+        settings,
+        model,
+        threading.Semaphore(2),
+        Progress(quiet=True),
+        Halt(),
+        base,
     )
     _schedule(method, search, settings)
     root = next(a for a in search.attempts() if a.kind == "root")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -23,11 +24,12 @@ from sprout.agent.parse import FormatError, parse_calls
 from sprout.agent.prompts import render
 from sprout.models import Completion, Model, ModelError, token_model
 from sprout.models.fingerprint import TOKENIZER_META, check_tokenizer
-from sprout.sandbox import LayerStore, Sandbox, SandboxError
+from sprout.sandbox import BadArgument, LayerStore, Sandbox, SandboxError
 from sprout.tree import (
     Attempt,
     Author,
     CallRecord,
+    Fault,
     Message,
     ModelCallRecord,
     RolloutTree,
@@ -53,12 +55,19 @@ BASH_TOOL: dict[str, Any] = {
 
 
 class AttemptEnded(Exception):
-    """Control flow that ends an attempt, carrying the status and the reason to record."""
+    """Control flow that ends an attempt, carrying the status, the reason and (for status
+    `error`) the fault to record."""
 
-    def __init__(self, status: str, reason: str) -> None:
+    def __init__(self, status: str, reason: str, fault: Fault | None = None) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
+        self.fault = fault
+
+
+class Interrupted(Exception):
+    """The run is stopping (Ctrl-C, a server that fails every call): the attempt stays
+    `running` at its last committed turn, for `--resume`."""
 
 
 class Actor:
@@ -112,12 +121,23 @@ class Actor:
         ]
 
     def run(
-        self, attempt: Attempt | int, *, should_stop: Callable[[], bool] | None = None
+        self,
+        attempt: Attempt | int,
+        *,
+        should_stop: Callable[[], bool] | None = None,
+        interrupted: Callable[[], bool] | None = None,
     ) -> Attempt:
         """Play `attempt` from its last committed turn until it submits or hits a limit.
 
         `should_stop` is asked before every model call: a schedule that has
         its pass ends the attempts still running instead of paying for them.
+        `interrupted` is asked at the same places: when it says so, the attempt
+        is left `running` after its last committed turn, as a kill would leave it.
+
+        Nothing the model or the sandbox does escapes as an exception: a reply
+        that cannot be run is a format error the model sees, and a server that
+        gives no reply, a broken sandbox or a crash of sprout itself ends the
+        attempt `error` with its `fault`, never as a failure of the model.
         """
         attempt = self.tree.attempt(attempt if isinstance(attempt, int) else attempt.id)
         if attempt.status != "running":
@@ -129,6 +149,9 @@ class Actor:
         try:
             # the stored ids of the context so far; None when the model keeps none
             ids = self._stored_ids(attempt, index)
+            own = self.tree.own_turns(attempt)
+            if own:  # killed after committing its submitting turn, before recording the end
+                self._check_submitted(own[-1])
             with Sandbox.fork(self.layers, self.tree.checkpoint(attempt, index)) as sandbox:
                 if attempt.starting_turn is not None and index == attempt.boundary:
                     text = attempt.starting_turn
@@ -138,6 +161,8 @@ class Actor:
                     )
                     ids = _extend(ids, turn_ids)
                 while True:
+                    if interrupted is not None and interrupted():
+                        raise Interrupted()
                     if should_stop is not None and should_stop():
                         raise AttemptEnded("stopped", "stopped: another attempt passed")
                     self._check_limits(attempt, index)
@@ -155,10 +180,20 @@ class Actor:
                         turn_ids,
                     )
                     ids = _extend(ids, turn_ids)
+        except Interrupted:
+            pass
         except AttemptEnded as ended:
-            self.tree.store.finish_attempt(attempt.id, ended.status, ended.reason)
+            self.tree.store.finish_attempt(
+                attempt.id, ended.status, ended.reason, fault=ended.fault
+            )
         except SandboxError as error:
-            self.tree.store.finish_attempt(attempt.id, "error", f"sandbox: {error}")
+            self.tree.store.finish_attempt(
+                attempt.id, "error", f"sandbox: {error}", fault="sandbox"
+            )
+        except Exception as error:  # a bug of sprout's must not look like the model's failure
+            self.tree.store.finish_attempt(
+                attempt.id, "error", crash_reason(error, f"turn {index + 1}"), fault="harness"
+            )
         return self.tree.attempt(attempt.id)
 
     def _stored_ids(self, attempt: Attempt, index: int) -> list[int] | None:
@@ -168,7 +203,7 @@ class Actor:
         try:
             path = self.tree.token_path(attempt, index)
         except TreeError as error:
-            raise AttemptEnded("error", str(error)) from None
+            raise AttemptEnded("error", str(error), "harness") from None
         return [i for context, completion, _ in path for i in (*context, *completion)]
 
     def _reviewer_ids(
@@ -180,7 +215,7 @@ class Actor:
         try:
             return self.tokens.context_ids(messages, ids), self.tokens.encode_reply(text), None
         except ModelError as error:
-            raise AttemptEnded("error", f"model {self.model.name}: {error}") from None
+            raise AttemptEnded("error", f"model {self.model.name}: {error}", "model") from None
 
     def _actor_ids(self, completion: Completion, ids: list[int] | None) -> TurnIds | None:
         """A reply's ids: what its prompt held beyond the stored `ids`, and what it generated."""
@@ -191,6 +226,7 @@ class Actor:
             raise AttemptEnded(
                 "error",
                 f"model {self.model.name}: its prompt ids do not extend the context's stored ids",
+                "model",
             )
         tokens = completion.logprobs
         logprobs = (
@@ -214,7 +250,7 @@ class Actor:
             else:
                 completion = self.model.complete(messages, **options)
         except ModelError as error:
-            raise AttemptEnded("error", f"model {self.model.name}: {error}") from None
+            raise AttemptEnded("error", f"model {self.model.name}: {error}", "model") from None
         self.tree.store.add_model_call(
             ModelCallRecord(
                 role="actor",
@@ -286,6 +322,7 @@ class Actor:
                 call_format=config.call_format,
                 max_calls=config.max_calls_per_turn,
             )
+            _check_commands(sandbox, [command for command, _ in calls])
         except FormatError as error:
             added = [
                 reply,
@@ -328,10 +365,14 @@ class Actor:
         )
         self.tree.store.add_turn(turn)
         messages.extend(added)
-        sentinel = config.submit_sentinel
-        if any(record.output.lstrip().partition("\n")[0].strip() == sentinel for record in records):
-            raise AttemptEnded("submitted", f"turn {index} printed {sentinel}")
+        self._check_submitted(turn)
         return index
+
+    def _check_submitted(self, turn: Turn) -> None:
+        """End the attempt when `turn` printed the submit sentinel first in a call's output."""
+        sentinel = self.config.submit_sentinel
+        if any(c.output.lstrip().partition("\n")[0].strip() == sentinel for c in turn.calls):
+            raise AttemptEnded("submitted", f"turn {turn.index} printed {sentinel}")
 
     def _observation_messages(
         self, reply: Message, calls: list[tuple[str, str | None]], records: list[CallRecord]
@@ -355,6 +396,26 @@ class Actor:
                 for (_, call_id), record in zip(calls, records, strict=True)
             ]
         return [reply, {"role": "user", "content": self._render("observation", calls=records)}]
+
+
+def _check_commands(sandbox: Sandbox, commands: list[str]) -> None:
+    """FormatError, before any call runs, when the sandbox would refuse one of `commands`
+    (a NUL byte, text that is not Unicode, over `limits.command_bytes`): the model wrote
+    it, so the model is told, and the turn is recorded like any other format error."""
+    for number, command in enumerate(commands, start=1):
+        try:
+            sandbox.check_command(command)
+        except BadArgument as error:
+            problem = str(error).removeprefix("command: ")
+            raise FormatError(f"command {number} {problem}") from None
+
+
+def crash_reason(error: BaseException, where: str) -> str:
+    """What to record of a crash of sprout itself `where` (`turn 3`, `schedule`): the
+    error, then the traceback's last frames, so the bug can be reported without a rerun."""
+    frames = traceback.format_exception(type(error), error, error.__traceback__)
+    trace = "".join(frames[-4:-1]).rstrip()[-1500:]
+    return f"sprout crashed in {where}: {type(error).__name__}: {error}\n{trace}"
 
 
 def _extend(ids: list[int] | None, turn: TurnIds | None) -> list[int] | None:

@@ -18,6 +18,8 @@ def parse_calls(
     if call_format == "tool_calls" and completion is not None:
         calls: list[tuple[str, str | None]] = []
         for call in completion.tool_calls:
+            if call.problem is not None:
+                raise FormatError(f"tool call {call.name!r}: {call.problem}")
             command = call.arguments.get("command")
             if call.name != "bash" or not isinstance(command, str):
                 raise FormatError(

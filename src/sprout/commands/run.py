@@ -16,6 +16,7 @@ from sprout.commands.common import (
     load_task_arguments,
     usable_tasks,
 )
+from sprout.commands.interrupt import INTERRUPTED, halting_on_ctrl_c
 from sprout.runfolder import RunFolder
 
 
@@ -135,6 +136,7 @@ def _run(args: argparse.Namespace) -> int:
         run_tasks,
         table,
     )
+    from sprout.search.halt import Halt
     from sprout.search.run import check_settings
 
     methods = parse_methods(
@@ -166,13 +168,16 @@ def _run(args: argparse.Namespace) -> int:
     loaded = usable_tasks(load_task_arguments(args.tasks, args), "run")
     report = check_isolation(args.out, args.isolation, "run")
     run = open_run(args.out, settings, resume=args.resume)
+    halt = Halt()
     try:
         run.store.set_meta("isolation", report.to_json())
         run.store.set_meta(  # what the loaders guessed (an approximated image, say)
             "task_warnings", {t.id: list(t.warnings) for t in loaded.tasks if t.warnings}
         )
         tag = "" if report.holds else "[NO ISOLATION]"
-        content = run_tasks(loaded.tasks, run, settings, Progress(quiet=args.quiet, tag=tag))
+        progress = Progress(quiet=args.quiet, tag=tag)
+        with halting_on_ctrl_c(halt, "run") as ctrl_c:
+            content = run_tasks(loaded.tasks, run, settings, progress, halt)
         page = _write_report(run)
     finally:
         run.close()
@@ -181,6 +186,12 @@ def _run(args: argparse.Namespace) -> int:
     print(f"\nresults: {Path(args.out) / 'results.json'}")
     if page is not None:
         print(f"report: {page}")
+    if ctrl_c.pressed:
+        print(f"interrupted: `sprout run ... --out {args.out} --resume` continues", file=sys.stderr)
+        return INTERRUPTED
+    if halt.reason is not None:
+        print(f"sprout run: stopped early: {halt.reason}", file=sys.stderr)
+        return 1
     if loaded.errors:
         return BAD_INPUT
     failed = [

@@ -1,16 +1,22 @@
 """`openai/<model>`: any OpenAI-compatible chat-completions server, through the official client.
 
 vLLM, SGLang, llama.cpp's server, Ollama and hosted APIs all speak this
-protocol. The official client already retries 429, 5xx and connection
-errors with exponential backoff (honouring Retry-After); this module maps what
-is left into `ModelError`s that say which input to fix.
+protocol. Retries are done here rather than inside the client, so that each
+one can be told as it happens (`on_retry`): a server that is down or slow says
+so within seconds instead of after minutes of silence. What is left after the
+retries becomes a `ModelError` whose kind says whether the server failed
+(`unreachable`, `timeout`, `server`, `malformed`) or the input is to fix
+(`auth`, `unknown_model`, `bad_request`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -28,6 +34,26 @@ from sprout.models.types import (
 OFFICIAL_URL = "https://api.openai.com/v1"
 TOP_LOGPROBS = 5
 """Alternatives asked per token when log-probs are wanted: enough for an entropy estimate."""
+CONNECT_TIMEOUT_S = 10.0
+"""Seconds to open a connection: a server that is not there is known at once, whatever
+`timeout_s` allows a reply."""
+WAIT_NOTICE_S = 60.0
+"""A request still unanswered after this long is told once, so a hung server is noticed."""
+RETRY_AFTER_MAX_S = 60.0
+"""The longest Retry-After honoured; a longer one is waited as the usual backoff."""
+
+
+def tell_on_stderr(message: str) -> None:
+    print(f"sprout: {message}", file=sys.stderr, flush=True)
+
+
+class Retryable(Exception):
+    """A failure worth asking again: no connection, a timeout, 408/409/429 or a 5xx."""
+
+    def __init__(self, kind: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retry_after = retry_after
 
 
 class OpenAIModel:
@@ -40,6 +66,7 @@ class OpenAIModel:
         base_url: str | None = None,
         api_key: str | None = None,
         options: ModelConfig | None = None,
+        on_retry: Callable[[str], None] = tell_on_stderr,
     ) -> None:
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         api_key = api_key or os.environ.get("OPENAI_API_KEY")
@@ -55,11 +82,13 @@ class OpenAIModel:
         self.model = model
         self.base_url = base_url or OFFICIAL_URL
         self.options = options or ModelConfig()
+        self.on_retry = on_retry
+        timeout = self.options.timeout_s
         self.client = openai.OpenAI(
             base_url=self.base_url,
             api_key=api_key or "EMPTY",  # local servers take any key
-            timeout=self.options.timeout_s,
-            max_retries=self.options.max_retries,
+            timeout=openai.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout)),
+            max_retries=0,  # retried in `complete`, where each retry is told
         )
 
     def complete(
@@ -85,9 +114,47 @@ class OpenAIModel:
             request.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         if tools:
             request["tools"] = tools
-        started = time.monotonic()
+        retries = self.options.max_retries
+        for number in range(retries + 1):
+            started = time.monotonic()
+            try:
+                response = self._create(request)
+            except Retryable as error:
+                if number == retries:
+                    raise ModelError(
+                        error.kind, f"{error} (after {retries} retries, [model] max_retries)"
+                    ) from None
+                delay = backoff(number, error.retry_after)
+                self.on_retry(f"{error}; retry {number + 1} of {retries} in {delay:.1f} s")
+                time.sleep(delay)
+                continue
+            return _to_completion(self.base_url, response, time.monotonic() - started)
+        raise AssertionError("unreachable: the last try returns or raises")
+
+    def _create(self, request: dict[str, Any]) -> Any:
+        """One request; `Retryable` for what may pass on a retry, `ModelError` for the rest."""
+        timeout = self.options.timeout_s
+        waiting = threading.Timer(
+            WAIT_NOTICE_S,
+            self.on_retry,
+            [f"{self.base_url}: no reply yet after {WAIT_NOTICE_S:g} s; waiting up to "
+             f"{timeout:g} s ([model] timeout_s)"],
+        )  # fmt: skip
+        waiting.daemon = True
+        if timeout > WAIT_NOTICE_S:
+            waiting.start()
         try:
-            response = self.client.chat.completions.create(**request)
+            return self.client.chat.completions.create(**request)
+        except openai.APITimeoutError:
+            raise Retryable(
+                "timeout",
+                f"{self.base_url}: no reply within {self.options.timeout_s:g} s "
+                "([model] timeout_s)",
+            ) from None
+        except openai.APIConnectionError as error:
+            raise Retryable(
+                "unreachable", f"{self.base_url}: cannot reach the server ({error})"
+            ) from None
         except openai.AuthenticationError as error:
             raise ModelError(
                 "auth", f"{self.base_url}: the API key was refused ({error})"
@@ -98,19 +165,52 @@ class OpenAIModel:
             ) from None
         except openai.BadRequestError as error:
             raise ModelError("bad_request", f"{self.base_url}: request refused: {error}") from None
-        except openai.APIConnectionError as error:
-            raise ModelError(
-                "unreachable", f"{self.base_url}: cannot reach the server ({error})"
-            ) from None
         except openai.APIStatusError as error:
+            status = error.status_code
+            message = f"{self.base_url}: HTTP {status}: {_short(str(error))}"
+            if status in (408, 409, 429) or status >= 500:
+                raise Retryable("server", message, _retry_after(error.response)) from None
+            raise ModelError("server", message) from None
+        except (openai.APIResponseValidationError, ValueError) as error:
+            # a body that is not JSON (an HTML error page of a proxy, say) or not a completion
             raise ModelError(
-                "server", f"{self.base_url}: HTTP {error.status_code} after retries: {error}"
+                "malformed",
+                f"{self.base_url}: the reply is not a chat completion ({_short(str(error))})",
             ) from None
-        latency = time.monotonic() - started
-        return _to_completion(self.base_url, response, latency)
+        finally:
+            waiting.cancel()
+
+
+def backoff(number: int, retry_after: float | None) -> float:
+    """Seconds before retry `number + 1`: the server's Retry-After when it gives a sane one,
+    else 0.5, 1, 2, 4, 8, 8, ... (deterministic: runs are compared by their timings too)."""
+    if retry_after is not None and 0 <= retry_after <= RETRY_AFTER_MAX_S:
+        return retry_after
+    return min(0.5 * 2**number, 8.0)
+
+
+def _retry_after(response: Any) -> float | None:
+    """The server's Retry-After in seconds (`retry-after-ms` too, as OpenAI sends it)."""
+    headers = getattr(response, "headers", None) or {}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            return float(headers.get(name, "")) * scale
+        except ValueError:
+            continue
+    return None
+
+
+def _short(text: str, limit: int = 300) -> str:
+    """One line of at most `limit` characters: server error bodies can be whole pages."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def _to_completion(base_url: str, response: Any, latency: float) -> Completion:
+    if isinstance(response, str | bytes):  # the client hands back a body that is not JSON
+        raise ModelError(
+            "malformed", f"{base_url}: the reply is not a chat completion: {_short(str(response))}"
+        )
     choices = getattr(response, "choices", None)
     if not choices:
         raise ModelError("malformed", f"{base_url}: the reply has no choices")
@@ -136,23 +236,22 @@ def _to_completion(base_url: str, response: Any, latency: float) -> Completion:
     )
 
 
+def _to_tool_call(call: Any) -> ToolCall:
+    name = call.function.name
+    try:
+        arguments = json.loads(call.function.arguments or "{}")
+    except json.JSONDecodeError as error:
+        return ToolCall(call.id, name, {}, f"its arguments are not valid JSON ({error})")
+    if not isinstance(arguments, dict):
+        return ToolCall(call.id, name, {}, "its arguments are not a JSON object")
+    return ToolCall(call.id, name, arguments)
+
+
 def _to_choice(base_url: str, choice: Any) -> Choice:
     message = choice.message
     calls = []
     for call in message.tool_calls or ():
-        try:
-            arguments = json.loads(call.function.arguments or "{}")
-        except json.JSONDecodeError as error:
-            raise ModelError(
-                "malformed",
-                f"{base_url}: tool call {call.function.name!r} has invalid JSON arguments "
-                f"({error})",
-            ) from None
-        if not isinstance(arguments, dict):
-            raise ModelError(
-                "malformed", f"{base_url}: tool call {call.function.name!r} arguments not an object"
-            )
-        calls.append(ToolCall(call.id, call.function.name, arguments))
+        calls.append(_to_tool_call(call))
     tokens = None
     if choice.logprobs is not None and choice.logprobs.content is not None:
         tokens = tuple(

@@ -44,6 +44,9 @@ class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any]
+    problem: str | None = None
+    """Why the arguments the model wrote could not be read (not JSON, not an object):
+    the model's mistake, told to it as a format error, never a fault of the server."""
 
 
 @dataclass(frozen=True)

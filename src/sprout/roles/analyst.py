@@ -8,6 +8,7 @@ store and to the reviewer only: it never enters the actor's context.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -55,6 +56,7 @@ class Analyst:
         call_format: str = "bash_blocks",
         max_retries: int = 2,
         template: str | None = None,
+        on_fallback: Callable[[str], None] | None = None,
     ) -> None:
         if max_retries < 0:
             raise RoleError(f"max_retries: expected 0 or more, got {max_retries}")
@@ -64,6 +66,8 @@ class Analyst:
         self.call_format = call_format
         self.max_retries = max_retries
         self.template = template
+        self.on_fallback = on_fallback
+        """Told why whenever the heuristic answers for a model that could not."""
 
     def analyse(self, task: Task, attempt: Attempt) -> Analysis:
         """The analysis of `attempt` (finished, its diagnostics stored), stored before it is
@@ -82,7 +86,14 @@ class Analyst:
             read=lambda text: _read(text, attempt.id, last),
             heuristic=lambda reason: heuristic_analysis(attempt, files, task.workdir, reason),
             as_reply=_as_reply,
-            recorder=Recorder(self.tree.store, "analyst", task.id, attempt.id, attempt.method),
+            recorder=Recorder(
+                self.tree.store,
+                "analyst",
+                task.id,
+                attempt.id,
+                attempt.method,
+                self.on_fallback,
+            ),
             max_retries=self.max_retries,
         )
         self.tree.store.add_analysis(task.id, attempt.id, analysis.to_json())

@@ -1,8 +1,11 @@
 """Asking a role's model for structured output: bounded retries, then the heuristic.
 
 One flow for both roles. A reply that `read` refuses is answered with the exact
-problem and asked again, at most `max_retries` times; a model error or a last
-refusal hands over to the heuristic, with the reason recorded. The oracle models
+problem and asked again, at most `max_retries` times; a last refusal, or a
+request the server refuses as built (HTTP 400: a prompt over the context, say),
+hands over to the heuristic, with the reason recorded and told (`on_fallback`).
+A server that gives no reply at all is a fault, not a refusal: its `ModelError`
+goes up to the schedule, which records the pair as an error. The oracle models
 cannot write analyses, so they go straight to the heuristic, and are charged
 what a real model would have been: estimated tokens of the prompt and of the
 JSON the heuristic produced. Every call is recorded, retries included.
@@ -37,7 +40,7 @@ def is_oracle(model: Model) -> bool:
 
 @dataclass(frozen=True)
 class Recorder:
-    """Records one role's model calls for token accounting."""
+    """Records one role's model calls for token accounting, and tells its fallbacks."""
 
     store: Store
     role: Role
@@ -45,6 +48,8 @@ class Recorder:
     attempt_id: int | None
     method: str
     """The schedule the call serves, so that methods are charged apart."""
+    on_fallback: Callable[[str], None] | None = None
+    """Told why, when the heuristic takes over from a model that could not answer."""
 
     def real(self, completion: Completion) -> None:
         self._add(
@@ -107,6 +112,8 @@ def consult(
     try:
         return _ask(model, messages, read, recorder, max_retries)
     except Refused as refused:
+        if recorder.on_fallback is not None:
+            recorder.on_fallback(str(refused))
         return heuristic(str(refused))
 
 
@@ -122,7 +129,9 @@ def _ask(
         try:
             completion = model.complete(messages)
         except ModelError as error:
-            raise Refused(f"model error on try {number} ({error.kind}): {error}") from None
+            if error.kind != "bad_request":
+                raise
+            raise Refused(f"request refused on try {number}: {error}") from None
         recorder.real(completion)
         try:
             return read(completion.text)

@@ -11,7 +11,7 @@ analysis, and its fallback reads the trace alone (`trace_review`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -75,6 +75,7 @@ class Reviewer:
         max_retries: int = 2,
         template: str | None = None,
         reads_verifier: bool = True,
+        on_fallback: Callable[[str], None] | None = None,
     ) -> None:
         """`layers`, when given, lets the prompt list the files each turn changed;
         `reads_verifier=False` makes it Shepherd's supervisor (see the module docstring)."""
@@ -89,6 +90,8 @@ class Reviewer:
         self.max_calls = max_calls_per_turn
         self.max_retries = max_retries
         self.template = template
+        self.on_fallback = on_fallback
+        """Told why whenever the heuristic answers for a model that could not."""
         self.reads_verifier = reads_verifier
 
     def review(
@@ -132,7 +135,7 @@ class Reviewer:
                 task, parents, analyses, branches, tried, reason
             ),
             as_reply=_as_reply,
-            recorder=Recorder(self.tree.store, "reviewer", task.id, None, method),
+            recorder=Recorder(self.tree.store, "reviewer", task.id, None, method, self.on_fallback),
             max_retries=self.max_retries,
         )
         self.tree.store.add_review(task.id, method, round, review.to_json())

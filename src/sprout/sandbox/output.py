@@ -169,6 +169,8 @@ def run_captured(
     """Run `argv` with stdout and stderr on one pipe, killing it with `kill` at `timeout`.
 
     stdin is /dev/null; `pass_fds` stay open in the child (a command's script).
+    The child leads its own process group (or session, with `new_session`), so
+    a Ctrl-C at the terminal reaches sprout alone, which lets the call finish.
 
     Reading stops at end of file or shortly after the process exits, so a
     background child that keeps the pipe open cannot hang the caller.
@@ -182,6 +184,7 @@ def run_captured(
         env=dict(env),
         cwd=cwd,
         start_new_session=new_session,
+        process_group=None if new_session else 0,
         pass_fds=tuple(pass_fds),
     )
     assert process.stdout is not None

@@ -159,12 +159,17 @@ class Sandbox:
         BadArgument before anything runs.
         """
         self._check_open()
-        if not isinstance(command, str):
-            raise BadArgument("command", f"expected a str, got {type(command).__name__}")
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise BadArgument("timeout", f"expected a positive number of seconds, got {timeout!r}")
-        encode_command(command, self.config.limits.command_bytes)
+        self.check_command(command)
         return self._backend.run(self, command, float(timeout))
+
+    def check_command(self, command: str) -> None:
+        """BadArgument("command") when `run` would refuse `command` (see `run`), so a
+        caller can refuse a turn's commands before running any of them."""
+        if not isinstance(command, str):
+            raise BadArgument("command", f"expected a str, got {type(command).__name__}")
+        encode_command(command, self.config.limits.command_bytes)
 
     def put(self, source: str | os.PathLike[str], destination: str) -> None:
         """Copy a local file or directory to absolute path `destination` inside, between calls.

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from sprout.agent import Actor
 from sprout.sandbox import LayerStore, SandboxError
+from sprout.search.halt import AttemptFault, Halt, Halted
 from sprout.search.methods import Method
 from sprout.search.progress import Progress
 from sprout.task import Task
@@ -39,6 +40,8 @@ class Search:
     """Attempts of one round started at once: with fewer workers than branches, the
     reviewer's first plans run first, and a pass stops the rest before they start."""
     progress: Progress
+    halt: Halt = field(default_factory=Halt)
+    """Shared by the whole run: once set, nothing new starts and attempts stop between turns."""
     _passed: threading.Event = field(default_factory=threading.Event)
 
     def attempts(self) -> list[Attempt]:
@@ -58,11 +61,26 @@ class Search:
         return existing
 
     def play(self, attempts: Sequence[Attempt]) -> list[Attempt]:
-        """Run and verify `attempts` concurrently; with stop-at-pass, a pass ends the others."""
+        """Run and verify `attempts` concurrently; with stop-at-pass, a pass ends the others.
+
+        Raises `Halted` when the run halted with some of them unfinished, and
+        `AttemptFault` when some ended `error`: a schedule goes no further on a
+        round whose outcome is not the model's."""
+        self.halt.check()
         if self.method.stop_at_pass and self.has_passed():
             self._passed.set()
         with ThreadPoolExecutor(max_workers=max(min(len(attempts), self.workers), 1)) as pool:
-            return list(pool.map(self._finish, attempts))
+            played = list(pool.map(self._finish, attempts))
+        if any(a.status == "running" for a in played):
+            raise Halted(self.halt.reason or "halted")
+        faulted = [a for a in played if a.status == "error"]
+        if faulted:
+            first = (faulted[0].end_reason or "").partition("\n")[0]
+            raise AttemptFault(
+                f"{len(faulted)} of {len(played)} attempts ended in error ({faulted[0].fault})",
+                first,
+            )
+        return played
 
     def _should_stop(self) -> bool:
         return self.method.stop_at_pass and self._passed.is_set()
@@ -70,13 +88,24 @@ class Search:
     def _finish(self, attempt: Attempt) -> Attempt:
         if attempt.status == "running":
             with self.slots:
+                if self.halt.is_set():
+                    return attempt
                 if self._should_stop():
                     self.tree.store.finish_attempt(
                         attempt.id, "stopped", "stopped: another attempt passed"
                     )
                 else:
-                    self.actor.run(attempt, should_stop=self._should_stop)
+                    self.actor.run(
+                        attempt, should_stop=self._should_stop, interrupted=self.halt.is_set
+                    )
             attempt = self.tree.attempt(attempt.id)
+            if self.halt.attempt_ended(attempt):
+                self.progress.halting(self.halt.reason or "")
+        if attempt.status == "running":
+            return attempt
+        if attempt.status == "error":  # not the model's failure: nothing to verify
+            self.progress.attempt_done(attempt, len(self.tree.own_turns(attempt)))
+            return attempt
         if attempt.status != "stopped" and attempt.reward is None:
             with self.slots:
                 self._verify(attempt)
@@ -107,7 +136,8 @@ def passed(attempt: Attempt) -> bool:
 
 
 def failed(attempt: Attempt) -> bool:
-    """Finished, verified and not passing: what the analyst reads and branches start from."""
+    """Finished, verified and not passing: what the analyst reads and branches start from.
+    An attempt that ended `error` is never verified, so it is never `failed`."""
     return attempt.status != "running" and attempt.reward is not None and attempt.reward < 1.0
 
 

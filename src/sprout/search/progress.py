@@ -26,6 +26,7 @@ class Progress:
         self.tag = f"{tag} " if tag else ""
         self._started = time.monotonic()
         self._lock = threading.Lock()
+        self._faults_told: set[tuple[str, str]] = set()
 
     def event(self, task_id: str, method: str, text: str) -> None:
         if self.quiet:
@@ -38,9 +39,23 @@ class Progress:
                 flush=True,
             )
 
+    def halting(self, reason: str) -> None:
+        """The run stops starting work: said once, whichever thread noticed."""
+        if not self.quiet:
+            with self._lock:
+                print(f"{self.tag}HALTING: {reason}", file=self.stream, flush=True)
+
     def attempt_done(self, attempt: Attempt, turns: int) -> None:
-        """The outcome of a verified (or stopped) attempt, in one line."""
-        if attempt.status == "stopped":
+        """The outcome of a verified, stopped or faulted attempt, in one line; a fault's
+        reason is given in full the first time the (task, method) meets one."""
+        if attempt.status == "error":
+            key = (attempt.task_id, attempt.method)
+            with self._lock:
+                first = key not in self._faults_told
+                self._faults_told.add(key)
+            reason = (attempt.end_reason or "").partition("\n")[0]
+            outcome = f"ERROR ({attempt.fault}): " + (reason if first else "as above")
+        elif attempt.status == "stopped":
             outcome = "stopped (another attempt passed)"
         elif attempt.reward == 1.0:
             outcome = "PASS"

@@ -29,8 +29,14 @@ def task_result(tree: RolloutTree, task_id: str, method: str) -> dict[str, Any]:
     attempts = [a for a in tree.store.attempts(task_id) if a.method == method and _counted(tree, a)]
     roots = [a.reward for a in attempts if a.kind == "root" and a.reward is not None]
     tokens = tree.tokens(task_id=task_id, method=method)
+    faults: dict[str, int] = {}
+    for attempt in attempts:
+        if attempt.status == "error":
+            faults[attempt.fault or "unknown"] = faults.get(attempt.fault or "unknown", 0) + 1
     return {
         "resolved": any(a.reward == 1.0 for a in attempts),
+        "faults": faults,
+        "role_sources": role_sources(tree, task_id, method),
         "tokens": {
             "spent": tokens.spent,
             "prefix_once": tokens.prefix_once,
@@ -41,6 +47,33 @@ def task_result(tree: RolloutTree, task_id: str, method: str) -> dict[str, Any]:
         "turns_executed": sum(len(tree.own_turns(a)) for a in attempts),
         "turns_reused": sum(a.boundary for a in attempts if a.kind == "branch"),
     }
+
+
+def role_sources(tree: RolloutTree, task_id: str, method: str) -> dict[str, dict[str, int]]:
+    """Who wrote the analyses and reviews of (task, method): `{"analyst": {"model": 3,
+    "heuristic": 1}, ...}`. With a served model, every `heuristic` is a fallback."""
+    mine = {a.id for a in tree.store.attempts(task_id) if a.method == method}
+    counts: dict[str, dict[str, int]] = {}
+    bodies = [
+        ("analyst", body)
+        for attempt_id, body in tree.store.analyses(task_id).items()
+        if attempt_id in mine
+    ]
+    bodies += [("reviewer", body) for body in tree.store.reviews(task_id, method).values()]
+    for role, body in bodies:
+        source = str(body.get("source", "model"))
+        by_source = counts.setdefault(role, {})
+        by_source[source] = by_source.get(source, 0) + 1
+    return counts
+
+
+def _add_counts(total: dict[str, Any], part: dict[str, Any]) -> None:
+    """Add nested counts `part` into `total` in place."""
+    for key, value in part.items():
+        if isinstance(value, dict):
+            _add_counts(total.setdefault(key, {}), value)
+        else:
+            total[key] = total.get(key, 0) + value
 
 
 def results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
@@ -57,14 +90,23 @@ def results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
             if schedule["error"]:
                 row["error"] = schedule["error"]
             rows.append(row)
+            if schedule["status"] == "running":
+                row["incomplete"] = True
             per_task.setdefault(schedule["task_id"], {})[method] = {
                 "resolved": row["resolved"],
                 "tokens": row["tokens"],
                 "attempts": row["attempts"],
                 **({"error": schedule["error"]} if schedule["error"] else {}),
+                **({"incomplete": True} if row.get("incomplete") else {}),
+                **({"faults": row["faults"]} if row["faults"] else {}),
             }
         pass_at_1 = [row["pass_at_1"] for row in rows if row["pass_at_1"] is not None]
         resolved = sum(row["resolved"] for row in rows)
+        faults: dict[str, Any] = {}
+        sources: dict[str, Any] = {}
+        for row in rows:
+            _add_counts(faults, row["faults"])
+            _add_counts(sources, row["role_sources"])
         summary[method] = {
             "tasks": len(rows),
             "resolved": resolved,
@@ -79,10 +121,16 @@ def results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
             "turns_executed": sum(row["turns_executed"] for row in rows),
             "turns_reused": sum(row["turns_reused"] for row in rows),
             "wall_s": round(sum(s["wall_s"] for s in mine), 3),
+            "errors": sum("error" in row for row in rows),
+            "incomplete": sum(bool(row.get("incomplete")) for row in rows),
+            "faults": faults,
+            "role_sources": sources,
         }
     isolation = run.store.get_meta("isolation")
     warnings = run.store.get_meta("task_warnings")
+    settings = run.store.get_meta("settings") or {}
     return {
+        "model": settings.get("model"),
         "methods": summary,
         "tasks": per_task,
         **({"isolation": isolation} if isolation is not None else {}),
@@ -147,4 +195,37 @@ def table(content: dict[str, Any]) -> str:
     )
     if estimated:
         lines.append("~ estimated from text length: the oracle models report no token usage")
+    lines += _notes(content)
     return "\n".join(lines)
+
+
+def _notes(content: dict[str, Any]) -> list[str]:
+    """What the table's figures leave out: pairs that ended in error or are unfinished (they
+    count as not resolved above), and the roles' fallbacks with a served model."""
+    notes = []
+    scripted = str(content.get("model", "")).split(":", 1)[0] in ("oracle", "oracle-noise")
+    for name, m in content["methods"].items():
+        said = []
+        if m.get("errors"):
+            faults = ", ".join(f"{n} {kind}" for kind, n in sorted(m["faults"].items()))
+            said.append(
+                f"{m['errors']} of {m['tasks']} tasks ended in error"
+                + (f" (attempts: {faults})" if faults else "")
+            )
+        if m.get("incomplete"):
+            said.append(f"{m['incomplete']} unfinished")
+        if not scripted:
+            for role, by in sorted(m.get("role_sources", {}).items()):
+                if by.get("heuristic"):
+                    said.append(
+                        f"the {role} fell back to the heuristic {by['heuristic']} of "
+                        f"{sum(by.values())} times"
+                    )
+        if said:
+            notes.append(f"{name}: " + "; ".join(said))
+    if any(m.get("errors") or m.get("incomplete") for m in content["methods"].values()):
+        notes.append(
+            "errors are not failures: such tasks count as not resolved above, results.json "
+            "has each reason, and --resume retries model and sandbox faults"
+        )
+    return notes

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sprout.agent import Actor, ActorConfig
+from sprout.agent.actor import crash_reason
 from sprout.models import Model, ModelError
 from sprout.models.config import ModelConfig
 from sprout.models.oracle import Step
@@ -22,6 +23,7 @@ from sprout.models.resolve import resolve_model
 from sprout.roles import Analyst, Reviewer, RolesConfig
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError
+from sprout.search.halt import AttemptFault, Halt, Halted
 from sprout.search.methods import Method
 from sprout.search.play import Search
 from sprout.search.progress import Progress
@@ -40,6 +42,9 @@ from sprout.tree import TreeError
 from sprout.verify import ResultsError
 
 ORACLES = ("oracle", "oracle-noise")
+RETRIED_FAULTS = ("model", "sandbox")
+"""Faults a resumed pair retries (its attempts continue from their last turn); a crash of
+sprout itself is kept as it was recorded, so a resume never replays it."""
 
 
 class RunSettingsError(ValueError):
@@ -117,9 +122,17 @@ def open_run(path: str, settings: RunSettings, *, resume: bool) -> RunFolder:
 
 
 def run_tasks(
-    tasks: Sequence[Task], run: RunFolder, settings: RunSettings, progress: Progress
+    tasks: Sequence[Task],
+    run: RunFolder,
+    settings: RunSettings,
+    progress: Progress,
+    halt: Halt | None = None,
 ) -> dict[str, Any]:
-    """Run every method on every task; returns (and writes) results.json's content."""
+    """Run every method on every task; returns (and writes) results.json's content.
+
+    With `halt` set (by Ctrl-C, or by the model-fault breaker) nothing new starts,
+    and the pairs in flight stay unfinished for `--resume`; `halt.reason` says why."""
+    halt = halt or Halt()
     check_settings(settings)
     slots = threading.Semaphore(settings.workers)
     shared = None if is_oracle(settings.model) else _model(settings, None)
@@ -146,12 +159,24 @@ def run_tasks(
         return found
 
     def one(task: Task, method: Method) -> None:
+        if halt.is_set():
+            return
         store = run.store
         store.start_schedule(task.id, method.name)
-        progress.event(task.id, method.name, f"start: {method.describe()}")
+        retried = store.reopen_attempts(task.id, method.name, RETRIED_FAULTS)
+        again = f"; {retried} attempts that a fault ended are continued" if retried else ""
+        progress.event(task.id, method.name, f"start: {method.describe()}{again}")
         try:
-            search = _search(task, method, run, settings, shared, slots, progress, base_of(task))
+            search = _search(
+                task, method, run, settings, shared, slots, progress, halt, base_of(task)
+            )
             _schedule(method, search, settings)
+        except Halted:
+            progress.event(task.id, method.name, "interrupted: --resume continues it")
+            return
+        except AttemptFault as error:
+            store.finish_schedule(task.id, method.name, resolved=None, error=str(error))
+            progress.event(task.id, method.name, f"ERROR: {error.count} (reason above)")
         except (
             TaskError,
             SandboxError,
@@ -162,6 +187,10 @@ def run_tasks(
         ) as error:
             store.finish_schedule(task.id, method.name, resolved=None, error=str(error))
             progress.event(task.id, method.name, f"ERROR: {error}")
+        except Exception as error:  # a bug of sprout's ends this pair, not the run
+            reason = crash_reason(error, "schedule")
+            store.finish_schedule(task.id, method.name, resolved=None, error=reason)
+            progress.event(task.id, method.name, f"ERROR: {reason.partition(chr(10))[0]}")
         else:
             resolved = search.has_passed()
             store.finish_schedule(task.id, method.name, resolved=resolved, error=None)
@@ -202,6 +231,7 @@ def _search(
     shared: Model | None,
     slots: threading.Semaphore,
     progress: Progress,
+    halt: Halt,
     base: str,
 ) -> Search:
     """The search of `method` on `task`; oracle models get an instance per pair, so each
@@ -222,6 +252,7 @@ def _search(
         slots=slots,
         workers=settings.workers,
         progress=progress,
+        halt=halt,
     )
 
 
@@ -249,6 +280,7 @@ def _reviewer(search: Search, settings: RunSettings, *, reads_verifier: bool) ->
         max_retries=roles.max_retries,
         template=roles.reviewer_template if reads_verifier else roles.supervisor_template,
         reads_verifier=reads_verifier,
+        on_fallback=_tell_fallback(search, "reviewer" if reads_verifier else "supervisor"),
     )
 
 
@@ -265,5 +297,17 @@ def _roles(search: Search, settings: RunSettings) -> tuple[Analyst, Reviewer]:
         call_format=settings.actor.call_format,
         max_retries=settings.roles.max_retries,
         template=settings.roles.analyst_template,
+        on_fallback=_tell_fallback(search, "analyst"),
     )
     return analyst, _reviewer(search, settings, reads_verifier=True)
+
+
+def _tell_fallback(search: Search, role: str) -> Callable[[str], None]:
+    """A progress line each time `role`'s heuristic answers for a model that could not."""
+
+    def tell(reason: str) -> None:
+        search.progress.event(
+            search.task.id, search.method.name, f"{role} fell back to the heuristic: {reason}"
+        )
+
+    return tell

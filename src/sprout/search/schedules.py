@@ -98,6 +98,7 @@ def _rounds(search: Search, plan: Callable[[int, int], list[BranchPlan]]) -> Non
     method: Method = search.method
     search.play(search.roots())
     for number, size in enumerate(method.rounds, start=1):
+        search.halt.check()
         attempts = search.attempts()
         if method.stop_at_pass and search.has_passed():
             return
