@@ -19,7 +19,7 @@ from sprout.commands.interrupt import INTERRUPTED
 from sprout.images import ImageError
 from sprout.models import ModelError
 from sprout.runfolder import RunFolder, RunFolderError, parse_checkpoint_ref
-from sprout.sandbox import LayerStore, Sandbox, SandboxError
+from sprout.sandbox import LayerStore, Sandbox, SandboxError, UnknownCheckpoint
 from sprout.store import StoreError
 from sprout.task import TaskError
 from sprout.tree import TreeError
@@ -62,25 +62,104 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
+    verb = "would free" if args.dry_run else "freed"
+    dry = " (--dry-run: nothing was freed)" if args.dry_run else ""
     if args.store is None:
         from sprout.images.gc import collect
 
-        if args.keep:
-            raise UsageError("--keep needs a STORE (the machine's cache keeps what runs use)")
+        if args.keep or args.run:
+            raise UsageError(
+                "--keep and --run need a STORE (the machine's cache keeps what runs link)"
+            )
         if not args.keep_days >= 0:
             raise UsageError(f"--keep-days: expected a number of days >= 0, got {args.keep_days}")
-        done = collect(keep_days=args.keep_days, images=args.images)
+        done = collect(keep_days=args.keep_days, images=args.images, dry_run=args.dry_run)
+        if args.list:
+            for name in done.names:
+                print(f"  base layer {name}")
+            for digest in done.images:
+                print(f"  image {digest}")
         print(
-            f"freed {done.bytes_freed / 1e6:.1f} MB: {done.bases} base layers, "
-            f"{len(done.images)} images"
+            f"{verb} {done.bytes_freed / 1e6:.1f} MB: {done.bases} base layers "
+            f"({len(done.layers)} layers), {len(done.images)} images{dry}"
         )
         return 0
-    if not os.path.isfile(os.path.join(args.store, "store.json")):
-        raise UsageError(f"{args.store}: not a layer store (no store.json)")
-    store = LayerStore(args.store)
-    freed = store.gc(keep=args.keep)
-    print(f"freed {freed / 1e6:.1f} MB; {len(store.layers())} layers kept")
+    store_path, databases = _gc_target(args.store)
+    databases += [_run_database(run) for run in args.run]
+    store = LayerStore(store_path)
+    for layer_id in args.keep:
+        try:
+            store.layer(layer_id)
+        except UnknownCheckpoint:
+            raise UsageError(f"--keep {layer_id}: no such checkpoint in {store_path}") from None
+    shared_users = os.path.isdir(os.path.join(store_path, "users"))
+
+    def references() -> set[str]:
+        """Read once the store is locked: what every run folder's database references, and,
+        in a store of the machine's cache, what run folders link."""
+        from sprout.store import referenced_checkpoints
+
+        found: set[str] = set()
+        for database in databases:
+            try:
+                found |= referenced_checkpoints(database)
+            except StoreError as error:
+                raise UsageError(
+                    f"{error}; nothing was freed (gc keeps what it references)"
+                ) from None
+        if shared_users:
+            from sprout.images.bases import linked_by_runs
+
+            found |= linked_by_runs(store)
+        return found
+
+    if shared_users:  # a store of the machine's cache: no base layer is built meanwhile
+        from sprout.images.bases import collecting
+
+        with collecting(store):
+            freed = store.collect(keep=args.keep, references=references, dry_run=args.dry_run)
+    else:
+        freed = store.collect(keep=args.keep, references=references, dry_run=args.dry_run)
+    if freed.missing:
+        shown = ", ".join(freed.missing[:5]) + (", ..." if len(freed.missing) > 5 else "")
+        print(
+            f"sprout gc: warning: {len(freed.missing)} checkpoints that runs reference are "
+            f"not in {store_path} (freed before, or never sealed): {shown}",
+            file=sys.stderr,
+        )
+    if args.list:
+        for layer_id in freed.layers:
+            print(f"  layer {layer_id}")
+        for layer_id in freed.debris:
+            print(f"  debris {layer_id}")
+    runs = f"{len(databases)} run{'s' if len(databases) != 1 else ''}"
+    print(
+        f"{verb} {freed.bytes_freed / 1e6:.1f} MB: {len(freed.layers)} layers no checkpoint "
+        f"needs, {len(freed.debris)} left by dead processes; {freed.kept} layers kept for "
+        f"{runs}, named checkpoints and --keep{dry}"
+    )
     return 0
+
+
+def _gc_target(path: str) -> tuple[str, list[Path]]:
+    """The layer store that `sprout gc PATH` collects (PATH is a store, or a run folder) and
+    the database beside it, whose checkpoints it keeps."""
+    if os.path.isfile(os.path.join(path, "store.json")):
+        beside = Path(path).resolve().parent / "sprout.db"
+        return path, [beside] if beside.exists() else []
+    folder = Path(path)
+    if (folder / "sprout.db").exists() and (folder / "layers" / "store.json").is_file():
+        return str(folder / "layers"), [folder / "sprout.db"]
+    raise UsageError(
+        f"{path}: not a layer store (no store.json) nor a run folder (sprout.db and layers/)"
+    )
+
+
+def _run_database(run: str) -> Path:
+    database = Path(run) / "sprout.db"
+    if not database.exists():
+        raise UsageError(f"--run {run}: not a run folder (no sprout.db)")
+    return database
 
 
 def cmd_shell(args: argparse.Namespace) -> int:
@@ -91,7 +170,15 @@ def cmd_shell(args: argparse.Namespace) -> int:
         attempt = tree.attempt(attempt_id)
         boundary = tree.last_index(attempt) if boundary is None else boundary
         checkpoint = tree.checkpoint(attempt, boundary)
-        with Sandbox.fork(run.layers, checkpoint) as sandbox:
+        try:
+            sandbox = Sandbox.fork(run.layers, checkpoint)
+        except UnknownCheckpoint as error:
+            raise UsageError(
+                f"{args.checkpoint}: its layer {error.checkpoint_id} is gone from "
+                f"{run.layers.path} (freed by a gc, or the store was moved); the turns are "
+                "still in sprout.db, their files are not"
+            ) from None
+        with sandbox:
             print(
                 f"sprout shell: attempt {attempt_id} after turn {boundary} (layer {checkpoint}), "
                 f"in {sandbox.config.workdir}; a throw-away fork: changes go when you exit",
@@ -143,10 +230,21 @@ def build_parser() -> argparse.ArgumentParser:
         description="Without STORE: free the base layers of the machine's cache (SPROUT_CACHE, "
         "default ~/.cache/sprout) that no run folder on this machine links and nobody used for "
         "--keep-days, and with --images the images no remaining base layer stands on. With "
-        "STORE: free every layer of that store that neither a --keep checkpoint nor an open "
-        "sandbox stacks on.",
+        "STORE (a layer store, or a run folder for its layers/): free every layer that no "
+        "checkpoint of the run beside it (its sprout.db), of a --run, a named checkpoint, a "
+        "--keep or an open sandbox stacks on, and what killed processes left. Refuses while "
+        "a process uses the store (a run, a shell, the viewer).",
     )
-    gc.add_argument("store", metavar="STORE", nargs="?", help="a layer store directory")
+    gc.add_argument(
+        "store", metavar="STORE", nargs="?", help="a layer store, or a run folder (its layers/)"
+    )
+    gc.add_argument(
+        "--run",
+        action="append",
+        default=[],
+        metavar="RUNDIR",
+        help="with STORE: also keep every checkpoint the run in RUNDIR references (repeatable)",
+    )
     gc.add_argument(
         "--keep",
         action="append",
@@ -162,6 +260,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep cached base layers used in the last N days (default 7; 0: only in-use)",
     )
     gc.add_argument("--images", action="store_true", help="also remove images nothing uses")
+    gc.add_argument("--dry-run", action="store_true", help="say what would be freed; free nothing")
+    gc.add_argument(
+        "-v", "--list", action="store_true", help="name each layer (or base, image) freed"
+    )
     gc.set_defaults(func=cmd_gc)
 
     shell = commands.add_parser(

@@ -1,13 +1,41 @@
-"""The run folder: `sprout.db`, `results.json`, `report.html` and `layers/`, opened together."""
+"""The run folder: `sprout.db`, `results.json`, `report.html` and `layers/`, opened together.
+
+A process that writes a run (`sprout run`, `train`, `tasks check`) holds `sprout.lock`
+exclusively, so a second writer is refused at once, naming the first; every process
+that opens the folder claims its layer store, so `sprout gc` refuses while one is
+open. A writer sweeps, as it starts, what killed processes left in the store
+(unsealed layers: a killed turn's writes, a verifier's fork with the hidden tests).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sprout.sandbox import LayerStore
+from sprout.sandbox.durable import HeldLock, describe_processes, lock_holders, try_lock
+from sprout.sandbox.layers import Freed
 from sprout.store import Store
 from sprout.tree import RolloutTree
+
+WRITER_LOCK = "sprout.lock"
+"""Held exclusively by the one process writing the run."""
+
+
+@dataclass
+class _Writer:
+    lock: HeldLock
+    users: int = 1
+    """RunFolders of this process writing the folder (a test may open two)."""
+
+
+_writers: dict[str, _Writer] = {}
+"""This process's writer locks, by folder."""
+_writers_lock = threading.Lock()
 
 
 class RunFolderError(ValueError):
@@ -16,11 +44,16 @@ class RunFolderError(ValueError):
 
 @dataclass
 class RunFolder:
-    """One run's files; `open` reads an existing folder, `create` makes a new one."""
+    """One run's files. `create_new` starts a run, `resume` continues one, `create` does
+    either (for `tasks check`), `open` reads one (a shell, the viewer, an export)."""
 
     path: Path
     store: Store
     layers: LayerStore
+    swept: Freed | None = None
+    """What the writer's start swept out of the layer store (debris of killed runs)."""
+    _writer: bool = field(default=False, repr=False)
+    _closed: bool = field(default=False, repr=False)
 
     @property
     def tree(self) -> RolloutTree:
@@ -28,29 +61,157 @@ class RunFolder:
 
     @classmethod
     def create(cls, path: str | Path) -> RunFolder:
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        return cls(path, Store(path / "sprout.db"), LayerStore(path / "layers"))
+        """A run folder to write: a new one, or the run already in it."""
+        return cls._open_for_writing(Path(path))
 
     @classmethod
     def create_new(cls, path: str | Path) -> RunFolder:
         """A new run folder; one that already holds a run is refused, so nothing is mixed."""
-        if (Path(path) / "sprout.db").exists():
-            raise RunFolderError(
-                f"{path}: already holds a run (sprout.db); pass --resume to continue it, "
-                "or choose another --out"
-            )
-        return cls.create(path)
+
+        def refuse_a_run(store: Store) -> None:
+            if store.holds_run():
+                raise RunFolderError(
+                    f"{path}: already holds a run (sprout.db); pass --resume to continue it, "
+                    "or choose another --out"
+                )
+
+        return cls._open_for_writing(Path(path), refuse_a_run)
+
+    @classmethod
+    def resume(cls, path: str | Path) -> RunFolder:
+        """The run in `path`, to continue; a folder with no run in it is refused."""
+        path = Path(path)
+        nothing = f"{path}: nothing to resume"
+        fix = "leave out --resume to start a new run there"
+        if path.exists() and not path.is_dir():
+            raise RunFolderError(f"{path}: a file, not a run folder; choose another --out")
+        if not (path / "sprout.db").exists():
+            raise RunFolderError(f"{nothing} (no sprout.db); {fix}")
+
+        def need_a_run(store: Store) -> None:
+            if not store.holds_run():
+                raise RunFolderError(f"{nothing} (sprout.db holds no run); {fix}")
+
+        return cls._open_for_writing(path, need_a_run)
+
+    @classmethod
+    def _open_for_writing(
+        cls, path: Path, check: Callable[[Store], None] | None = None
+    ) -> RunFolder:
+        _make_folder(path)
+        _take_writer_lock(path)
+        store: Store | None = None
+        try:
+            store = Store(path / "sprout.db")
+            store.check_writable()
+            if check is not None:
+                check(store)
+            layers = LayerStore(path / "layers")
+            layers.claim()
+            run = cls(path, store, layers, _writer=True)
+            run.swept = layers.sweep()
+        except BaseException:
+            if store is not None:
+                store.close()
+            _drop_writer_lock(path)
+            raise
+        note = run.sweep_note()
+        if note is not None:
+            print(f"sprout: {note}", file=sys.stderr)
+        return run
 
     @classmethod
     def open(cls, path: str | Path) -> RunFolder:
+        """An existing run folder, to read (a shell's forks are its only writes)."""
         path = Path(path)
-        if not (path / "sprout.db").is_file() or not (path / "layers").is_dir():
+        if not (path / "sprout.db").exists() or not (path / "layers").is_dir():
             raise RunFolderError(f"{path}: not a run folder (needs sprout.db and layers/)")
-        return cls(path, Store(path / "sprout.db"), LayerStore(path / "layers"))
+        store = Store(path / "sprout.db")
+        try:
+            layers = LayerStore(path / "layers")
+            layers.claim()
+        except BaseException:
+            store.close()
+            raise
+        return cls(path, store, layers)
+
+    def sweep_note(self) -> str | None:
+        """One line saying what the start swept, or None when there was nothing."""
+        swept = self.swept
+        if swept is None or not swept.debris:
+            return None
+        count = len(swept.debris)
+        return (
+            f"swept {count} unsealed layer{'s' if count != 1 else ''} and work folders "
+            f"({swept.bytes_freed / 1e6:.1f} MB) that killed processes left in {self.layers.path}"
+        )
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         self.store.close()
+        self.layers.release()
+        if self._writer:
+            _drop_writer_lock(self.path)
+
+
+def _make_folder(path: Path) -> None:
+    """`path` as a folder for a run: made if missing; a file, or a folder holding other
+    things than a run, is refused (a run is never mixed into them)."""
+    if path.exists() and not path.is_dir():
+        raise RunFolderError(f"{path}: a file, not a run folder; choose another --out")
+    if path.is_dir() and not (path / "sprout.db").exists():
+        others = sorted(name for name in os.listdir(path) if name != WRITER_LOCK)
+        if others:
+            shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+            raise RunFolderError(
+                f"{path}: not a run folder (no sprout.db; it holds {shown}); choose an empty "
+                "or new --out"
+            )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise RunFolderError(
+            f"{path}: cannot make the run folder ({error.strerror}); choose another --out"
+        ) from None
+
+
+def _take_writer_lock(path: Path) -> None:
+    """Hold `path`'s writer lock (again, if this process holds it already)."""
+    key = os.path.realpath(path)
+    lock_path = path / WRITER_LOCK
+    with _writers_lock:
+        held = _writers.get(key)
+        if held is not None:
+            held.users += 1
+            return
+        try:
+            lock = try_lock(lock_path)
+        except OSError as error:
+            raise RunFolderError(
+                f"{path}: cannot be written ({error.strerror}); a run writes its folder, so "
+                "make it writable or choose another --out"
+            ) from None
+        if lock is None:
+            pids = [pid for pid in lock_holders(lock_path) if pid != os.getpid()]
+            raise RunFolderError(
+                f"{path}: in use by {describe_processes(pids)}, which writes this run; wait "
+                "for it to end (or stop it), or choose another --out"
+            )
+        _writers[key] = _Writer(lock)
+
+
+def _drop_writer_lock(path: Path) -> None:
+    key = os.path.realpath(path)
+    with _writers_lock:
+        held = _writers.get(key)
+        if held is None:
+            return
+        held.users -= 1
+        if held.users <= 0:
+            held.lock.release()
+            del _writers[key]
 
 
 def parse_checkpoint_ref(text: str) -> tuple[int, int | None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -18,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from sprout.sandbox.durable import describe_processes, lock_holders
 from sprout.tree import Attempt, CallRecord, ModelCallRecord, Turn
 
 MIGRATIONS: list[str] = [
@@ -126,53 +128,159 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class StoreError(Exception):
-    """The database file cannot be used (newer schema, not a sprout store)."""
+    """The database file cannot be used (newer schema, not a sprout store, a folder, read-only,
+    locked by another process); the message names the file and what would fix it."""
+
+
+WAL_WRITE_LOCK = 120
+"""The byte of the -shm file that SQLite's WAL writer locks: whoever holds it is writing."""
 
 
 class Store:
-    """One run's rollout tree in SQLite, safe to share between threads."""
+    """One run's rollout tree in SQLite, safe to share between threads.
 
-    def __init__(self, path: str | Path) -> None:
+    `readonly` opens an existing store without writing anything (no migration): what GC
+    reads a run's checkpoints with.
+    """
+
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self.version = 0
+        """The schema version of the file (SCHEMA_VERSION once migrated)."""
+        if self.path.is_dir():
+            raise StoreError(
+                f"{self.path}: a folder, not a SQLite file; move it away (or choose another "
+                "run folder)"
+            )
+        if readonly and not self.path.is_file():
+            raise StoreError(f"{self.path}: no such file")
+        try:
+            if readonly:
+                uri = f"{self.path.resolve().as_uri()}?mode=ro"
+                self._db = sqlite3.connect(
+                    uri, uri=True, check_same_thread=False, isolation_level=None
+                )
+            else:
+                self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        except sqlite3.Error as error:
+            raise self._error(error) from None
         self._db.row_factory = sqlite3.Row
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
-        except sqlite3.DatabaseError as error:
+            if readonly:
+                self._check_version()
+            else:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA foreign_keys=ON")
+                self._migrate()
+        except sqlite3.Error as error:
             self._db.close()
-            raise StoreError(f"{self.path}: not a sprout store ({error})") from None
+            raise self._error(error) from None
+        except StoreError:
+            self._db.close()
+            raise
+
+    def _error(self, error: sqlite3.Error) -> StoreError:
+        """`error` as one line that names the file and says what to do."""
+        name = getattr(error, "sqlite_errorname", "")
+        path = self.path
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            return StoreError(f"{path}: {self.locked_by()}")
+        if name.startswith("SQLITE_READONLY") or (
+            name.startswith("SQLITE_CANTOPEN")
+            and path.parent.is_dir()
+            and not os.access(path.parent, os.W_OK)
+        ):
+            where = path if path.exists() and not os.access(path, os.W_OK) else path.parent
+            return StoreError(
+                f"{path}: read-only ({where} cannot be written) and sprout needs to write it "
+                "(every turn, and SQLite's journal beside it); make it writable, or copy the "
+                "run folder somewhere writable"
+            )
+        if name.startswith("SQLITE_CANTOPEN"):
+            return StoreError(f"{path}: cannot be opened ({error})")
+        if name.startswith("SQLITE_FULL"):
+            return StoreError(f"{path}: the disk is full; free space, then --resume")
+        if name.startswith("SQLITE_IOERR"):
+            return StoreError(f"{path}: the disk failed to read or write it ({error})")
+        if name.startswith("SQLITE_NOTADB"):
+            return StoreError(
+                f"{path}: not a sprout store ({error}); move it away or choose another run folder"
+            )
+        return StoreError(f"{path}: not a sprout store ({error})")
+
+    def locked_by(self) -> str:
+        """Why a write waited in vain: the process writing the file, named where /proc says."""
+        writers = lock_holders(f"{self.path}-shm", kind="POSIX", write_at=WAL_WRITE_LOCK)
+        writers = [pid for pid in writers if pid != os.getpid()]
+        return (
+            f"locked: {describe_processes(writers)} is writing it (another sprout using this "
+            "run folder?); wait for it to end or stop it, then run again (nothing saved is lost)"
+        )
+
+    def check_writable(self) -> None:
+        """Raise StoreError now, rather than at the first turn, when this process cannot
+        write the store: read-only, or locked by another writer (after SQLite's 5 s wait)."""
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    version = self._db.execute("PRAGMA user_version").fetchone()[0]
+                    self._db.execute(f"PRAGMA user_version={int(version)}")  # a write, undone
+                finally:
+                    self._db.execute("ROLLBACK")
+            except sqlite3.OperationalError as error:
+                raise self._error(error) from None
+
+    def holds_run(self) -> bool:
+        """Whether anything of a run was saved here (settings, a task, an attempt)."""
+        with self._lock:
+            for table in ("meta", "tasks", "attempts"):
+                if self._db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None:
+                    return True
+        return False
+
+    def _check_version(self) -> None:
+        self.version = version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        tables = self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if version == 0 and tables:
+            raise StoreError(f"{self.path}: not a sprout store (it holds other tables)")
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: schema version {version} is newer than this sprout "
+                f"({SCHEMA_VERSION}); upgrade sprout-rl to read it"
+            )
 
     def _migrate(self) -> None:
         with self._lock:
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            tables = self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-            if version == 0 and tables:
-                raise StoreError(f"{self.path}: not a sprout store (it holds other tables)")
-            if version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path}: schema version {version} is newer than this sprout "
-                    f"({SCHEMA_VERSION}); upgrade sprout-rl to read it"
-                )
-            for number in range(version, SCHEMA_VERSION):
+            self._check_version()
+            for number in range(self.version, SCHEMA_VERSION):
                 with self.transaction():
                     for statement in MIGRATIONS[number].split(";"):
                         if statement.strip():
                             self._db.execute(statement)
                     self._db.execute(f"PRAGMA user_version={number + 1}")
+                self.version = number + 1
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write, committed whole or not at all; a store that cannot be written (locked
+        by another process, read-only, a full disk) raises StoreError naming the file, and
+        what was committed before stays."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                raise self._error(error) from None
             try:
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
+                self._db.execute("COMMIT")
+            except BaseException as error:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                if isinstance(error, sqlite3.OperationalError) and _unwritable(error):
+                    raise self._error(error) from None
                 raise
-            self._db.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
@@ -505,6 +613,26 @@ class Store:
         with self._lock:
             rows = self._db.execute("SELECT id FROM tasks ORDER BY rowid").fetchall()
         return [row["id"] for row in rows]
+
+
+def referenced_checkpoints(path: str | Path) -> set[str]:
+    """The checkpoints the run in database `path` references (`Store.checkpoints`), read
+    without writing the file; StoreError when it cannot be read."""
+    store = Store(path, readonly=True)
+    try:
+        return store.checkpoints() if store.version else set()
+    except sqlite3.Error as error:
+        raise store._error(error) from None
+    finally:
+        store.close()
+
+
+def _unwritable(error: sqlite3.OperationalError) -> bool:
+    """The file, not the statement, is at fault: say so in one line rather than a traceback."""
+    name = getattr(error, "sqlite_errorname", "")
+    return name.startswith(
+        ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR")
+    )
 
 
 def _attempt(row: sqlite3.Row) -> Attempt:

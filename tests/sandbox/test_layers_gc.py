@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from sprout.sandbox import LayerStore, Sandbox, UnknownCheckpoint
+from sprout.sandbox.layers import StoreInUse
 
 
 def build_tree(store: LayerStore) -> dict[str, str]:
@@ -131,3 +137,98 @@ def test_squashing_keeps_every_checkpoint_exact(store, tmp_path):
     for checkpoint, listing in zip(ids, expected, strict=True):
         with Sandbox.fork(squashing, checkpoint) as fork:
             assert fork.run("ls; ls d").output == listing, checkpoint
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def plant_debris(store: LayerStore, pid: int, parent: str | None) -> str:
+    """What a process `pid` killed mid-verify leaves: an unsealed layer holding the hidden
+    tests and the verifier's logs, its scratch and its hold."""
+    layer_id = secrets.token_hex(5)
+    hold = {"pid": pid, "start": "1", "parent": parent}
+    Path(store.path, "h", layer_id).write_text(json.dumps(hold))
+    (Path(store.diff_dir(layer_id)) / "tests").mkdir(parents=True)
+    (Path(store.diff_dir(layer_id)) / "tests" / "test_hidden.py").write_text("x" * 50_000)
+    (Path(store.scratch_dir(layer_id)) / "w").mkdir(parents=True)
+    return layer_id
+
+
+def test_sweep_removes_what_dead_owners_left_and_nothing_of_a_live_one(store):
+    ids = build_tree(store)
+    debris = plant_debris(store, dead_pid(), ids["left"])
+    with Sandbox.fork(store, ids["right"]) as live:
+        live.run("echo unsaved > unsaved")
+        swept = store.sweep()
+        assert swept.debris == [debris] and swept.bytes_freed >= 50_000
+        assert not os.path.lexists(store.diff_dir(debris))
+        assert not os.path.lexists(store.scratch_dir(debris))
+        assert not os.path.lexists(os.path.join(store.path, "h", debris))
+        assert live.run("cat unsaved").output == "unsaved\n", "the live sandbox's layer stays"
+        assert {layer.id for layer in store.layers()} == set(ids.values()), "sealed stay"
+    assert store.sweep().debris == []
+
+
+def test_a_dry_collect_frees_nothing_and_says_what_would_go(store):
+    ids = build_tree(store)
+    debris = plant_debris(store, dead_pid(), None)
+    before = sorted(os.listdir(os.path.join(store.path, "l")))
+    dry = store.collect(keep=[ids["left"]], dry_run=True)
+    assert dry.layers == [ids["right"]] and dry.debris == [debris]
+    assert dry.bytes_freed >= 150_000 and dry.kept == 3
+    assert sorted(os.listdir(os.path.join(store.path, "l"))) == before
+    done = store.collect(keep=[ids["left"]])
+    assert (done.layers, done.debris, done.bytes_freed) == (dry.layers, dry.debris, dry.bytes_freed)
+    assert sorted(os.listdir(os.path.join(store.path, "l"))) == sorted(
+        [ids["base"], ids["first"], ids["left"]]
+    )
+
+
+def test_references_keep_their_stacks_and_missing_ones_are_reported(store):
+    ids = build_tree(store)
+    freed = store.collect(references=lambda: {ids["right"], "0123456789"})
+    assert freed.layers == [ids["left"]] and freed.missing == ["0123456789"]
+    with Sandbox.fork(store, ids["right"]) as fork:
+        assert fork.run("ls").output == "first\nright\n"
+
+
+CLAIM = """
+import sys, time
+from sprout.sandbox import LayerStore
+store = LayerStore(sys.argv[1])
+store.claim()
+print("claimed", flush=True)
+time.sleep(60)
+"""
+
+
+def test_gc_refuses_while_another_process_claims_the_store(store):
+    ids = build_tree(store)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", CLAIM, store.path], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "claimed\n"
+        with pytest.raises(StoreInUse, match=f"process {holder.pid}"):
+            store.gc(keep=[])
+        assert {layer.id for layer in store.layers()} == set(ids.values()), "nothing freed"
+        own = LayerStore(store.path)
+        own.claim()  # claimed here too: the other process's claim still stops GC
+        try:
+            with pytest.raises(StoreInUse):
+                own.gc(keep=[ids["left"]])
+        finally:
+            own.release()
+    finally:
+        holder.kill()
+        holder.wait()
+    mine = LayerStore(store.path)
+    mine.claim()
+    try:
+        assert mine.gc(keep=[ids["left"]]) >= 100_000, "only this process holds it now"
+    finally:
+        mine.release()

@@ -158,7 +158,7 @@ def _train(args: argparse.Namespace) -> int:
     )
     transformers.logging.disable_progress_bar()
     report = check_isolation(args.out, args.isolation, "train")
-    run = RunFolder.create(args.out) if args.resume else RunFolder.create_new(args.out)
+    run = RunFolder.resume(args.out) if args.resume else RunFolder.create_new(args.out)
     try:
         tag = "" if report.holds else "[NO ISOLATION]"
         history = train(loaded.tasks, run, settings, Progress(quiet=args.quiet, tag=tag))

@@ -20,41 +20,55 @@ from sprout.images.cache import ImageCache
 
 @dataclass
 class Collected:
-    """What `collect` removed."""
+    """What `collect` removed (or, dry, would remove)."""
 
     bases: int = 0
     """Named base layers forgotten."""
     bytes_freed: int = 0
     images: list[str] = field(default_factory=list)
     """Digests of the images removed."""
+    names: list[str] = field(default_factory=list)
+    """The base layers forgotten, by name."""
+    layers: list[str] = field(default_factory=list)
+    """The layers freed with them (and debris of dead processes), by id."""
 
 
-def collect(*, keep_days: float = 7.0, images: bool = False) -> Collected:
+def collect(*, keep_days: float = 7.0, images: bool = False, dry_run: bool = False) -> Collected:
     """Free base layers that no run links and nobody used for `keep_days`; with `images`,
-    also every image that no remaining base layer stands on."""
+    also every image that no remaining base layer stands on. `dry_run` only says what
+    would go."""
     done = Collected()
     horizon = time.time() - keep_days * 86400
     standing_on: set[str] = set()
     for store in shared_stores():
         with collecting(store):
             linked = linked_by_runs(store)
-            refs = Path(store.path, "r")
-            for ref in sorted(refs.iterdir()):
+            forget = []
+            for ref in sorted(Path(store.path, "r").iterdir()):
                 if ref.name.endswith(".tmp"):
                     continue
                 layer_id = store.ref(ref.name)
                 in_use = layer_id is not None and layer_id in linked
                 if not in_use and ref.stat().st_mtime < horizon:
-                    ref.unlink()
-                    done.bases += 1
-            done.bytes_freed += store.gc(keep=linked)
-            standing_on.update(os.path.realpath(layer.config.image) for layer in store.layers())
+                    forget.append(ref.name)
+            freed = store.collect(references=linked.copy, forget=forget, dry_run=dry_run)
+            done.bases += len(forget)
+            done.names += forget
+            done.layers += [*freed.layers, *freed.debris]
+            done.bytes_freed += freed.bytes_freed
+            gone = set(freed.layers)
+            standing_on.update(
+                os.path.realpath(layer.config.image)
+                for layer in store.layers()
+                if layer.id not in gone
+            )
     if images:
         cache = ImageCache()
         for image in cache.images():
             if os.path.realpath(image.rootfs) in standing_on:
                 continue
-            cache.remove_image(image.digest)
+            if not dry_run:
+                cache.remove_image(image.digest)
             done.images.append(image.digest)
             done.bytes_freed += image.size
     return done

@@ -1,8 +1,10 @@
-"""Writing files so that they survive a crash, and measuring what deleting them frees."""
+"""Writing files so that they survive a crash, measuring what deleting them frees, and the
+file locks that keep processes apart (and name the holder when one is in the way)."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import stat
@@ -72,3 +74,110 @@ def bytes_freed_by_removing(roots: list[str]) -> int:
     return sum(
         size for ino, (nlink, size, is_dir) in inodes.items() if is_dir or links_seen[ino] >= nlink
     )
+
+
+class HeldLock:
+    """An flock taken by `try_lock` or `hold_lock`: held until `release()` or the process ends
+    (a killed process drops it, so no lock outlives its holder)."""
+
+    def __init__(self, path: str, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _open_lock_file(path: str) -> int:
+    """A descriptor to flock `path` with, created if missing; read-only where the folder is
+    (flock needs no write access)."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except PermissionError:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as error:
+        if error.errno != errno.EROFS:
+            raise
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+
+
+def try_lock(path: str | os.PathLike[str], *, shared: bool = False) -> HeldLock | None:
+    """Take the flock on `path` without waiting; None when another open of it holds a lock
+    that conflicts (another process's, or another open in this one)."""
+    fd = _open_lock_file(os.fspath(path))
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return HeldLock(os.fspath(path), fd)
+
+
+def hold_lock(path: str | os.PathLike[str], *, shared: bool = False) -> HeldLock:
+    """Take the flock on `path`, waiting for conflicting holders to let go."""
+    fd = _open_lock_file(os.fspath(path))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return HeldLock(os.fspath(path), fd)
+
+
+def lock_holders(
+    path: str | os.PathLike[str], *, kind: str = "FLOCK", write_at: int | None = None
+) -> list[int]:
+    """The pids holding a lock of `kind` (FLOCK, or POSIX: SQLite's) on file `path`, read
+    from /proc/locks; with `write_at`, only write locks covering that byte. Empty when
+    /proc/locks cannot tell (no file, another kernel), so use it to name holders, not to
+    decide whether there are any."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks", encoding="ascii") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return []
+    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    found: set[int] = set()
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 8 or fields[1] == "->" or fields[1] != kind or fields[5] != device:
+            continue  # "->" marks a process waiting for the lock, not holding it
+        if write_at is not None:
+            end = fields[7]
+            if fields[3] != "WRITE" or int(fields[6]) > write_at:
+                continue
+            if end != "EOF" and int(end) < write_at:
+                continue
+        with contextlib.suppress(ValueError):
+            found.add(int(fields[4]))
+    return sorted(found)
+
+
+def describe_processes(pids: list[int]) -> str:
+    """'sprout process 1234 (sprout run tasks --out r)' for each pid: what a message names
+    when another process holds something this one needs."""
+    if not pids:
+        return "another process"
+    named = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                words = handle.read().decode(errors="replace").split("\0")
+        except OSError:
+            words = []
+        words = [w for w in words if w]
+        for start, word in enumerate(words):  # `python -m sprout.cli run` or `.../sprout run`
+            if word == "sprout.cli" or os.path.basename(word) == "sprout":
+                words = ["sprout", *words[start + 1 :]]
+                break
+        command = " ".join(" ".join(words).split())  # one line, whatever the arguments hold
+        command = command if len(command) <= 60 else command[:57] + "..."
+        kind = "sprout process" if command.startswith("sprout") else "process"
+        named.append(f"{kind} {pid}" + (f" ({command})" if command else ""))
+    return ", ".join(named)

@@ -10,14 +10,18 @@ the whole lower-layer list in one mount option of at most one page):
     w/ID/             scratch for an unsealed layer (overlay workdir, mountpoint)
     h/ID              a hold: an open sandbox writing unsealed layer ID
     r/NAME            a named checkpoint (e.g. a task's cached base layer), kept by GC
+    lock              flocked shared by every process that claims the store (a run folder's
+                      users), exclusively by GC: GC refuses while a claim is held
     v/DIGEST/         the mask that decides what the `host` image shows (sprout.sandbox.hostview)
     s/ID/u, s/ID/w    where layers can be capped (btrfs with quotas): a subvolume per layer
                       holding its files and its overlay workdir; l/ID links to s/ID/u
                       (l/ID may also link to a layer of another store: see `adopt`)
 
 A checkpoint id is a layer id. Sealing writes the metadata last, atomically,
-so a process killed mid-turn leaves at worst an unsealed directory that GC
-removes, never a half-written checkpoint.
+so a process killed mid-turn leaves at worst an unsealed directory (and its
+scratch) that `sweep` or GC removes, never a half-written checkpoint. Each
+unsealed layer has a hold naming its owner (pid and start time): debris is
+what a dead owner left, and nothing of a live process is ever swept.
 """
 
 from __future__ import annotations
@@ -29,12 +33,21 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from typing import Literal, cast
 
-from sprout.sandbox.durable import bytes_freed_by_removing, flush_tree, write_atomically
-from sprout.sandbox.errors import BadArgument, StoreModeMismatch, UnknownCheckpoint
+from sprout.sandbox.durable import (
+    HeldLock,
+    bytes_freed_by_removing,
+    describe_processes,
+    flush_tree,
+    hold_lock,
+    lock_holders,
+    try_lock,
+    write_atomically,
+)
+from sprout.sandbox.errors import BadArgument, SandboxError, StoreModeMismatch, UnknownCheckpoint
 from sprout.sandbox.hostview import mask_layer
 from sprout.sandbox.idmap import IdRange, check_unclaimed, configured_range, give_to
 from sprout.sandbox.layerfmt import (
@@ -104,6 +117,36 @@ class Layer:
         )
 
 
+class StoreInUse(SandboxError):
+    """GC asked of a store that another process has claimed (a run, a shell, a viewer)."""
+
+    def __init__(self, store: str, pids: list[int]) -> None:
+        super().__init__(
+            f"{store}: in use by {describe_processes(pids)}; GC could free layers it is "
+            "creating, so nothing was freed: run gc again when it has ended"
+        )
+        self.pids = pids
+
+
+@dataclass
+class Freed:
+    """What `collect` or `sweep` removed (or, with `dry_run`, would remove)."""
+
+    layers: list[str] = field(default_factory=list)
+    """Sealed layers that no kept checkpoint stacks on."""
+    debris: list[str] = field(default_factory=list)
+    """Unsealed layers and scratch folders that processes which died left behind (the
+    verifier's fork among them: hidden tests and their logs)."""
+    bytes_freed: int = 0
+    kept: int = 0
+    """Sealed layers left."""
+    missing: list[str] = field(default_factory=list)
+    """Checkpoints the references named that the store no longer holds."""
+
+    def __bool__(self) -> bool:
+        return bool(self.layers or self.debris)
+
+
 def current_user_mode() -> StoreMode:
     """The overlay mode this process can use: root mounts directly, others need a user namespace."""
     return "root" if os.geteuid() == 0 else "rootless"
@@ -147,6 +190,7 @@ class LayerStore:
         self.max_stack = max_stack
         self.hidden = (self.path, os.path.dirname(self.path), *(os.fspath(p) for p in hide))
         self._cache: dict[str, Layer] = {}
+        self._claim: HeldLock | None = None
         self._mask: str | None = None
         self._mask_lock = threading.Lock()
         for sub in ("l", "m", "w", "h", "r"):
@@ -515,43 +559,226 @@ class LayerStore:
             key=lambda item: (item.created, item.id),
         )
 
+    def claim(self) -> None:
+        """Hold the store for this process until `release()` (or its end): GC in another
+        process refuses while any claim is held, and a claim waits for a GC under way."""
+        if self._claim is None:
+            with contextlib.suppress(OSError):  # a read-only store: no GC can run there either
+                self._claim = hold_lock(os.path.join(self.path, "lock"), shared=True)
+
+    def release(self) -> None:
+        """Let go of `claim()`."""
+        if self._claim is not None:
+            self._claim.release()
+            self._claim = None
+
+    @contextlib.contextmanager
+    def _collecting(self) -> Iterator[None]:
+        """Held while GC runs: no other process has the store claimed, none can claim it."""
+        path = os.path.join(self.path, "lock")
+        try:
+            held = try_lock(path)
+        except OSError as error:
+            raise SandboxError(f"{self.path}: cannot lock it for GC ({error.strerror})") from None
+        if held is None:
+            holders = lock_holders(path)
+            others = [pid for pid in holders if pid != os.getpid()]
+            if others or os.getpid() not in holders:
+                raise StoreInUse(self.path, others)
+            # Only this process's own claims: its caller chose this moment to collect.
+            yield
+            return
+        try:
+            yield
+        finally:
+            held.release()
+
     def gc(self, keep: Iterable[str] = ()) -> int:
         """Free every layer that neither `keep` nor an open sandbox stacks on; return bytes freed.
 
         Layers under a kept id (its ancestors and their squashed copies) are
         kept too, so every kept checkpoint can still be forked and diffed.
         """
+        return self.collect(keep).bytes_freed
+
+    def collect(
+        self,
+        keep: Iterable[str] = (),
+        *,
+        references: Callable[[], Iterable[str]] | None = None,
+        forget: Iterable[str] = (),
+        dry_run: bool = False,
+    ) -> Freed:
+        """GC: free every sealed layer that no kept checkpoint stacks on, and the debris of
+        dead processes (see `sweep`); with `dry_run`, only say what would go.
+
+        Kept are `keep` (each must exist), the checkpoints `references()` names (read
+        once no other process can write: a run's database; those already gone are
+        reported in `missing`), the named checkpoints (`r/`, but not the names in
+        `forget`, which go), and what open sandboxes stack on. Refuses with StoreInUse
+        while another process has the store claimed.
+        """
+        with self._collecting():
+            roots = [self.layer(i).id for i in keep]
+            missing: list[str] = []
+            for layer_id in sorted(set(references()) if references is not None else ()):
+                (roots if self._is_sealed(layer_id) else missing).append(layer_id)
+            forgotten = {_ref_name(name) for name in forget}
+            for name in os.listdir(os.path.join(self.path, "r")):
+                if name.endswith(".tmp") or name in forgotten:
+                    continue
+                ref = self.ref(name)
+                if ref is not None:
+                    roots.append(ref)
+            sealed = set(self._sealed_ids())
+            entries = self._entries()  # listed before the holds: see `_debris`
+            live, dead = self._live_holds()
+            roots += [parent for parent in live.values() if parent is not None]
+            roots += [layer_id for layer_id in live if layer_id in sealed]  # sealing now
+            reachable = self._reachable(roots, missing)
+            doomed = sealed - reachable
+            freed = Freed(
+                layers=sorted(doomed),
+                debris=[i for i in self._debris(sealed, entries, live) if i not in doomed],
+                kept=len(sealed) - len(doomed),
+                missing=missing,
+            )
+            freed.bytes_freed = bytes_freed_by_removing(
+                self._disk_paths(freed.layers) + self._disk_paths(freed.debris, sealed=sealed)
+            )
+            if not dry_run:
+                for name in forgotten:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(os.path.join(self.path, "r", name))
+                for layer_id in freed.layers:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(os.path.join(self.path, "m", f"{layer_id}.json"))
+                    self._cache.pop(layer_id, None)
+                    self._remove_files(layer_id)
+                    remove_tree(self.scratch_dir(layer_id))
+                self._remove_debris(freed.debris, dead)
+        return freed
+
+    def sweep(self, *, dry_run: bool = False) -> Freed:
+        """Remove what processes that died left in the store: unsealed layers (a killed
+        turn's writes, a killed verifier's fork with the hidden tests and its logs), their
+        scratch folders and holds. A layer whose owner still runs is never touched, so this
+        is safe beside live users of the store; a run calls it when it starts or resumes."""
+        sealed = set(self._sealed_ids())
+        entries = self._entries()
         live, dead = self._live_holds()
-        roots = [self.layer(i).id for i in keep]
-        roots += [
-            ref
-            for name in os.listdir(os.path.join(self.path, "r"))
-            if not name.endswith(".tmp") and (ref := self.ref(name)) is not None
-        ]
-        roots += [parent for parent in live.values() if parent is not None]
+        freed = Freed(debris=self._debris(sealed, entries, live), kept=len(sealed))
+        freed.bytes_freed = bytes_freed_by_removing(self._disk_paths(freed.debris, sealed=sealed))
+        if not dry_run:
+            self._remove_debris(freed.debris, dead)
+        return freed
+
+    def _is_sealed(self, layer_id: str) -> bool:
+        try:
+            self.layer(layer_id)
+        except UnknownCheckpoint:
+            return False
+        return True
+
+    def _reachable(self, roots: list[str], missing: list[str]) -> set[str]:
+        """Every layer the checkpoints `roots` stack on, with squashed copies; a parent whose
+        metadata is gone ends its chain (and is added to `missing`)."""
         reachable: set[str] = set()
         for root in roots:
-            for layer_id in self.ancestry(root):
-                if layer_id in reachable:
+            current: str | None = root
+            while current is not None and current not in reachable:
+                try:
+                    found = self.layer(current)
+                except UnknownCheckpoint:
+                    missing.append(current)
                     break
-                reachable.add(layer_id)
-                flat = self.layer(layer_id).flat
-                if flat is not None:
-                    reachable.add(flat)
-        doomed = [i for i in self._sealed_ids() if i not in reachable]
-        unsealed = set(os.listdir(os.path.join(self.path, "l"))) - set(self._sealed_ids())
-        doomed += [i for i in unsealed if i not in live]
-        freed = bytes_freed_by_removing([self.diff_dir(i) for i in doomed])
-        for layer_id in doomed:
-            meta = os.path.join(self.path, "m", f"{layer_id}.json")
-            if os.path.exists(meta):
-                os.unlink(meta)
-            self._cache.pop(layer_id, None)
-            self._remove_files(layer_id)
-            remove_tree(self.scratch_dir(layer_id))
-        for layer_id in dead:
-            self.discard(layer_id)
-        return freed
+                reachable.add(current)
+                if found.flat is not None:
+                    reachable.add(found.flat)
+                current = found.parent
+        return reachable
+
+    def _entries(self) -> set[str]:
+        """Ids with files, scratch or a subvolume in the store (unsealed ones among them)."""
+        found: set[str] = set()
+        for sub in ("l", "w", "s"):
+            with contextlib.suppress(FileNotFoundError):
+                found.update(os.listdir(os.path.join(self.path, sub)))
+        return {name for name in found if not name.endswith(".tmp")}
+
+    def _debris(
+        self, sealed: set[str], entries: set[str], live: dict[str, str | None]
+    ) -> list[str]:
+        """Ids whose unsealed files or scratch no live process owns.
+
+        `entries` must be listed before the holds are read: a live process writes an
+        unsealed layer's hold before its files, so any id listed there has its hold seen.
+        A sealed layer's scratch is debris too (a process killed between sealing and
+        cleaning up; the copy backend keeps a whole tree there); its files are GC's to
+        judge, not the sweep's.
+        """
+        return sorted(
+            layer_id
+            for layer_id in entries
+            if layer_id not in live
+            and (layer_id not in sealed or os.path.lexists(self.scratch_dir(layer_id)))
+        )
+
+    def _remove_debris(self, debris: list[str], dead: list[str]) -> None:
+        """Remove what `_debris` found, sealed files excepted (checked again here: a layer
+        sealed since it was listed has its metadata by now, as sealing precedes dropping
+        the hold), and the holds of dead processes."""
+        for layer_id in debris:
+            with contextlib.suppress(FileNotFoundError):
+                if not os.path.exists(os.path.join(self.path, "m", f"{layer_id}.json")):
+                    self._remove_files(layer_id)
+                    remove_tree(os.path.join(self.path, "s", layer_id))
+                remove_tree(self.scratch_dir(layer_id))
+        for layer_id in [*debris, *dead]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(self.path, "h", layer_id))
+        self._remove_stale_temporaries()
+
+    def _remove_stale_temporaries(self) -> None:
+        """Half-written metadata, holds and names (`write_atomically`'s NAME.PID-TID.tmp)
+        of dead processes."""
+        for sub in ("h", "m", "r"):
+            folder = os.path.join(self.path, sub)
+            for name in os.listdir(folder):
+                if not name.endswith(".tmp"):
+                    continue
+                owner = name.rsplit(".", 2)[-2].split("-")[0]
+                if owner.isdigit() and not _alive(int(owner)):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(os.path.join(folder, name))
+
+    def _disk_paths(self, layer_ids: list[str], *, sealed: set[str] | None = None) -> list[str]:
+        """What holds the bytes of `layer_ids` here: their files (or subvolumes) and scratch,
+        only the scratch of those in `sealed`; a layer linked from another store (`adopt`)
+        is that store's to count."""
+        paths = []
+        for layer_id in layer_ids:
+            files = self.diff_dir(layer_id)
+            subvolume = os.path.join(self.path, "s", layer_id)
+            if sealed is not None and layer_id in sealed:
+                pass
+            elif os.path.isdir(subvolume):
+                paths.append(subvolume)
+            elif os.path.isdir(files) and not os.path.islink(files):
+                paths.append(files)
+            if os.path.isdir(self.scratch_dir(layer_id)):
+                paths.append(self.scratch_dir(layer_id))
+        return paths
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _ref_name(name: str) -> str:

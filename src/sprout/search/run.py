@@ -106,7 +106,7 @@ def check_settings(settings: RunSettings) -> None:
 
 def open_run(path: str, settings: RunSettings, *, resume: bool) -> RunFolder:
     """The run folder: new, or (with `resume`) the same run with the same settings."""
-    run = RunFolder.create(path) if resume else RunFolder.create_new(path)
+    run = RunFolder.resume(path) if resume else RunFolder.create_new(path)
     stored = run.store.get_meta("settings")
     wanted = settings.to_json()
     if stored is None:

@@ -1,0 +1,163 @@
+"""`sprout gc` beside real runs: it keeps every checkpoint a run references, frees the
+rest, says what (and with --dry-run frees nothing), refuses while the run is live, and a
+killed run's debris (a verifier's fork with the hidden tests) goes at its next start."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sprout.cli import main
+from sprout.runfolder import RunFolder
+from sprout.sandbox import LayerStore, Sandbox
+from tests.conftest import require_host_image
+from tests.search.tasks import TRAPPED, write_task
+
+SPROUT = [sys.executable, "-m", "sprout.cli"]
+
+
+def listing_of_every_checkpoint(run_dir: Path) -> dict[tuple[int, int], str]:
+    """What `ls; cat *` shows at every ATTEMPT:k of the run: forks of each checkpoint."""
+    run = RunFolder.open(run_dir)
+    try:
+        seen = {}
+        for attempt in run.store.attempts():
+            for boundary in range(run.tree.last_index(attempt) + 1):
+                checkpoint = run.tree.checkpoint(attempt, boundary)
+                with Sandbox.fork(run.layers, checkpoint) as fork:
+                    seen[attempt.id, boundary] = fork.run("ls; cat *").output
+        return seen
+    finally:
+        run.close()
+
+
+def unsealed(layers: Path) -> set[str]:
+    if not (layers / "m").is_dir():
+        return set()
+    sealed = {name.removesuffix(".json") for name in os.listdir(layers / "m")}
+    return set(os.listdir(layers / "l")) - sealed
+
+
+@pytest.fixture
+def finished_run(tmp_path: Path) -> Path:
+    """A sprout run with branches: roots and branches, several turns each."""
+    require_host_image()
+    write_task(tmp_path / "tasks")
+    out = tmp_path / "run"
+    argv = ["run", str(tmp_path / "tasks"), "--model", TRAPPED, "--method", "sprout"]
+    assert main([*argv, "--rounds", "2", "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def stray_checkpoint(run_dir: Path) -> str:
+    """A sealed layer no turn references (a sandbox a killed run sealed and never recorded)."""
+    run = RunFolder.open(run_dir)
+    try:
+        base = run.tree.checkpoint(run.store.attempts()[0], 0)
+        with Sandbox.fork(run.layers, base) as fork:
+            fork.run("head -c 200000 /dev/urandom > stray")
+            return fork.checkpoint()
+    finally:
+        run.close()
+
+
+def test_gc_of_a_run_keeps_every_checkpoint_it_references(
+    finished_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = listing_of_every_checkpoint(finished_run)
+    assert len(before) >= 6
+    stray = stray_checkpoint(finished_run)
+    layers = finished_run / "layers"
+    files = sorted(os.listdir(layers / "l"))
+
+    assert main(["gc", str(finished_run), "--dry-run", "-v"]) == 0
+    printed = capsys.readouterr().out
+    assert f"  layer {stray}" in printed and "would free 0.2 MB: 1 layers" in printed
+    assert "nothing was freed" in printed
+    assert sorted(os.listdir(layers / "l")) == files, "a dry run frees nothing"
+
+    assert main(["gc", str(layers)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("freed 0.2 MB: 1 layers") and stray not in printed
+    assert sorted(os.listdir(layers / "l")) == sorted(set(files) - {stray})
+    assert listing_of_every_checkpoint(finished_run) == before
+    shell = subprocess.run(
+        [*SPROUT, "shell", str(finished_run), "1:1"],
+        input="ls\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shell.returncode == 0, shell.stderr
+    assert main(["gc", str(finished_run)]) == 0
+    assert capsys.readouterr().out.startswith("freed 0.0 MB: 0 layers"), "nothing left to free"
+
+
+def test_gc_keeps_the_checkpoints_of_a_run_given_with_run(
+    finished_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = listing_of_every_checkpoint(finished_run)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (finished_run / "sprout.db").rename(elsewhere / "sprout.db")
+    layers = finished_run / "layers"
+    assert main(["gc", str(layers), "--dry-run"]) == 0
+    alone = capsys.readouterr().out
+    assert not alone.startswith("would free 0.0 MB: 0 layers"), "no database: all but names"
+    assert main(["gc", str(layers), "--run", str(elsewhere)]) == 0
+    assert capsys.readouterr().out.startswith("freed 0.0 MB: 0 layers")
+    (elsewhere / "sprout.db").rename(finished_run / "sprout.db")
+    assert listing_of_every_checkpoint(finished_run) == before
+    assert main(["gc", str(layers), "--run", str(tmp_path / "nowhere")]) == 2
+    assert "--run" in capsys.readouterr().err
+
+
+def test_gc_refuses_while_the_run_is_live_and_resume_sweeps_the_killed_verifier(
+    tmp_path: Path,
+) -> None:
+    require_host_image()
+    task = write_task(tmp_path / "tasks")
+    test_sh = task / "tests" / "test.sh"
+    test_sh.write_text(test_sh.read_text().replace("cd /workspace", "sleep 30\ncd /workspace"))
+    out = tmp_path / "run"
+    layers = out / "layers"
+    argv = [*SPROUT, "run", str(tmp_path / "tasks"), "--model", "oracle", "--method", "pass@1"]
+    argv += ["--out", str(out), "--quiet"]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not any((layers / "l" / i / "tests").exists() for i in unsealed(layers)):
+            assert time.monotonic() < deadline, "the verifier never started"
+            time.sleep(0.1)
+        files = sorted(os.listdir(layers / "l"))
+        gc = subprocess.run([*SPROUT, "gc", str(out)], capture_output=True, text=True)
+        assert gc.returncode == 2
+        assert f"in use by sprout process {process.pid} (sprout run" in gc.stderr
+        assert len(gc.stderr.strip().splitlines()) == 1
+        assert sorted(os.listdir(layers / "l")) == files, "nothing freed"
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    verifier = [i for i in unsealed(layers) if (layers / "l" / i / "tests").exists()]
+    assert len(verifier) == 1, "the killed verifier left the hidden tests on disk"
+
+    test_sh.write_text(test_sh.read_text().replace("sleep 30\n", ""))
+    resumed = subprocess.run([*argv, "--resume"], capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "sprout: swept 1 unsealed layer" in resumed.stderr
+    assert not (layers / "l" / verifier[0]).exists()
+    assert unsealed(layers) == set() and os.listdir(layers / "w") == []
+    with sqlite3.connect(out / "sprout.db") as db:
+        assert db.execute("SELECT reward FROM attempts").fetchall() == [(1.0,)]
+    before = listing_of_every_checkpoint(out)
+    gc = subprocess.run([*SPROUT, "gc", str(out)], capture_output=True, text=True)
+    assert gc.returncode == 0, gc.stderr
+    assert listing_of_every_checkpoint(out) == before
+    assert LayerStore(layers).sweep().debris == []
