@@ -179,11 +179,14 @@ def test_a_killed_run_resumes_without_redoing_a_finished_turn(tmp_path: Path) ->
         while time.monotonic() < deadline:
             time.sleep(0.1)
             if db.exists():
-                with sqlite3.connect(db) as connection:
-                    branch_turns = connection.execute(
-                        "SELECT count(*) FROM turns JOIN attempts ON attempts.id = attempt_id "
-                        "WHERE kind = 'branch'"
-                    ).fetchone()[0]
+                try:
+                    with sqlite3.connect(db) as connection:
+                        branch_turns = connection.execute(
+                            "SELECT count(*) FROM turns JOIN attempts "
+                            "ON attempts.id = attempt_id WHERE kind = 'branch'"
+                        ).fetchone()[0]
+                except sqlite3.OperationalError:  # the run has not made its tables yet
+                    continue
                 if branch_turns:
                     break
         else:
