@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import jinja2
+import jinja2.meta
 from pydantic import BaseModel, ValidationError
 
 Settings = TypeVar("Settings", bound=BaseModel)
@@ -31,12 +32,19 @@ def read_table(path: str | Path, table: str, model: type[Settings]) -> Settings:
         raise ValueError(f"{path}: {table}.{field}: {first['msg']}") from None
 
 
-def check_template(source: str | None) -> str | None:
-    """A Jinja source that parses, so a broken template is refused when the settings load,
-    not at the first prompt."""
-    if source is not None:
-        try:
-            jinja2.Environment().parse(source)
-        except jinja2.TemplateSyntaxError as error:
-            raise ValueError(f"line {error.lineno}: {error.message}") from None
+def check_template(source: str | None, variables: frozenset[str]) -> str | None:
+    """A Jinja source that parses and names only `variables`, so a broken template is
+    refused when the settings load, not at the first prompt of a run."""
+    if source is None:
+        return None
+    try:
+        parsed = jinja2.Environment().parse(source)
+    except jinja2.TemplateSyntaxError as error:
+        raise ValueError(f"line {error.lineno}: {error.message}") from None
+    unknown = sorted(jinja2.meta.find_undeclared_variables(parsed) - variables)
+    if unknown:
+        raise ValueError(
+            f"undefined variable {', '.join(unknown)}; the template is given "
+            f"{', '.join(sorted(variables))}"
+        )
     return source

@@ -6,7 +6,7 @@ does not pass fails at once instead of sending the model an empty hole.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -25,11 +25,20 @@ def _environment(folder: Path) -> jinja2.Environment:
 
 
 def render_template(
-    folder: Path, names: Sequence[str], name: str, source: str | None, **context: Any
+    folder: Path,
+    variables: Mapping[str, frozenset[str]],
+    name: str,
+    source: str | None,
+    **context: Any,
 ) -> str:
-    """Render `folder/name.j2`, or `source` (a Jinja template) in its place."""
-    if name not in names:
-        raise ValueError(f"template {name!r}: expected one of {', '.join(names)}")
+    """Render `folder/name.j2`, or `source` (a Jinja template) in its place.
+
+    `variables` declares what each template is given; a user's source is checked
+    against it when the settings load (`sprout.config.check_template`), so the
+    declaration must say exactly what callers pass."""
+    if name not in variables:
+        raise ValueError(f"template {name!r}: expected one of {', '.join(variables)}")
+    assert set(context) == variables[name], f"{name}: given {sorted(context)}"
     environment = _environment(folder)
     template = (
         environment.from_string(source)

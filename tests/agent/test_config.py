@@ -96,6 +96,46 @@ def test_a_template_that_does_not_parse_is_refused_when_loading(tmp_path):
     assert "actor.templates.system" in str(raised.value)
 
 
+@pytest.mark.parametrize(
+    ("table", "load"),
+    [
+        ('[actor.templates]\ninstance = "{{ instructions }} in {{ workdir }}"\n', "actor"),
+        ('[roles]\nreviewer_template = "{{ candidate }}"\n', "roles"),
+    ],
+)
+def test_a_template_naming_a_variable_it_is_not_given_is_refused_when_loading(
+    tmp_path, table, load
+):
+    """An undefined name would only fail at the first prompt of a run, after set-up."""
+    from sprout.roles import RolesConfig
+
+    path = write(tmp_path, table)
+    config = ActorConfig if load == "actor" else RolesConfig
+    with pytest.raises(ValueError) as raised:
+        config.from_file(path)
+    message = str(raised.value)
+    assert str(path) in message and "undefined variable" in message
+    assert "instructions" in message or "candidate" in message
+    assert "\n" not in message
+
+
+def test_the_packaged_templates_name_only_what_they_are_given():
+    """The declared variables are what user templates are checked against: they must
+    cover every packaged template."""
+    import jinja2
+    import jinja2.meta
+
+    from sprout.agent import prompts as actor_prompts
+    from sprout.roles import prompts as role_prompts
+
+    for module in (actor_prompts, role_prompts):
+        environment = jinja2.Environment(loader=jinja2.FileSystemLoader(module.TEMPLATES))
+        for name, given in module.VARIABLES.items():
+            source = (module.TEMPLATES / f"{name}.j2").read_text()
+            names = jinja2.meta.find_undeclared_variables(environment.parse(source))
+            assert names <= given, (name, names - given)
+
+
 def test_unreadable_toml_and_missing_files_name_the_file(tmp_path):
     broken = write(tmp_path, "[actor\nmax_turns = 3\n")
     with pytest.raises(ValueError, match=str(broken)):

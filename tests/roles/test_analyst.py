@@ -85,7 +85,7 @@ def test_always_invalid_falls_back_to_the_heuristic_with_the_reason(
     analysis = analyst(world, server).analyse(task_for(world), attempt)
 
     assert analysis.source == "heuristic"
-    assert analysis.boundaries == (1, 0)  # before the turn that touched util.py, then a restart
+    assert analysis.boundaries == (1, 2, 0)  # before util.py's edit, the later edit, restart
     assert analysis.fallback_reason is not None
     assert analysis.fallback_reason.startswith("3 replies refused (max_retries=2)")
     assert "holds no JSON object" in analysis.fallback_reason

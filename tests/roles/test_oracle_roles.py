@@ -123,8 +123,8 @@ def test_estimates_are_of_the_rendered_prompt_and_the_heuristics_json(world: Wor
     files = turn_files(world.tree, world.layers, root)
     prompt = analyst.prompt(task, root, files, world.tree.last_index(root))
     assert call.prompt_tokens == estimate_tokens(prompt)
-    reply = {"why_failed": analysis.why_failed, "keep": analysis.keep, "boundaries": [0]}
-    assert analysis.boundaries == (0,)
+    reply = {"why_failed": analysis.why_failed, "keep": analysis.keep, "boundaries": [1, 0]}
+    assert analysis.boundaries == (1, 0)
     assert call.completion_tokens == estimate_tokens(json.dumps(reply))
     assert (call.attempt_id, call.estimated, call.latency_s) == (root.id, True, 0.0)
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from sprout.agent.prompts import VARIABLES
 from sprout.config import check_template, read_table
 
 
@@ -24,7 +25,11 @@ class TemplateOverrides(BaseModel):
     format_error: str | None = None
     """The reply to a turn with no call or too many: `problem`."""
 
-    _parses = field_validator("*")(check_template)
+    @field_validator("*")
+    @classmethod
+    def _parses(cls, source: str | None, info: ValidationInfo) -> str | None:
+        assert info.field_name is not None
+        return check_template(source, VARIABLES[info.field_name])
 
 
 class ActorConfig(BaseModel):

@@ -84,7 +84,9 @@ class Analyst:
             self.model,
             prompt,
             read=lambda text: _read(text, attempt.id, last),
-            heuristic=lambda reason: heuristic_analysis(attempt, files, task.workdir, reason),
+            heuristic=lambda reason: heuristic_analysis(
+                attempt, self.tree.path(attempt), files, task.workdir, reason
+            ),
             as_reply=_as_reply,
             recorder=Recorder(
                 self.tree.store,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from sprout.config import check_template, read_table
+from sprout.roles.prompts import VARIABLES
 
 
 class RolesConfig(BaseModel):
@@ -23,9 +24,11 @@ class RolesConfig(BaseModel):
     supervisor_template: str | None = None
     """A Jinja source replacing the packaged prompt of Shepherd's supervisor."""
 
-    _parses = field_validator("analyst_template", "reviewer_template", "supervisor_template")(
-        check_template
-    )
+    @field_validator("analyst_template", "reviewer_template", "supervisor_template")
+    @classmethod
+    def _parses(cls, source: str | None, info: ValidationInfo) -> str | None:
+        assert info.field_name is not None
+        return check_template(source, VARIABLES[info.field_name.removesuffix("_template")])
 
     @classmethod
     def from_file(cls, path: str | Path) -> RolesConfig:

@@ -1,9 +1,11 @@
 """The heuristic analyst and reviewer: what the roles fall back on, and what serves the oracles.
 
 Boundaries: a failing test's traceback names files; the mistake is most likely in
-the first turn that touched one of them, so the branch resumes just before it
-(later touching turns are further candidates). With no such file touched, resume
-before the latest edits of the workdir, latest first; boundary 0 always comes last.
+the first turn that touched one of them, so the branch resumes just before it.
+Further candidates spread over the attempt's progress (`boundary_candidates`):
+the first command that mentions a failing test or a named file, the latest edits,
+the latest failed commands, half-way; boundary 0 always comes last, so a branch
+never restarts from scratch while the attempt offers anything else.
 
 Plans: the branches are spread over the candidates' boundaries, and each starts
 with a turn in the actor's voice that says what the verifier found (the failing
@@ -56,6 +58,29 @@ def traceback_files(diagnostics: Mapping[str, Any] | None, workdir: str) -> list
     return list(found)
 
 
+def failing_tests(diagnostics: Mapping[str, Any] | None) -> list[str]:
+    """The ids of the tests the verifier reports failed or errored, in its order."""
+    return [
+        str(test.get("name", ""))
+        for test in (diagnostics or {}).get("tests", ())
+        if isinstance(test, Mapping) and test.get("outcome") in ("failed", "error")
+    ]
+
+
+def named_words(tests: Sequence[str], files: Sequence[str]) -> list[str]:
+    """What a command that touched the verifier's findings would mention: each failing
+    test's function and file, and each named file's base name."""
+    words: dict[str, None] = {}
+    for test in tests:
+        for part in test.replace("::", " ").replace("/", " ").split():
+            stem = part.split("[", 1)[0]
+            if len(stem) > 3 and stem not in ("tests", "test"):
+                words.setdefault(stem, None)
+    for path in files:
+        words.setdefault(posixpath.basename(path), None)
+    return list(words)
+
+
 @dataclass(frozen=True)
 class Candidate:
     boundary: int
@@ -64,26 +89,51 @@ class Candidate:
 
 
 def boundary_candidates(
-    files_by_turn: Mapping[int, Sequence[str]], traceback: Sequence[str], workdir: str
+    path: Sequence[Turn],
+    files_by_turn: Mapping[int, Sequence[str]],
+    diagnostics: Mapping[str, Any] | None,
+    workdir: str,
 ) -> list[Candidate]:
-    """Candidate boundaries, best first (see the module docstring), at most MAX_BOUNDARIES."""
+    """Candidate boundaries of a failed attempt (its `path` of turns), best first, spread
+    over its progress, at most MAX_BOUNDARIES:
+
+    1. before each turn that changed a file the failing tests' tracebacks name, first first;
+    2. before the first turn whose commands mention a failing test or a named file;
+    3. before the latest edits of the workdir, latest first;
+    4. before the latest commands that failed (non-zero exit, timeout), latest first;
+    5. half-way through the attempt; then 0, the untouched task, always last.
+    """
+    traceback = traceback_files(diagnostics, workdir)
+    words = named_words(failing_tests(diagnostics), traceback)
+    inside = workdir.rstrip("/") + "/"
+    own = [turn for turn in path if turn.index >= 1]
     found: list[Candidate] = []
     for index in sorted(files_by_turn):
-        changed = set(files_by_turn[index])
-        named = [path for path in traceback if touches(changed, path)]
+        named = [p for p in traceback if touches(set(files_by_turn[index]), p)]
         if named:
             found.append(Candidate(index - 1, f"turn {index}, which changed {named[0]}"))
-    if not found:
-        inside = workdir.rstrip("/") + "/"
-        for index in sorted(files_by_turn, reverse=True):
-            edited = [p for p in files_by_turn[index] if p.startswith(inside)]
-            if edited:
-                found.append(Candidate(index - 1, f"turn {index}, which edited {edited[0]}"))
-    found.append(Candidate(0, "the first turn: a fresh start"))
+    for turn in own:
+        said = [w for w in words if any(w in call.command for call in turn.calls)]
+        if said:
+            found.append(Candidate(turn.index - 1, f"turn {turn.index}, which ran {said[0]}"))
+            break
+    for index in sorted(files_by_turn, reverse=True):
+        edited = [p for p in files_by_turn[index] if p.startswith(inside)]
+        if edited:
+            found.append(Candidate(index - 1, f"turn {index}, which edited {edited[0]}"))
+    for turn in reversed(own):
+        failed = [c for c in turn.calls if c.exit_code != 0]
+        if failed:
+            code = "timed out" if failed[0].exit_code is None else f"exited {failed[0].exit_code}"
+            found.append(Candidate(turn.index - 1, f"turn {turn.index}, whose command {code}"))
+    if own:
+        middle = own[len(own) // 2].index - 1
+        found.append(Candidate(middle, f"turn {middle + 1}: half-way through the attempt"))
     unique: dict[int, Candidate] = {}
     for candidate in found:
         unique.setdefault(candidate.boundary, candidate)
-    return list(unique.values())[:MAX_BOUNDARIES]
+    kept = [c for c in unique.values() if c.boundary != 0][: MAX_BOUNDARIES - 1]
+    return [*kept, Candidate(0, "the first turn: a fresh start")]
 
 
 def candidate_boundaries(
@@ -92,20 +142,22 @@ def candidate_boundaries(
     """The heuristic's candidate boundaries for a finished, verified `attempt`, best first:
     for schedules that branch without an analyst (e.g. unguided training children)."""
     attempt = tree.attempt(attempt.id)
-    traceback = traceback_files(attempt.diagnostics, task.workdir)
-    found = boundary_candidates(turn_files(tree, layers, attempt), traceback, task.workdir)
+    files = turn_files(tree, layers, attempt)
+    found = boundary_candidates(tree.path(attempt), files, attempt.diagnostics, task.workdir)
     return tuple(c.boundary for c in found)
 
 
 def heuristic_analysis(
     attempt: Attempt,
+    path: Sequence[Turn],
     files_by_turn: Mapping[int, Sequence[str]],
     workdir: str,
     reason: str,
 ) -> Analysis:
-    """The analysis the heuristic writes for `attempt` (diagnostics stored on it)."""
+    """The analysis the heuristic writes for `attempt` (diagnostics stored on it), whose
+    turns are `path`."""
     traceback = traceback_files(attempt.diagnostics, workdir)
-    found = boundary_candidates(files_by_turn, traceback, workdir)
+    found = boundary_candidates(path, files_by_turn, attempt.diagnostics, workdir)
     summary = str((attempt.diagnostics or {}).get("summary") or "the verifier found no pass")
     changed = {path for paths in files_by_turn.values() for path in paths}
     named = [path for path in traceback if touches(changed, path)]
