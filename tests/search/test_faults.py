@@ -8,8 +8,10 @@ what it was (an error, never a failed test), nothing finished is lost, and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -219,3 +221,48 @@ def test_a_crash_of_sprout_is_recorded_as_such_and_never_replayed(
         assert run(server, tmp_path, "--resume", tasks=2) == 1
         assert server.requests == [], "the crashed turn is not played again"
     assert attempts(tmp_path) == rows
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A 48 MiB tmpfs of the test's own in its temp dir, unmounted by its path afterwards."""
+    require_host_image()
+    folder = tmp_path / "small"
+    folder.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=48m", "sprout-test-small", str(folder)], check=True
+    )
+    try:
+        yield folder
+    finally:  # lazily when a failed test still holds a file open there
+        if subprocess.run(["umount", str(folder)], check=False).returncode:
+            subprocess.run(["umount", "--lazy", str(folder)], check=True)
+
+
+def test_a_sandbox_that_fills_the_disk_keeps_the_turns_before_and_resume_goes_on(
+    tmp_path: Path, small_disk: Path
+) -> None:
+    write_task(tmp_path / "tasks")
+    args = ["run", str(tmp_path / "tasks"), "--model", "openai/m", "--method", "pass@1"]
+    args += ["--out", str(small_disk / "run")]
+    fill = turn("dd if=/dev/zero of=big bs=1M count=100; echo filled")
+    with ChatServer() as server:
+        server.replies.extend([SOLVING[0], fill])
+        assert main([*args, "--base-url", server.base_url]) == 1
+    database = small_disk / "run" / "sprout.db"
+    with contextlib.closing(sqlite3.connect(database)) as connection:
+        kept = connection.execute("SELECT idx, created FROM turns").fetchall()
+        ((status, fault, reason),) = connection.execute(
+            "SELECT status, fault, end_reason FROM attempts"
+        ).fetchall()
+    assert len(kept) == 1, "the turn before the disk filled is kept"
+    assert (status, fault) == ("error", "sandbox") and "No space left" in reason
+
+    with ChatServer() as server:
+        server.replies.extend(SOLVING[1:])
+        assert main([*args, "--base-url", server.base_url, "--resume"]) == 0
+    with contextlib.closing(sqlite3.connect(database)) as connection:
+        after = connection.execute("SELECT idx, created FROM turns ORDER BY idx").fetchall()
+    assert after[0] == kept[0] and len(after) == 3
+    content = json.loads((small_disk / "run" / "results.json").read_text())
+    assert content["methods"]["pass@1"]["resolved"] == 1

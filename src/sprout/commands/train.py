@@ -16,6 +16,7 @@ from sprout.commands.common import (
     load_task_arguments,
     usable_tasks,
 )
+from sprout.commands.interrupt import INTERRUPTED, halting_on_ctrl_c
 from sprout.runfolder import RunFolder
 from sprout.train import step as train_step
 from sprout.train.batching import LearnerError
@@ -128,6 +129,7 @@ def _train(args: argparse.Namespace) -> int:
 
     from sprout.agent import ActorConfig
     from sprout.search import Progress
+    from sprout.search.halt import Halt
     from sprout.train.loop import TrainResumeError, TrainSettings, train
 
     if not args.model.startswith("hf/"):
@@ -159,14 +161,24 @@ def _train(args: argparse.Namespace) -> int:
     transformers.logging.disable_progress_bar()
     report = check_isolation(args.out, args.isolation, "train")
     run = RunFolder.resume(args.out) if args.resume else RunFolder.create_new(args.out)
+    halt = Halt()
     try:
         tag = "" if report.holds else "[NO ISOLATION]"
-        history = train(loaded.tasks, run, settings, Progress(quiet=args.quiet, tag=tag))
+        with halting_on_ctrl_c(halt, "train") as ctrl_c:
+            history = train(loaded.tasks, run, settings, Progress(quiet=args.quiet, tag=tag), halt)
     except TrainResumeError as error:
         raise UsageError(str(error)) from None
     finally:
         run.close()
     print(f"\n{len(history)} steps run now; log: {Path(args.out) / 'train.jsonl'}")
+    if ctrl_c.pressed:
+        print(
+            f"interrupted: `sprout train ... --out {args.out} --resume` continues", file=sys.stderr
+        )
+        return INTERRUPTED
+    if halt.reason is not None:
+        print(f"sprout train: stopped early: {halt.reason}", file=sys.stderr)
+        return 1
     return BAD_INPUT if loaded.errors else 0
 
 

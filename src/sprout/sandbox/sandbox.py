@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from types import TracebackType
@@ -207,7 +208,17 @@ class Sandbox:
         self._backend.capture(self)
         if not always and is_empty(self.store.diff_dir(self.upper)):
             return self.parent
-        sealed = self.store.seal(self.upper, self.parent, self.config)
+        try:
+            sealed = self.store.seal(self.upper, self.parent, self.config)
+        except OSError as error:  # the store's disk, not the caller: say which
+            raise SandboxError(
+                f"sealing a checkpoint in {self.store.path}: {error.strerror or error}"
+                + (
+                    " (a sandbox can fill a disk sprout cannot cap; see `sprout doctor`)"
+                    if error.errno in (errno.ENOSPC, errno.EDQUOT)
+                    else ""
+                )
+            ) from None
         previous = self.upper
         self.parent = sealed.id
         self.upper = self.store.new_layer(sealed.id)

@@ -39,6 +39,11 @@ class Progress:
                 flush=True,
             )
 
+    def warning(self, text: str) -> None:
+        """A problem of sprout's own (not of a task or method), always printed, on stderr."""
+        with self._lock:
+            print(f"{self.tag}warning: {text}", file=sys.stderr, flush=True)
+
     def halting(self, reason: str) -> None:
         """The run stops starting work: said once, whichever thread noticed."""
         if not self.quiet:

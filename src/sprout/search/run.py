@@ -27,7 +27,7 @@ from sprout.search.halt import AttemptFault, Halt, Halted
 from sprout.search.methods import Method
 from sprout.search.play import Search
 from sprout.search.progress import Progress
-from sprout.search.report import write_results
+from sprout.search.report import results, write_results
 from sprout.search.schedules import (
     SearchError,
     run_entropy,
@@ -36,6 +36,7 @@ from sprout.search.schedules import (
     run_sprout,
 )
 from sprout.search.training import run_training
+from sprout.store import StoreError
 from sprout.task import Task, TaskError
 from sprout.tasks import base_checkpoint, solution_checkpoint
 from sprout.tree import TreeError
@@ -174,6 +175,10 @@ def run_tasks(
         except Halted:
             progress.event(task.id, method.name, "interrupted: --resume continues it")
             return
+        except StoreError as error:  # the run folder cannot be written: stop everything
+            if halt.stop(str(error)):
+                progress.halting(str(error))
+            return
         except AttemptFault as error:
             store.finish_schedule(task.id, method.name, resolved=None, error=str(error))
             progress.event(task.id, method.name, f"ERROR: {error.count} (reason above)")
@@ -195,13 +200,24 @@ def run_tasks(
             resolved = search.has_passed()
             store.finish_schedule(task.id, method.name, resolved=resolved, error=None)
             progress.event(task.id, method.name, "resolved" if resolved else "not resolved")
-        write_results(run, [m.name for m in settings.methods])
+        _write_results(run, settings, progress)
 
     pairs = [(t, m) for t in tasks for m in settings.methods if (t.id, m.name) not in done]
     with ThreadPoolExecutor(max_workers=settings.workers) as pool:
         for future in [pool.submit(one, task, method) for task, method in pairs]:
             future.result()
-    return write_results(run, [m.name for m in settings.methods])
+    return _write_results(run, settings, progress)
+
+
+def _write_results(run: RunFolder, settings: RunSettings, progress: Progress) -> dict[str, Any]:
+    """results.json rewritten; when its disk refuses, said, and the content returned anyway:
+    every figure is in sprout.db, and the next write (or a resume) brings the file up to date."""
+    methods = [m.name for m in settings.methods]
+    try:
+        return write_results(run, methods)
+    except OSError as error:
+        progress.warning(f"results.json not written: {error}")
+        return results(run, methods)
 
 
 def _model(settings: RunSettings, task: Task | None) -> Model:

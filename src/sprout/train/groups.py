@@ -66,16 +66,19 @@ def finished_groups(
             if methods is None or attempt.method in methods:
                 by_method.setdefault(attempt.method, []).append(attempt)
         for method, attempts in by_method.items():
+            faulted = [a.id for a in attempts if a.status == "error"]
             waiting = [
                 a.id
                 for a in attempts
-                if a.status == "running" or (a.status != "stopped" and a.reward is None)
+                if a.status == "running"
+                or (a.status not in ("stopped", "error") and a.reward is None)
             ]
-            if waiting:
-                unfinished.append(
-                    f"{task_id}/{method}: attempts {', '.join(map(str, waiting))} not finished "
-                    "and verified"
-                )
+            if faulted or waiting:
+                said = [f"attempts {', '.join(map(str, waiting))} not finished and verified"]
+                said = said if waiting else []
+                if faulted:  # no reward: an error is not a zero, and a group lacks it
+                    said.append(f"attempts {', '.join(map(str, faulted))} ended in error")
+                unfinished.append(f"{task_id}/{method}: {'; '.join(said)}")
                 continue
             verified = tuple(a for a in attempts if a.reward is not None)
             if verified:

@@ -18,6 +18,7 @@ from sprout.agent import ActorConfig
 from sprout.models.fingerprint import TOKENIZER_META
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, run_tasks
+from sprout.search.halt import Halt
 from sprout.search.methods import training_method
 from sprout.task import Task
 from sprout.train.learner import Learner, LearnerConfig, StepStats
@@ -80,15 +81,21 @@ def finished_steps(run: RunFolder) -> list[dict[str, Any]]:
 
 
 def train(
-    tasks: Sequence[Task], run: RunFolder, settings: TrainSettings, progress: Progress
+    tasks: Sequence[Task],
+    run: RunFolder,
+    settings: TrainSettings,
+    progress: Progress,
+    halt: Halt | None = None,
 ) -> list[StepStats]:
     """Rollouts and one learner step, up to `settings.steps` steps; stats of the steps run
     now, also appended to `OUT/train.jsonl` as they come.
 
     A run folder that already holds steps (a resumed run) goes on after its last saved
     step, from that step's weights and optimizer state; the rollouts of an unfinished
-    step continue where they stopped.
+    step continue where they stopped. With `halt` set (Ctrl-C) the rollouts stop as
+    `sprout run`'s do and no learner step is taken on them.
     """
+    halt = halt or Halt()
     wanted = json.loads(json.dumps(_settings_json(settings)))
     stored = run.store.get_meta("train")
     if stored is None:
@@ -125,7 +132,10 @@ def train(
             hf_options=settings.hf_options,
         )
         progress.event("-", method.name, f"rollouts with {policy}")
-        run_tasks(tasks, run, rollout, progress)
+        run_tasks(tasks, run, rollout, progress, halt)
+        if halt.is_set():
+            progress.event("-", method.name, f"no learner step: {halt.reason}")
+            break
         batch = build_samples(
             run.tree,
             methods=[method.name],
