@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sprout.runfolder import RunFolder
+from sprout.sandbox.processes import process_start
 from sprout.taskcheck import (
     OWNER_FILE,
     SCRATCH_PREFIX,
@@ -19,7 +20,6 @@ from sprout.taskcheck import (
     load_failure,
     one_line,
     outcome,
-    process_start,
     remove_abandoned,
     scratch_run_folder,
     table_header,

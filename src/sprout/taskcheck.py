@@ -32,6 +32,7 @@ from sprout.models.resolve import resolve_model
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError, SandboxUnavailable
 from sprout.sandbox.layerfmt import remove_tree
+from sprout.sandbox.processes import alive, process_start
 from sprout.task import SetupFailed, Task, TaskError
 from sprout.tasks import base_checkpoint, solution_checkpoint
 from sprout.tasks.discover import grouped_warnings
@@ -338,16 +339,6 @@ OWNER_FILE = "owner.json"
 folder only once that process is gone."""
 
 
-def process_start(pid: int | str) -> str | None:
-    """When process `pid` started (clock ticks since boot), or None when there is none."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError:
-        return None
-    return text[text.rindex(")") + 2 :].split()[19]  # field 22, counted after the name
-
-
 def this_process() -> dict[str, object]:
     """This process, as a later one can tell whether it still runs: pid and start time, in
     which PID namespace, on which machine since which boot."""
@@ -386,13 +377,7 @@ def _owner_gone(folder: Path, me: dict[str, object]) -> bool:
     running = process_start(pid)
     if running is not None:  # a process with that pid: the owner unless it started later
         return owner.get("start") is not None and running != owner.get("start")
-    try:
-        os.kill(pid, 0)  # no /proc/PID/stat to read: is there a process at all?
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
+    return not alive(pid)  # no /proc/PID/stat to read: is there a process at all?
 
 
 def remove_abandoned(parent: Path) -> list[Path]:

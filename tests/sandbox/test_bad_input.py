@@ -181,7 +181,7 @@ def test_cli_gc_keeps_the_kept_checkpoint(store, sealed):
         [SPROUT, "gc", store.path, "--keep", sealed], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("freed 0.2 MB;")
+    assert result.stdout.startswith("freed 0.2 MB: 1 layers")
     with pytest.raises(UnknownCheckpoint):
         LayerStore(store.path).layer(waste)
     assert_still_forkable(LayerStore(store.path), sealed)

@@ -25,7 +25,6 @@ from sprout.agent.prompts import render
 from sprout.models import Completion, Model, ModelError, token_model
 from sprout.models.fingerprint import TOKENIZER_META, check_tokenizer
 from sprout.sandbox import BadArgument, LayerStore, Sandbox, SandboxError
-from sprout.store import StoreError
 from sprout.tree import (
     Attempt,
     Author,
@@ -191,8 +190,6 @@ class Actor:
             self.tree.store.finish_attempt(
                 attempt.id, "error", f"sandbox: {error}", fault="sandbox"
             )
-        except StoreError:
-            raise  # the run's own database cannot be written: nothing can be recorded
         except Exception as error:  # a bug of sprout's must not look like the model's failure
             self.tree.store.finish_attempt(
                 attempt.id, "error", crash_reason(error, f"turn {index + 1}"), fault="harness"

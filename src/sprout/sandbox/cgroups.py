@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
 
+from sprout.sandbox.processes import alive
+
 CONTROLLERS = ("memory", "pids", "cpu")
 CPU_PERIOD_US = 100_000
 NAME_PATTERN = re.compile(r"^sprout-(\d+)-[0-9a-f]+$")
@@ -180,22 +182,12 @@ def support() -> CgroupSupport:
     return found
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_stale(parent: str) -> None:
     """Remove sandbox cgroups that a killed sprout process left under `parent`."""
     with contextlib.suppress(OSError):
         for name in os.listdir(parent):
             match = NAME_PATTERN.match(name)
-            if match and not _alive(int(match.group(1))):
+            if match and not alive(int(match.group(1))):
                 with contextlib.suppress(OSError):
                     os.rmdir(os.path.join(parent, name))
 

@@ -63,6 +63,7 @@ from sprout.sandbox.layerfmt import (
     remove_tree,
     resolve,
 )
+from sprout.sandbox.processes import alive, process_start
 from sprout.sandbox.quota import create_subvolume, disk_cap_support, limit_exclusive_bytes
 from sprout.sandbox.types import SandboxConfig
 
@@ -150,15 +151,6 @@ class Freed:
 def current_user_mode() -> StoreMode:
     """The overlay mode this process can use: root mounts directly, others need a user namespace."""
     return "root" if os.geteuid() == 0 else "rootless"
-
-
-def _process_start(pid: int) -> str | None:
-    """A process's start time, so that a recycled pid is not mistaken for a live holder."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
 
 
 class LayerStore:
@@ -441,7 +433,7 @@ class LayerStore:
     def new_layer(self, parent: str | None) -> str:
         """Start an unsealed layer on top of `parent`, held by this process until sealed."""
         layer_id = secrets.token_hex(5)
-        hold = {"pid": os.getpid(), "start": _process_start(os.getpid()), "parent": parent}
+        hold = {"pid": os.getpid(), "start": process_start(os.getpid()), "parent": parent}
         write_atomically(os.path.join(self.path, "h", layer_id), json.dumps(hold), False)
         if self.capped:
             subvolumes = os.path.join(self.path, "s")
@@ -534,8 +526,8 @@ class LayerStore:
                     hold = json.load(handle)
             except (OSError, ValueError):
                 continue
-            alive = hold.get("start") is not None and _process_start(hold["pid"]) == hold["start"]
-            if alive:
+            running = hold.get("start") is not None
+            if running and process_start(hold["pid"]) == hold["start"]:
                 live[name] = hold.get("parent")
             else:
                 dead.append(name)
@@ -748,7 +740,7 @@ class LayerStore:
                 if not name.endswith(".tmp"):
                     continue
                 owner = name.rsplit(".", 2)[-2].split("-")[0]
-                if owner.isdigit() and not _alive(int(owner)):
+                if owner.isdigit() and not alive(int(owner)):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(os.path.join(folder, name))
 
@@ -769,16 +761,6 @@ class LayerStore:
             if os.path.isdir(self.scratch_dir(layer_id)):
                 paths.append(self.scratch_dir(layer_id))
         return paths
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _ref_name(name: str) -> str:

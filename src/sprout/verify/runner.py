@@ -93,7 +93,11 @@ def _put_hidden_tests(sandbox: Sandbox, task: Task) -> None:
         if task.tests_dir is not None:
             sandbox.put(os.fspath(task.tests_dir), "/tests")
         return
-    with tempfile.TemporaryDirectory(prefix="sprout-tests-") as staging:
+    # staged in the fork's own scratch folder, not /tmp: a run killed here leaves the hidden
+    # tests where the next start's sweep removes them with the fork's unsealed layer
+    scratch = sandbox.store.scratch_dir(sandbox.upper)
+    os.makedirs(scratch, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tests-", dir=scratch) as staging:
         root = Path(staging, "tests")
         if task.tests_dir is not None:
             shutil.copytree(task.tests_dir, root, symlinks=True)

@@ -1,0 +1,28 @@
+"""Whether a process that left something behind (a hold, a cgroup, a scratch folder) still
+runs: what every sweep of debris asks before it removes anything."""
+
+from __future__ import annotations
+
+import os
+
+
+def process_start(pid: int | str) -> str | None:
+    """When process `pid` (or `self`) started, in clock ticks since boot; None when there
+    is none. With the pid it names a process for good: a recycled pid starts later."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            text = handle.read()
+        return text[text.rindex(")") + 2 :].split()[19]  # field 22, counted after the name
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
