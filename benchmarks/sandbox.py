@@ -42,8 +42,8 @@ from typing import Any
 
 import _stats as stats
 import sprout.sandbox
+from sprout.durable import flush_tree
 from sprout.sandbox import LayerStore, Observation, Sandbox
-from sprout.sandbox.durable import flush_tree
 from sprout.sandbox.layerfmt import disk_usage
 
 summary = stats.summary

@@ -13,14 +13,17 @@ import pytest
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "sprout"
 EVERYTHING = {
-    "agent", "cli", "commands", "config", "edits", "fences", "images", "models", "roles",
+    "agent", "cli", "commands", "config", "durable", "edits", "fences", "images", "models", "roles",
     "runfolder", "sandbox", "search", "store", "task", "taskcheck", "tasks", "templating",
     "train", "tree", "verify", "viewer",
 }  # fmt: skip
 ABOVE_TASKS = {"agent", "models", "roles", "search", "train", "viewer", "store", "tree", "verify"}
+NEUTRAL = {"durable"}
+"""Leaves under every layer (durable writes, file locks): they import nothing of sprout."""
 FORBIDDEN: dict[str, set[str]] = {
-    "sandbox": EVERYTHING - {"sandbox"},  # nothing of sprout above it
-    "images": EVERYTHING - {"images", "sandbox"},  # nothing about tasks or their tests
+    "durable": EVERYTHING - {"durable"},
+    "sandbox": EVERYTHING - {"sandbox"} - NEUTRAL,  # nothing of sprout above it
+    "images": EVERYTHING - {"images", "sandbox"} - NEUTRAL,  # nothing about tasks or tests
     "task": EVERYTHING - {"task"},
     "tasks": ABOVE_TASKS | {"taskcheck", "runfolder"},  # tasks run nothing of a run
     "models": {"sandbox", "tasks", "agent", "tree", "store", "search", "roles", "verify"},

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sprout.durable import HeldLock, describe_processes, lock_holders, try_lock
 from sprout.sandbox import LayerStore
-from sprout.sandbox.durable import HeldLock, describe_processes, lock_holders, try_lock
 from sprout.sandbox.layers import Freed
 from sprout.store import Store
 from sprout.tree import RolloutTree

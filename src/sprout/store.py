@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sprout.sandbox.durable import describe_processes, lock_holders
+from sprout.durable import describe_processes, lock_holders
 from sprout.tree import Attempt, CallRecord, ModelCallRecord, Turn
 
 MIGRATIONS: list[str] = [

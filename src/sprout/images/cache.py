@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sprout.sandbox.durable import file_lock, write_atomically
+from sprout.durable import file_lock, write_atomically
 from sprout.sandbox.helper import cache_dir
 from sprout.sandbox.layerfmt import disk_usage
 

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Literal, cast
 
-from sprout.sandbox.durable import (
+from sprout.durable import (
     HeldLock,
     bytes_freed_by_removing,
     describe_processes,

@@ -11,8 +11,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from sprout.durable import write_atomically
 from sprout.runfolder import RunFolder
-from sprout.sandbox.durable import write_atomically
 from sprout.tree import Attempt, RolloutTree
 
 _writing = threading.Lock()

@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from sprout.durable import write_atomically
 from sprout.models.fingerprint import TOKENIZER_META
 from sprout.runfolder import RunFolder
-from sprout.sandbox.durable import write_atomically
 from sprout.train.credit import Credit
 from sprout.train.groups import GroupReport
 from sprout.train.samples import Overlong, Sample, build_samples

@@ -28,8 +28,8 @@ import time
 import zipfile
 from pathlib import Path
 
+from sprout.durable import file_lock
 from sprout.sandbox import Sandbox
-from sprout.sandbox.durable import file_lock
 from sprout.sandbox.helper import cache_dir
 from sprout.verify.types import VerifierSetupError
 

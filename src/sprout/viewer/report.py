@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sprout.durable import write_atomically
 from sprout.runfolder import RunFolder
-from sprout.sandbox.durable import write_atomically
 from sprout.viewer.data import run_summary, task_tree, turn_detail
 from sprout.viewer.server import run_status, static_text
 
