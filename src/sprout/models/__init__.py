@@ -1,6 +1,8 @@
 """Model clients behind one protocol: `complete(messages, ...) -> Completion`."""
 
 from sprout.models.types import (
+    CHAT,
+    Capabilities,
     Choice,
     Completion,
     Message,
@@ -9,10 +11,13 @@ from sprout.models.types import (
     TokenLogprob,
     TokenModel,
     ToolCall,
+    capabilities,
     token_model,
 )
 
 __all__ = [
+    "CHAT",
+    "Capabilities",
     "Choice",
     "Completion",
     "Message",
@@ -21,5 +26,6 @@ __all__ = [
     "TokenLogprob",
     "TokenModel",
     "ToolCall",
+    "capabilities",
     "token_model",
 ]

@@ -27,7 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from sprout.models.fingerprint import tokenizer_fingerprint
-from sprout.models.types import Choice, Completion, Message, ModelError, TokenLogprob
+from sprout.models.types import (
+    Capabilities,
+    Choice,
+    Completion,
+    Message,
+    ModelError,
+    TokenLogprob,
+)
 
 """The run-meta key under which the tokenizer's fingerprint is recorded."""
 
@@ -44,7 +51,7 @@ class HFModel:
     Tool calls are not supported (use the default ``bash_blocks`` call format).
     """
 
-    supports_token_ids = True
+    capabilities = Capabilities(token_ids=True, logprobs=True)
 
     def __init__(
         self,

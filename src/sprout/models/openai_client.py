@@ -23,6 +23,7 @@ import openai
 
 from sprout.models.config import ModelConfig
 from sprout.models.types import (
+    Capabilities,
     Choice,
     Completion,
     Message,
@@ -58,6 +59,9 @@ class Retryable(Exception):
 
 class OpenAIModel:
     """A chat model behind an OpenAI-compatible HTTP endpoint."""
+
+    capabilities = Capabilities(logprobs=True)
+    """Log-probs when its server returns them; the text is re-tokenised by the server."""
 
     def __init__(
         self,

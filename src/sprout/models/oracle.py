@@ -38,11 +38,14 @@ from typing import Any, Literal, cast
 
 from sprout.fences import shell_blocks
 from sprout.models.estimate import estimate_tokens
-from sprout.models.types import Choice, Completion, Message, ModelError
+from sprout.models.types import Capabilities, Choice, Completion, Message, ModelError
 
 SUBMIT_COMMAND = "echo SPROUT_SUBMIT"
 """What the oracles run once every step is done; the actor treats it as a submission."""
 
+REPLAYS = Capabilities(structured_output=False, replays_solution=True)
+"""The oracles replay a task's solution: built per task, they write no role output and
+return no log-probs."""
 DEFAULT_P = 0.3
 DEFAULT_SEED = 1
 
@@ -152,6 +155,8 @@ class OracleModel:
     Token counts are estimates from text length, marked `estimated`.
     """
 
+    capabilities = REPLAYS
+
     def __init__(
         self, steps: Iterable[Step | str], *, submit_command: str = SUBMIT_COMMAND
     ) -> None:
@@ -233,6 +238,8 @@ class OracleNoiseModel:
     context's decisions; `n` numbers the `n` replies of one call. Nothing is kept
     between calls, so a resumed run, or the same run again, draws the same.
     """
+
+    capabilities = REPLAYS
 
     def __init__(
         self,

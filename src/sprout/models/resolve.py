@@ -13,7 +13,7 @@ from sprout.models.oracle import (
     Step,
     parse_noise_spec,
 )
-from sprout.models.types import Model, ModelError
+from sprout.models.types import Capabilities, Model, ModelError
 
 PREFIXES = ("openai/", "hf/", "oracle-noise", "oracle")
 FORMS = ("openai/<name>", "hf/<path>", "oracle", f"oracle-noise[:{NOISE_OPTIONS}]")
@@ -50,7 +50,7 @@ def resolve_model(
         from sprout.models.hf import HFModel
 
         return HFModel(path, **dict(hf_options or {}))
-    if spec == "oracle" or spec == "oracle-noise" or spec.startswith("oracle-noise:"):
+    if _names_oracle(spec):
         noise = None if spec == "oracle" else parse_noise_spec(spec)
         if steps is None:
             raise ModelError(
@@ -60,3 +60,23 @@ def resolve_model(
             return OracleModel(steps)
         return OracleNoiseModel(steps, noise=noise)
     raise ModelError("bad_input", f"--model {spec!r}: expected one of {', '.join(FORMS)}")
+
+
+def spec_capabilities(spec: str) -> Capabilities:
+    """What the model `spec` names can do, known before it is built (nothing is loaded or
+    called): its client class's `capabilities`."""
+    if spec.startswith("openai/"):
+        from sprout.models.openai_client import OpenAIModel
+
+        return OpenAIModel.capabilities
+    if spec.startswith("hf/"):
+        from sprout.models.hf import HFModel
+
+        return HFModel.capabilities
+    if _names_oracle(spec):
+        return OracleNoiseModel.capabilities if spec != "oracle" else OracleModel.capabilities
+    raise ModelError("bad_input", f"--model {spec!r}: expected one of {', '.join(FORMS)}")
+
+
+def _names_oracle(spec: str) -> bool:
+    return spec == "oracle" or spec == "oracle-noise" or spec.startswith("oracle-noise:")

@@ -95,10 +95,38 @@ class Completion:
         return self.choices[0].completion_ids
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a model can do, declared by its client: callers ask this, never which model it is."""
+
+    token_ids: bool = False
+    """It keeps a rollout's token ids exact (a `TokenModel`: prompt and reply ids, no
+    re-tokenising), so its rollouts can be trained on."""
+    logprobs: bool = False
+    """It can return per-token log-probabilities (the entropy schedule needs them)."""
+    structured_output: bool = True
+    """It can write the roles' structured replies (analyses, reviews); a model that cannot
+    is answered by the roles' heuristics."""
+    replays_solution: bool = False
+    """It replays the task's reference solution: it is built per task (from the solution's
+    steps), and only it may see the task's /solution."""
+
+
+CHAT = Capabilities()
+"""A model that declares nothing: a chat model with no token ids and no log-probs."""
+
+
+def capabilities(model: object) -> Capabilities:
+    """What `model` declares it can do (its `capabilities`), `CHAT` when it declares nothing."""
+    found: Capabilities = getattr(model, "capabilities", CHAT)
+    return found
+
+
 class Model(Protocol):
     """Anything that completes a chat: a server, local weights, or a scripted oracle."""
 
     name: str
+    capabilities: Capabilities
 
     def complete(
         self,
@@ -122,8 +150,6 @@ class TokenModel(Model, Protocol):
     it renders only what the messages add after them, so a branch continues
     from its parent's ids and nothing earlier is ever re-tokenized.
     """
-
-    supports_token_ids: bool
 
     def complete(
         self,
@@ -153,5 +179,5 @@ class TokenModel(Model, Protocol):
 
 
 def token_model(model: Model) -> TokenModel | None:
-    """`model` when it keeps token ids exact (it sets `supports_token_ids`), else None."""
-    return cast(TokenModel, model) if getattr(model, "supports_token_ids", False) else None
+    """`model` when it keeps token ids exact (its capabilities say `token_ids`), else None."""
+    return cast(TokenModel, model) if capabilities(model).token_ids else None

@@ -5,10 +5,11 @@ problem and asked again, at most `max_retries` times; a last refusal, or a
 request the server refuses as built (HTTP 400: a prompt over the context, say),
 hands over to the heuristic, with the reason recorded and told (`on_fallback`).
 A server that gives no reply at all is a fault, not a refusal: its `ModelError`
-goes up to the schedule, which records the pair as an error. The oracle models
-cannot write analyses, so they go straight to the heuristic, and are charged
-what a real model would have been: estimated tokens of the prompt and of the
-JSON the heuristic produced. Every call is recorded, retries included.
+goes up to the schedule, which records the pair as an error. A model whose
+capabilities say it writes no structured output (the oracles) goes straight to
+the heuristic, and is charged what a real model would have been: estimated
+tokens of the prompt and of the JSON the heuristic produced. Every call is
+recorded, retries included.
 """
 
 from __future__ import annotations
@@ -18,9 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sprout.models import Completion, Model, ModelError
+from sprout.models import Completion, Model, ModelError, capabilities
 from sprout.models.estimate import estimate_tokens
-from sprout.models.oracle import OracleModel, OracleNoiseModel
 from sprout.roles.output import OutputError
 from sprout.roles.prompts import render
 from sprout.roles.views import head
@@ -31,11 +31,6 @@ T = TypeVar("T")
 
 ECHO_CHARS = 4_000
 """A refused reply is sent back (so the model sees what it wrote) cut to this size."""
-
-
-def is_oracle(model: Model) -> bool:
-    """The scripted models that replay a reference solution and cannot write role output."""
-    return isinstance(model, OracleModel | OracleNoiseModel)
 
 
 @dataclass(frozen=True)
@@ -100,13 +95,13 @@ def consult(
     """The model's answer to `prompt` as `read` parses it, or `heuristic(reason)`.
 
     `as_reply` turns a heuristic answer into the JSON a model would have written,
-    for the oracles' token estimate.
+    for the token estimate of a model that writes no structured output.
     """
     messages: list[Message] = [{"role": "user", "content": prompt}]
-    if is_oracle(model):
-        answer = heuristic(
-            f"{model.name} replays a reference solution and writes no analyses or reviews"
-        )
+    can = capabilities(model)
+    if not can.structured_output:
+        replays = "replays a reference solution and " if can.replays_solution else ""
+        answer = heuristic(f"{model.name} {replays}writes no analyses or reviews")
         recorder.estimate(messages, json.dumps(as_reply(answer)))
         return answer
     try:

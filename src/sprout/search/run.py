@@ -19,7 +19,7 @@ from sprout.agent.actor import crash_reason
 from sprout.models import Model, ModelError
 from sprout.models.config import ModelConfig
 from sprout.models.oracle import Step
-from sprout.models.resolve import resolve_model
+from sprout.models.resolve import resolve_model, spec_capabilities
 from sprout.roles import Analyst, Reviewer, RolesConfig
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError
@@ -42,7 +42,6 @@ from sprout.tasks import base_checkpoint, solution_checkpoint
 from sprout.tree import TreeError
 from sprout.verify import ResultsError
 
-ORACLES = ("oracle", "oracle-noise")
 RETRIED_FAULTS = ("model", "sandbox")
 """Faults a resumed pair retries (its attempts continue from their last turn); a crash of
 sprout itself is kept as it was recorded, so a resume never replays it."""
@@ -81,10 +80,6 @@ class RunSettings:
         return found
 
 
-def is_oracle(spec: str) -> bool:
-    return spec.split(":", 1)[0] in ORACLES
-
-
 def check_settings(settings: RunSettings) -> None:
     """Refuse, before anything runs, what cannot work: entropy with a model with no log-probs."""
     if settings.workers < 1:
@@ -98,7 +93,7 @@ def check_settings(settings: RunSettings) -> None:
             options=settings.model_options,
         )
     for method in settings.methods:
-        if method.needs_logprobs and is_oracle(settings.model):
+        if method.needs_logprobs and not spec_capabilities(settings.model).logprobs:
             raise RunSettingsError(
                 f"--method {method.name}: needs per-token log-probabilities, and --model "
                 f"{settings.model} has none; use an openai/ model whose server returns logprobs"
@@ -136,7 +131,8 @@ def run_tasks(
     halt = halt or Halt()
     check_settings(settings)
     slots = threading.Semaphore(settings.workers)
-    shared = None if is_oracle(settings.model) else _model(settings, None)
+    replays = spec_capabilities(settings.model).replays_solution
+    shared = None if replays else _model(settings, None)
     bases: dict[str, str | BaseException] = {}
     base_locks = {task.id: threading.Lock() for task in tasks}
     done = {(s["task_id"], s["method"]) for s in run.store.schedules() if s["status"] == "done"}
@@ -149,7 +145,7 @@ def run_tasks(
                 try:
                     with slots:
                         base = base_checkpoint(task, run.layers)
-                        if is_oracle(settings.model):  # only the oracles see /solution
+                        if replays:  # only a model that replays the solution sees it
                             base = solution_checkpoint(task, run.layers, base)
                         bases[task.id] = base
                 except (TaskError, SandboxError) as error:

@@ -1,0 +1,53 @@
+"""Models say what they can do; a `--model` string says it before any model is built."""
+
+from __future__ import annotations
+
+import pytest
+
+from sprout.models import CHAT, Capabilities, ModelError, capabilities, token_model
+from sprout.models.config import ModelConfig
+from sprout.models.oracle import OracleModel, OracleNoiseModel
+from sprout.models.resolve import resolve_model, spec_capabilities
+
+
+@pytest.mark.parametrize("spec", ["oracle", "oracle-noise", "oracle-noise:p=0.5,seed=2"])
+def test_the_oracles_replay_the_solution_and_write_no_role_output(spec: str):
+    model = resolve_model(spec, steps=["true"])
+    assert isinstance(model, OracleModel | OracleNoiseModel)
+    assert capabilities(model) == spec_capabilities(spec)
+    assert capabilities(model) == Capabilities(
+        token_ids=False, logprobs=False, structured_output=False, replays_solution=True
+    )
+    assert token_model(model) is None
+
+
+def test_an_openai_model_writes_role_output_and_can_return_logprobs():
+    model = resolve_model(
+        "openai/m", base_url="http://127.0.0.1:9/v1", api_key="k", options=ModelConfig()
+    )
+    assert capabilities(model) == spec_capabilities("openai/m")
+    found = capabilities(model)
+    assert found.logprobs and found.structured_output
+    assert not found.token_ids and not found.replays_solution
+    assert token_model(model) is None
+
+
+def test_a_local_model_keeps_token_ids_known_before_it_loads():
+    """`hf/PATH` is not loaded (no weights here): its class says what it can do."""
+    found = spec_capabilities("hf/nowhere")
+    assert found.token_ids and found.logprobs and found.structured_output
+    assert not found.replays_solution
+
+
+def test_a_model_that_declares_nothing_is_a_plain_chat_model():
+    class Plain:
+        name = "plain"
+
+    assert capabilities(Plain()) == CHAT
+    assert CHAT.structured_output and not (CHAT.logprobs or CHAT.token_ids)
+    assert token_model(Plain()) is None  # type: ignore[arg-type]
+
+
+def test_an_unknown_spec_has_no_capabilities():
+    with pytest.raises(ModelError, match=r"'gpt-4'.*openai/<name>"):
+        spec_capabilities("gpt-4")
