@@ -90,11 +90,12 @@ def verifier_crash(diagnostics: Diagnostics) -> str | None:
     no network crashed, and the reason names the command or the host. A reward file of 0
     with no per-test results and a log that shows no network is a crash too: Terminal-Bench
     2's scripts write 0 whenever their runner fails, even when it never ran a test."""
-    if diagnostics.source == "verifier-error":
+    decided_by = diagnostics.provenance.kind
+    if decided_by == "verifier-error":
         return diagnostics.summary
     if diagnostics.passed + diagnostics.failed + diagnostics.errored:
         return None
-    reported = "reward" in diagnostics.source
+    reported = decided_by == "reward"
     if reported and diagnostics.reward != 0:
         return None
     log = diagnostics.log_tail

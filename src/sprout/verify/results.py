@@ -19,7 +19,7 @@ from sprout.verify.parsers import (
     read_reward,
 )
 from sprout.verify.tap import has_tap, parse_tap
-from sprout.verify.types import Diagnostics, ResultsError, TestResult
+from sprout.verify.types import Diagnostics, Provenance, ResultsError, TestResult
 
 FORMATS = ("auto", "reward", "ctrf", "junit", "pytest", "tap", "exit-code")
 """The values a task's results format may take; "auto" tries them in the order below."""
@@ -90,7 +90,7 @@ def _ends_with(parts: tuple[str, ...], suffix: tuple[str, ...]) -> bool:
 def diagnose(
     tests: Sequence[TestResult],
     *,
-    source: str,
+    source: Provenance | str,
     log: str = "",
     exit_code: int | None = 0,
     required: Sequence[str] | None = None,
@@ -105,7 +105,9 @@ def diagnose(
     `score(tests, required)`; an `exit_code` of None means the verifier timed out, which makes
     it 0 whatever the results say. Each message is cut to `message_cap` characters and the log
     to its last `log_tail_cap`. `notes` (ignored files and the like) end the summary.
+    `source` says where the reward came from (a `Provenance`, or the string it is stored as).
     """
+    provenance = source if isinstance(source, Provenance) else Provenance.from_json(source)
     if message_cap < 1 or log_tail_cap < 1:
         raise ResultsError(f"caps must be positive, got {message_cap=} and {log_tail_cap=}")
     scored, missing = score(tests, required)
@@ -135,9 +137,9 @@ def diagnose(
             f" and {len(missing) - 10} more" if len(missing) > 10 else ""
         )
         parts.append(f"required tests missing: {shown}")
-    origin = source.split("+")[0]
-    if reward is not None and exit_code is not None and origin.startswith(("reward:", "exit-")):
-        label = "the exit code" if origin == "exit-code" else origin.removeprefix("reward:")
+    decider = {"exit-code": "the exit code", "reward": ",".join(provenance.files)}
+    label = decider.get(provenance.kind)  # "" for a reward file that was missing
+    if reward is not None and exit_code is not None and label:
         parts.append(f"reward {reward:g} from {label}")
     parts.extend(cap(note, 300) for note in notes)
     return Diagnostics(
@@ -148,7 +150,7 @@ def diagnose(
         errored=counts["error"],
         skipped=counts["skipped"],
         required_missing=missing,
-        source=source,
+        source=provenance.to_json(),
         log_tail=tail(decode(log), log_tail_cap),
         summary="; ".join(parts),
     )
@@ -224,11 +226,11 @@ def read_results(
 
     def done(
         tests: Sequence[TestResult],
-        source: str,
+        source: Provenance,
         reward: float | None = None,
         notes: Sequence[str] = (),
     ) -> Diagnostics:
-        if required and "pytest-counts" in source:
+        if required and "pytest-counts" in source.kinds:
             unnamed = "pytest ran without -rA, so its passing tests have no names to match"
             notes = [*notes, unnamed]
         return diagnose(
@@ -245,13 +247,15 @@ def read_results(
         try:
             found = readers[format]()
         except ResultsError as error:
-            return done([], format, reward=0.0, notes=[f"{format} results unreadable: {error}"])
+            unreadable = f"{format} results unreadable: {error}"
+            return done([], Provenance(format), reward=0.0, notes=[unreadable])
         if found is None:
-            return done([], format, reward=0.0, notes=[f"no {format} results: {_WHERE[format]}"])
-        return done(found[0], found[1])
+            missing = f"no {format} results: {_WHERE[format]}"
+            return done([], Provenance(format), reward=0.0, notes=[missing])
+        return done(*found)
     notes: list[str] = []
     tests: list[TestResult] = []
-    test_source = ""
+    test_source: Provenance | None = None
     for name in PER_TEST_FORMATS:
         try:
             found = readers[name]()
@@ -267,14 +271,14 @@ def read_results(
             reward = read_reward(files[reward_path], source=reward_path)
         except ResultsError as error:
             raise ResultsError(f"{where}{error}") from None
-        source = "+".join(s for s in (f"reward:{reward_path}", test_source) if s)
+        source = Provenance("reward", (reward_path,), tests=test_source)
         return done(tests, source, reward=reward, notes=notes)
     if format == "reward":
         missing = f"no reward file ({' or '.join(REWARD_FILES)}) among the verifier's files"
-        return done(tests, "reward", reward=0.0, notes=[missing, *notes])
-    if format == "auto" and test_source:
+        return done(tests, Provenance("reward"), reward=0.0, notes=[missing, *notes])
+    if format == "auto" and test_source is not None:
         return done(tests, test_source, notes=notes)
-    source = "+".join(s for s in ("exit-code", test_source) if s)
+    source = Provenance("exit-code", tests=test_source)
     if exit_code is not None:
         notes.insert(0, f"the verifier exited with {exit_code}")
     if not tests:
@@ -289,7 +293,7 @@ _WHERE = {
     "tap": "the log has no TAP (no 'TAP version' or '1..N' plan line)",
 }
 
-_Found = tuple[list[TestResult], str] | None
+_Found = tuple[list[TestResult], Provenance] | None
 
 
 def _readers(files: Mapping[str, bytes], log: str) -> dict[str, Callable[[], _Found]]:
@@ -298,21 +302,23 @@ def _readers(files: Mapping[str, bytes], log: str) -> dict[str, Callable[[], _Fo
         if not paths:
             return None
         tests = [test for path in paths for test in parse(files[path], source=path)]
-        return tests, f"{kind}:{','.join(paths)}"
+        return tests, Provenance(kind, tuple(paths))
 
     def pytest() -> _Found:
         if not has_pytest_summary(log):
             return None
         tests = parse_pytest_summary(log, source="the verifier's log")
         named = not any(test.name.startswith("<unnamed ") for test in tests)
-        return tests, "pytest-rA" if named else "pytest-counts"
+        return tests, Provenance("pytest-rA" if named else "pytest-counts")
 
     return {
         "ctrf": lambda: from_files("ctrf", parse_ctrf, r"ctrf.*\.json$"),
         "junit": lambda: from_files("junit", parse_junit_xml, r"\.xml$"),
         "pytest": pytest,
         "tap": lambda: (
-            (parse_tap(log, source="the verifier's log"), "tap") if has_tap(log) else None
+            (parse_tap(log, source="the verifier's log"), Provenance("tap"))
+            if has_tap(log)
+            else None
         ),
     }
 

@@ -21,6 +21,47 @@ class VerifierSetupError(ResultsError):
 
 
 @dataclass(frozen=True)
+class Provenance:
+    """Where a verdict came from: the evidence that decided the reward and, beside a reward
+    file or the exit code, the per-test results shown with it.
+
+    Stored as one string (`to_json`), the form runs have always stored: the kind, then ":"
+    and its files joined by ",", then "+" and the per-test results' provenance:
+    "reward:/logs/verifier/reward.txt+junit:/logs/a.xml,/logs/b.xml", "pytest-rA",
+    "exit-code+tap", "verifier-error". This class is the only code that writes or reads it.
+    """
+
+    kind: str
+    """"reward" (a reward file), "exit-code", a per-test format ("ctrf", "junit",
+    "pytest-rA", "pytest-counts", "tap"), or "verifier-error" (the verifier did not run)."""
+    files: tuple[str, ...] = ()
+    """The verifier's files the evidence was read from; none for the log or the exit code."""
+    tests: Provenance | None = None
+    """The per-test results beside a reward file or the exit code, when there were any."""
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Every kind of evidence, the one that decided the reward first."""
+        return (self.kind, *(self.tests.kinds if self.tests else ()))
+
+    def to_json(self) -> str:
+        head = f"{self.kind}:{','.join(self.files)}" if self.files else self.kind
+        return f"{head}+{self.tests.to_json()}" if self.tests else head
+
+    @classmethod
+    def from_json(cls, data: object) -> Provenance:
+        """Read what `to_json` wrote (any string parses: a kind sprout does not know is
+        kept as it is)."""
+        if not isinstance(data, str):
+            raise ResultsError(f"provenance: expected a string, got {data!r}")
+        head, plus, rest = data.partition("+")
+        kind, colon, files = head.partition(":")
+        return cls(
+            kind, tuple(files.split(",")) if colon else (), cls.from_json(rest) if plus else None
+        )
+
+
+@dataclass(frozen=True)
 class TestResult:
     """One test as a results format reported it."""
 
@@ -70,11 +111,16 @@ class Diagnostics:
     required_missing: tuple[str, ...]
     """Required tests that no result matched; each one made the reward 0."""
     source: str
-    """Where the reward came from: "junit:/logs/verifier/junit.xml", "pytest-rA", "tap",
-    "reward:/logs/verifier/reward.txt", "exit-code", or two of them joined by "+"."""
+    """Where the reward came from, as `Provenance.to_json` writes it ("pytest-rA",
+    "reward:/logs/verifier/reward.txt+junit:/logs/verifier/junit.xml"); `provenance` reads it."""
     log_tail: str
     summary: str
     """One line for people and the analyst: "4 of 9 tests passed; failed: ..."."""
+
+    @property
+    def provenance(self) -> Provenance:
+        """`source` read: the kind of evidence that decided the reward, and its files."""
+        return Provenance.from_json(self.source)
 
     def to_json(self) -> dict[str, object]:
         return {
