@@ -1,14 +1,16 @@
-"""Settings files: one TOML file, one table per part (`[actor]`, `[roles]`).
+"""TOML files read one way: settings (one file, one table per part: `[actor]`, `[roles]`)
+and the tables of task files (`task.toml`'s `[sprout]`, sidecars, `--images`).
 
-Every part validates its own table with pydantic; errors name the file and
-the field, so a typo is caught before anything runs.
+Every table is validated with a pydantic model (`extra="forbid"`); an error is one
+line, `FILE: TABLE.FIELD: PROBLEM`, so a typo is caught before anything runs.
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import jinja2
 import jinja2.meta
@@ -19,17 +21,48 @@ Settings = TypeVar("Settings", bound=BaseModel)
 
 def read_table(path: str | Path, table: str, model: type[Settings]) -> Settings:
     """The `[table]` of TOML file `path` as `model` (its defaults when the table is absent)."""
-    path = Path(path)
+    return validate_table(read_toml(path).get(table, {}), model, path=path, table=table)
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """TOML file `path`; a ValueError `FILE: PROBLEM` when it cannot be read or parsed."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
         raise ValueError(f"{path}: {error}") from None
+    return parse_toml(text, path)
+
+
+def parse_toml(text: str, path: str | Path) -> dict[str, Any]:
+    """`text`, read from `path` by the caller, as TOML; a ValueError `FILE: PROBLEM`."""
     try:
-        return model.model_validate(data.get(table, {}))
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{path}: {error}") from None
+
+
+def validate_table(
+    value: object, model: type[Settings], *, path: str | Path, table: str
+) -> Settings:
+    """`value`, the table named `table` in TOML file `path`, as `model`; a ValueError names
+    the first field at fault: `FILE: TABLE.FIELD: PROBLEM` (`FILE: TABLE: PROBLEM` when
+    `value` is not a table at all)."""
+    try:
+        return model.model_validate(value)
     except ValidationError as error:
         first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise ValueError(f"{path}: {table}.{field}: {first['msg']}") from None
+        field = "".join(f".{part}" for part in first["loc"])
+        raise ValueError(f"{path}: {table}{field}: {first['msg']}") from None
+
+
+def only_tables(
+    data: Mapping[str, object], known: Iterable[str], path: str | Path, hint: str
+) -> None:
+    """Refuse a top-level key of TOML `data` that is not one of the `known` tables: a
+    ValueError `FILE: KEY: unknown; HINT` naming the first (sorted)."""
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ValueError(f"{path}: {unknown[0]}: unknown; {hint}")
 
 
 def check_template(source: str | None, variables: frozenset[str]) -> str | None:

@@ -157,7 +157,7 @@ def test_an_image_from_the_images_table_gets_a_copy_of_the_clone(tmp_path, made)
             '[repos."acme/calc"]\nimage = "nowhere"\n',
             r'repos\."acme/calc"\.image: image nowhere:latest: not in the image cache',
         ),
-        ("[spout]\n", r"spout: unknown table"),
+        ("[spout]\n", r"spout: unknown; use \[sprout\] or \[repos"),
     ],
 )
 def test_a_bad_sidecar_is_one_error_naming_it(tmp_path, made, sidecar, message):

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sprout.config import only_tables
 from sprout.task import Task, TaskError
-from sprout.tasks.files import read_text
+from sprout.tasks.files import naming_task, read_toml
 from sprout.tasks.native import load_native
 from sprout.tasks.swebench import load_swebench
 from sprout.tasks.terminal_bench1 import load_terminal_bench1
@@ -135,13 +135,9 @@ def load_image_table(path: str | Path) -> dict[str, str]:
     path = Path(path)
     if not path.is_file():
         raise TaskError(f"{path}: no such file (--images wants a TOML file with [images])")
-    try:
-        data = tomllib.loads(read_text(path, None))
-    except tomllib.TOMLDecodeError as error:
-        raise TaskError(f"{path}: {error}") from None
-    unknown = sorted(set(data) - {"images"})
-    if unknown:
-        raise TaskError(f"{path}: {unknown[0]}: unknown; the file holds one [images] table")
+    data = read_toml(path, None) or {}
+    with naming_task(None):
+        only_tables(data, ["images"], path, "the file holds one [images] table")
     table = data.get("images")
     if not isinstance(table, dict):
         raise TaskError(f'{path}: images: missing; write [images] then "name" = "folder" lines')

@@ -13,8 +13,12 @@ import errno
 import os
 import shutil
 import stat
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+from sprout.config import Settings, parse_toml, validate_table
 from sprout.task import TaskError
 
 KINDS = (
@@ -82,6 +86,36 @@ def read_text(path: Path, task_id: str | None) -> str:
 def optional_text(path: Path, task_id: str | None) -> str | None:
     """As `read_text`, but None when nothing is at `path`."""
     return read_text(path, task_id) if has_file(path, task_id) else None
+
+
+@contextmanager
+def naming_task(task_id: str | None) -> Iterator[None]:
+    """The settings readers' ValueErrors (`sprout.config`: `FILE: TABLE.FIELD: PROBLEM`) as
+    TaskErrors that start with the task's id, as every loader error does."""
+    try:
+        yield
+    except TaskError:
+        raise
+    except ValueError as error:
+        raise TaskError(f"{task_id}: {error}" if task_id else str(error)) from None
+
+
+def read_toml(path: Path, task_id: str | None) -> dict[str, Any] | None:
+    """A task's TOML file `path`, parsed; None when it is absent."""
+    text = optional_text(path, task_id)
+    if text is None:
+        return None
+    with naming_task(task_id):
+        return parse_toml(text, path)
+
+
+def task_table(
+    data: Mapping[str, object], table: str, model: type[Settings], path: Path, task_id: str | None
+) -> Settings:
+    """The `[table]` of a task's TOML `data` (read from `path`) as `model`, its defaults
+    when absent; the TaskError names the task, the file and the field."""
+    with naming_task(task_id):
+        return validate_table(data.get(table, {}), model, path=path, table=table)
 
 
 def not_utf8(data: bytes, error: UnicodeDecodeError) -> str:

@@ -12,16 +12,23 @@ See docs/tasks.md for every field.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from sprout.task import ResultsFormat, SetupStep, SolutionStep, Stage, Task, TaskError
 from sprout.tasks.dockerfile import plan_dockerfile
-from sprout.tasks.files import has_file, only_plain_files, optional_text, read_text, subfolder
+from sprout.tasks.files import (
+    has_file,
+    only_plain_files,
+    optional_text,
+    read_text,
+    read_toml,
+    subfolder,
+    task_table,
+)
 from sprout.tasks.imageref import task_image
 
 STEP_MARKER = "# step"
@@ -49,16 +56,6 @@ class SproutTable(BaseModel):
     env: dict[str, str] = {}
     user_namespaces: bool = False
     """Let the agent's commands make user namespaces (to run containers of their own)."""
-
-
-def _toml(path: Path, task_id: str) -> dict[str, object]:
-    text = optional_text(path, task_id)
-    if text is None:
-        return {}
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise TaskError(f"{task_id}: {path}: {error}") from None
 
 
 def _timeout(data: dict[str, object], table: str, path: Path, task_id: str) -> float | None:
@@ -332,13 +329,8 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         raise TaskError(f"{task_id}: {instruction_file}: missing (every task needs one)")
     instruction = read_text(instruction_file, task_id).strip()
     toml_path = path / "task.toml"
-    data = _toml(toml_path, task_id)
-    try:
-        sprout = SproutTable.model_validate(data.get("sprout", {}))
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise TaskError(f"{task_id}: {toml_path}: sprout.{field}: {first['msg']}") from None
+    data = read_toml(toml_path, task_id) or {}
+    sprout = task_table(data, "sprout", SproutTable, toml_path, task_id)
 
     environment = path / "environment"
     environment_dir = subfolder(environment, task_id, "the Dockerfile and what it copies")

@@ -16,15 +16,15 @@ from __future__ import annotations
 import base64
 import json
 import shlex
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from sprout.config import only_tables, validate_table
 from sprout.task import SetupStep, SolutionStep, Task, TaskError
-from sprout.tasks.files import not_utf8, optional_text
+from sprout.tasks.files import naming_task, not_utf8, read_toml
 from sprout.tasks.imageref import task_image
 
 WORKDIR = "/testbed"
@@ -102,31 +102,20 @@ def sidecar_path(jsonl: Path) -> Path:
 
 def read_sidecar(path: Path) -> dict[str, SweBenchSettings]:
     """The sidecar's tables by key: "" for `[sprout]`, "owner/name[@version]" for a repository."""
-    text = optional_text(path, None)
-    if text is None:
+    data = read_toml(path, None)
+    if data is None:
         return {}
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise TaskError(f"{path}: {error}") from None
-    unknown = sorted(set(data) - {"sprout", "repos"})
-    if unknown:
-        raise TaskError(f'{path}: {unknown[0]}: unknown table; use [sprout] or [repos."o/n"]')
-    tables: dict[str, object] = {"": data.get("sprout", {})}
-    repos = data.get("repos", {})
-    if not isinstance(repos, dict):
-        raise TaskError(f'{path}: repos: expected tables named "owner/name"')
-    tables.update(repos)
-    settings = {}
-    for key, table in tables.items():
-        label = _label(key)
-        try:
-            settings[key] = SweBenchSettings.model_validate(table)
-        except ValidationError as error:
-            first = error.errors()[0]
-            field = ".".join(str(part) for part in first["loc"])
-            raise TaskError(f"{path}: {label}.{field}: {first['msg']}") from None
-    return settings
+    with naming_task(None):
+        only_tables(data, ["sprout", "repos"], path, 'use [sprout] or [repos."o/n"] tables')
+        tables: dict[str, object] = {"": data.get("sprout", {})}
+        repos = data.get("repos", {})
+        if not isinstance(repos, dict):
+            raise TaskError(f'{path}: repos: expected tables named "owner/name"')
+        tables.update(repos)
+        return {
+            key: validate_table(table, SweBenchSettings, path=path, table=_label(key))
+            for key, table in tables.items()
+        }
 
 
 def _settings_for(

@@ -14,20 +14,22 @@ See docs/tasks.md for what maps to what.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
 
+from sprout.config import only_tables
 from sprout.task import ResultsFormat, SolutionStep, Task, TaskError
 from sprout.tasks.files import (
     has_file,
+    naming_task,
     only_plain_files,
     optional_text,
     read_text,
+    read_toml,
     subfolder,
+    task_table,
 )
 from sprout.tasks.native import SproutTable, split_solution, task_environment
 
@@ -88,22 +90,10 @@ def _check_metadata(data: Mapping[str, object], where: str) -> None:
 
 def _overrides(path: Path, task_id: str) -> SproutTable:
     """The `[sprout]` table of sprout.toml, when the folder has one."""
-    text = optional_text(path, task_id)
-    if text is None:
-        return SproutTable()
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise TaskError(f"{task_id}: {path}: {error}") from None
-    extra = sorted(set(data) - {"sprout"})
-    if extra:
-        raise TaskError(f"{task_id}: {path}: {extra[0]}: unknown; put fields in a [sprout] table")
-    try:
-        return SproutTable.model_validate(data.get("sprout", {}))
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise TaskError(f"{task_id}: {path}: sprout.{field}: {first['msg']}") from None
+    data = read_toml(path, task_id) or {}
+    with naming_task(task_id):
+        only_tables(data, ["sprout"], path, "put fields in a [sprout] table")
+    return task_table(data, "sprout", SproutTable, path, task_id)
 
 
 def _solution(folder: Path, task_id: str) -> tuple[SolutionStep, ...]:
