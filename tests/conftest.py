@@ -1,4 +1,6 @@
-"""Shared fixtures: layer stores for each backend, a minimal root filesystem, process scans.
+"""Shared fixtures: layer stores for each backend, a minimal root filesystem, process scans,
+and the world (layer store, SQLite store, tree, a task's checkpoint) the actor, role and tree
+tests play in.
 
 Sandbox tests need kernel overlayfs and namespaces. Where the machine lacks
 them they skip with the reason, except under SPROUT_REQUIRE_SANDBOX=1 (set by
@@ -19,11 +21,15 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from sprout.sandbox import LayerStore
 from sprout.sandbox.backends import overlay_unavailable_reason
+
+if TYPE_CHECKING:
+    from tests.agent.helpers import World
 
 COPY_WARNING = "ignore:sprout. the copy sandbox backend gives NO isolation:RuntimeWarning"
 """The copy backend warns once per process; test_copy_backend.py checks the warning itself."""
@@ -79,6 +85,23 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> LayerStore:
     if request.param == "overlay":
         return _new_overlay_store(tmp_path / "store")
     return LayerStore(tmp_path / "store", mode="copy")
+
+
+@pytest.fixture
+def world_files() -> dict[str, str]:
+    """The files of the world's task in /workspace (relative path -> text); a folder's
+    conftest.py or a test module overrides this fixture to give its tests other files."""
+    return {"README": "a task\n", "src/app.py": "print('hi')\n"}
+
+
+@pytest.fixture
+def world(overlay_store: LayerStore, tmp_path: Path, world_files: dict[str, str]) -> World:
+    """A task whose /workspace holds `world_files`, over the host image, with its run's
+    SQLite store and tree (skips, or fails under SPROUT_REQUIRE_SANDBOX=1, where the overlay
+    sandbox cannot run)."""
+    from tests.agent.helpers import make_world  # only the tests that play in a world need it
+
+    return make_world(overlay_store, tmp_path, files=world_files)
 
 
 @pytest.fixture

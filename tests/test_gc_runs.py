@@ -18,7 +18,7 @@ from sprout.cli import main
 from sprout.runfolder import RunFolder
 from sprout.sandbox import LayerStore, Sandbox
 from tests.conftest import require_host_image
-from tests.search.tasks import TRAPPED, write_task
+from tests.taskfolders import TRAPPED, two_edits_task
 
 SPROUT = [sys.executable, "-m", "sprout.cli"]
 
@@ -49,7 +49,7 @@ def unsealed(layers: Path) -> set[str]:
 def finished_run(tmp_path: Path) -> Path:
     """A sprout run with branches: roots and branches, several turns each."""
     require_host_image()
-    write_task(tmp_path / "tasks")
+    two_edits_task(tmp_path / "tasks")
     out = tmp_path / "run"
     argv = ["run", str(tmp_path / "tasks"), "--model", TRAPPED, "--method", "sprout"]
     assert main([*argv, "--rounds", "2", "--out", str(out), "--quiet"]) == 0
@@ -123,7 +123,7 @@ def test_gc_refuses_while_the_run_is_live_and_resume_sweeps_the_killed_verifier(
     tmp_path: Path,
 ) -> None:
     require_host_image()
-    task = write_task(tmp_path / "tasks")
+    task = two_edits_task(tmp_path / "tasks")
     test_sh = task / "tests" / "test.sh"
     test_sh.write_text(test_sh.read_text().replace("cd /workspace", "sleep 30\ncd /workspace"))
     out = tmp_path / "run"

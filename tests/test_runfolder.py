@@ -17,7 +17,7 @@ import pytest
 from sprout.cli import main
 from sprout.runfolder import RunFolder, RunFolderError
 from sprout.store import StoreError
-from tests.search.tasks import write_task
+from tests.taskfolders import two_edits_task
 
 
 def error_lines(err: str) -> list[str]:
@@ -35,7 +35,7 @@ def a_run(path: Path) -> Path:
 
 def run_args(tmp_path: Path, out: Path, *extra: str) -> list[str]:
     if not (tmp_path / "tasks").exists():
-        write_task(tmp_path / "tasks")
+        two_edits_task(tmp_path / "tasks")
     return [
         "run",
         str(tmp_path / "tasks"),
@@ -62,7 +62,7 @@ def test_an_out_that_names_a_file_is_one_line_and_exit_2(
 ) -> None:
     out = tmp_path / "results.txt"
     out.write_text("keep me\n")
-    write_task(tmp_path / "tasks")
+    two_edits_task(tmp_path / "tasks")
     tasks = str(tmp_path / "tasks")
     where = ["--isolation", "none", "--out", str(out)]
     argv = {

@@ -32,7 +32,7 @@ from sprout.tasks import load_native
 from sprout.verify import diagnose
 from sprout.verify.types import TestResult
 from tests.conftest import require_host_image
-from tests.taskcheck_helpers import FIXED, SOLVE, write_task
+from tests.taskfolders import CALC_SOLVE, FIXED, calc_task
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def run(tmp_path: Path) -> Iterator[RunFolder]:
 
 @pytest.mark.sandbox
 def test_a_sound_task_fails_untouched_and_passes_with_the_oracle(run, tmp_path):
-    result = check_task(load_native(write_task(tmp_path, "calc")), run)
+    result = check_task(load_native(calc_task(tmp_path, "calc")), run)
     assert result.ok, result.problem
     assert result.untouched is not None and result.untouched.reward == 0
     assert (result.untouched.passed, result.untouched.failed) == (1, 1)
@@ -60,23 +60,23 @@ def test_a_sound_task_fails_untouched_and_passes_with_the_oracle(run, tmp_path):
 
 @pytest.mark.sandbox
 def test_an_untouched_environment_that_passes_is_broken(run, tmp_path):
-    result = check_task(load_native(write_task(tmp_path, "fixed", code=FIXED)), run)
+    result = check_task(load_native(calc_task(tmp_path, "fixed", code=FIXED)), run)
     assert result.problem == "untouched environment already passes (2 of 2 tests passed)"
     assert result.oracle is not None and result.oracle.reward == 1
 
 
 @pytest.mark.sandbox
 def test_an_oracle_that_fails_is_broken_with_the_failing_test(run, tmp_path):
-    solve = SOLVE.replace("s/a - b/a + b/", "s/a - b/a + b + 1/")
-    result = check_task(load_native(write_task(tmp_path, "off", solve=solve)), run)
+    solve = CALC_SOLVE.replace("s/a - b/a + b/", "s/a - b/a + b + 1/")
+    result = check_task(load_native(calc_task(tmp_path, "off", solve=solve)), run)
     assert result.problem == "oracle fails add: add(2, 3) != 5"
     assert result.untouched is not None and result.untouched.reward == 0
 
 
 @pytest.mark.sandbox
 def test_a_failing_step_is_named_first(run, tmp_path):
-    solve = SOLVE.replace("calc.py\n# wrong", "calcs.py\n# wrong")
-    result = check_task(load_native(write_task(tmp_path, "typo", solve=solve)), run)
+    solve = CALC_SOLVE.replace("calc.py\n# wrong", "calcs.py\n# wrong")
+    result = check_task(load_native(calc_task(tmp_path, "typo", solve=solve)), run)
     assert result.problem is not None
     assert result.problem.startswith("step 2/2 exited 2 (sed: can't read calcs.py")
     assert result.problem.endswith("oracle fails add: add(2, 3) != 5")
@@ -84,14 +84,14 @@ def test_a_failing_step_is_named_first(run, tmp_path):
 
 @pytest.mark.sandbox
 def test_a_task_without_a_solution_is_broken(run, tmp_path):
-    result = check_task(load_native(write_task(tmp_path, "bare", solve=None)), run)
+    result = check_task(load_native(calc_task(tmp_path, "bare", solve=None)), run)
     assert result.problem is not None and result.problem.startswith("no reference solution")
     assert result.untouched is not None and result.oracle is None
 
 
 @pytest.mark.sandbox
 def test_a_set_up_that_fails_is_broken(run, tmp_path):
-    task = write_task(tmp_path, "setup", toml='setup = ["false"]\n')
+    task = calc_task(tmp_path, "setup", toml='setup = ["false"]\n')
     result = check_task(load_native(task), run)
     assert result.problem is not None
     assert result.problem.startswith(
@@ -102,7 +102,7 @@ def test_a_set_up_that_fails_is_broken(run, tmp_path):
 @pytest.mark.sandbox
 def test_a_failed_set_up_step_shows_its_command_and_last_lines(run, tmp_path):
     step = "for i in $(seq 1 30); do echo line $i; done; echo fatal: no such ref >&2; exit 3"
-    task = write_task(tmp_path, "setup", toml=f"setup = [{json.dumps(step)}]\n")
+    task = calc_task(tmp_path, "setup", toml=f"setup = [{json.dumps(step)}]\n")
     result = check_task(load_native(task), run)
     assert result.problem is not None and result.problem.endswith("fatal: no such ref")
     lines = result.detail.splitlines()
@@ -272,7 +272,7 @@ def test_a_fault_no_one_foresaw_is_still_one_tasks_line(
         raise KeyError("a bug in sprout")
 
     monkeypatch.setattr("sprout.taskcheck.base_checkpoint", broken)
-    result = check_task(load_native(write_task(tmp_path, "calc")), run)
+    result = check_task(load_native(calc_task(tmp_path, "calc")), run)
     assert result.problem == "sprout failed on this task: KeyError: 'a bug in sprout'"
     assert "Traceback" in result.detail and "KeyError" in result.detail
 

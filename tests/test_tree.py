@@ -4,11 +4,9 @@ and tokens are counted spent and with shared prefixes once."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from sprout.sandbox import LayerStore
 from sprout.store import Store
 from sprout.tree import ModelCallRecord, RolloutTree, TreeError, Turn
 from tests.agent.helpers import (
@@ -17,16 +15,15 @@ from tests.agent.helpers import (
     World,
     bash,
     dumps,
-    make_world,
     reply,
     submit,
 )
 
 
 @pytest.fixture
-def world(overlay_store: LayerStore, tmp_path: Path) -> World:
-    files = {"README": "a task\n", "src/app.py": "print('hi')\n", "src/util/helpers.py": "x = 1\n"}
-    return make_world(overlay_store, tmp_path, files=files)
+def world_files() -> dict[str, str]:
+    """The world's task (tests/conftest.py) with a nested folder besides README and src/app.py."""
+    return {"README": "a task\n", "src/app.py": "print('hi')\n", "src/util/helpers.py": "x = 1\n"}
 
 
 PARENT_TURNS = [

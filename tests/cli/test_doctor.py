@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import require_host_image
 from tests.sandbox.conftest import NOBODY, as_nobody
-from tests.taskcheck_helpers import write_task
+from tests.taskfolders import calc_task
 
 from sprout.cli import main
 
@@ -74,7 +74,7 @@ def test_without_cgroups_doctor_fails_and_a_run_refuses_to_start(nobody_place, s
     code, out, _ = sprout_as_nobody("doctor", home=nobody_place)
     assert code == 1, out
     assert "MISSING  cgroups" in out and "--isolation none" in out
-    task = write_task(shared_tmp / f"{nobody_place.name}-tasks", "calc")
+    task = calc_task(shared_tmp / f"{nobody_place.name}-tasks", "calc")
     os.system(f"chmod -R a+rX {shared_tmp}")
     out_dir = nobody_place / "run"
     arguments = [str(task), "--model", "oracle", "--method", "pass@1", "--out", str(out_dir)]

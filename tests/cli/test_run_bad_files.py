@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tests.cli.test_tasks_check import swebench_with_a_pipe_in_its_clone
 from tests.conftest import require_host_image
-from tests.taskcheck_helpers import write_task
+from tests.taskfolders import calc_task
 
 from sprout.cli import main
 
@@ -24,8 +24,8 @@ def test_a_task_that_cannot_be_read_is_skipped_and_exits_2(
 ) -> None:
     require_host_image()
     tasks = tmp_path / "tasks"
-    write_task(tasks, "good")
-    bad = write_task(tasks, "bad")
+    calc_task(tasks, "good")
+    bad = calc_task(tasks, "bad")
     (bad / "instruction.md").write_bytes(b"Fix \xff it\n")
     out = tmp_path / "run"
     assert run(tasks, out=out) == 2
@@ -45,7 +45,7 @@ def test_a_task_that_cannot_be_set_up_is_an_error_and_the_run_goes_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     require_host_image()
-    good = write_task(tmp_path / "tasks", "good")
+    good = calc_task(tmp_path / "tasks", "good")
     swebench, repos = swebench_with_a_pipe_in_its_clone(tmp_path)
     out = tmp_path / "run"
     assert run(good, swebench, out=out, extra=("--repos", str(repos))) == 1

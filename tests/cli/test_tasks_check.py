@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import require_host_image
-from tests.taskcheck_helpers import FIXED, SOLVE, TEST_SH, write_task
+from tests.taskfolders import CALC_SOLVE, CALC_TEST_SH, FIXED, calc_task
 
 from sprout.cli import main
 
@@ -30,7 +30,7 @@ def rows(printed: str) -> dict[str, str]:
 @pytest.mark.sandbox
 def test_a_sound_task_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     require_host_image()
-    assert check(str(write_task(tmp_path, "calc"))) == 0
+    assert check(str(calc_task(tmp_path, "calc"))) == 0
     printed = capsys.readouterr().out
     assert printed.splitlines()[0].split() == ["task", "untouched", "oracle", "seconds", "problem"]
     assert rows(printed)["calc"].split()[1:9] == [
@@ -53,11 +53,11 @@ def test_broken_tasks_exit_1_and_the_others_still_run(
 ) -> None:
     require_host_image()
     tasks = tmp_path / "tasks"
-    write_task(tasks, "good")
-    write_task(tasks, "fixed", code=FIXED)
-    write_task(tasks, "wrong", solve=SOLVE.replace("a + b/", "a + b + 1/"))
-    write_task(tasks, "typo", toml="network = maybe\n")
-    write_task(tasks, "bare", solve=None)
+    calc_task(tasks, "good")
+    calc_task(tasks, "fixed", code=FIXED)
+    calc_task(tasks, "wrong", solve=CALC_SOLVE.replace("a + b/", "a + b + 1/"))
+    calc_task(tasks, "typo", toml="network = maybe\n")
+    calc_task(tasks, "bare", solve=None)
     assert check(str(tasks), "--workers", "2") == 1
     printed = capsys.readouterr().out
     assert "5 tasks: 1 ok, 4 broken" in printed
@@ -82,7 +82,7 @@ def test_a_verifier_that_crashes_is_no_report_and_its_cause_is_shown(
         "offline": "echo 'curl: (6) Could not resolve host: astral.sh' >&2\nexit 6\n",
     }
     for name, script in scripts.items():
-        task = write_task(tasks, name)
+        task = calc_task(tasks, name)
         settings = task / "task.toml"
         settings.write_text(settings.read_text().replace('"tap"', '"auto"'))
         (task / "tests" / "test.sh").write_text(script)
@@ -103,7 +103,7 @@ def test_a_verifier_that_crashes_is_no_report_and_its_cause_is_shown(
 def test_out_keeps_the_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     require_host_image()
     out = tmp_path / "kept"
-    assert check(str(write_task(tmp_path, "calc")), "--out", str(out)) == 0
+    assert check(str(calc_task(tmp_path, "calc")), "--out", str(out)) == 0
     assert (out / "sprout.db").is_file() and (out / "layers").is_dir()
     assert f"run folder: {out}; oracle attempts: calc 1" in capsys.readouterr().out
 
@@ -139,21 +139,21 @@ def test_bad_files_are_one_line_each_and_the_good_task_is_checked(
 ) -> None:
     require_host_image()
     tasks = tmp_path / "tasks"
-    write_task(tasks, "good")
-    (write_task(tasks, "instruction") / "instruction.md").write_bytes(b"Fix \xff it\n")
-    settings = write_task(tasks, "settings") / "task.toml"
+    calc_task(tasks, "good")
+    (calc_task(tasks, "instruction") / "instruction.md").write_bytes(b"Fix \xff it\n")
+    settings = calc_task(tasks, "settings") / "task.toml"
     settings.unlink()
     settings.mkdir()
-    dockerfile = write_task(tasks, "dockerfile") / "environment" / "Dockerfile"
+    dockerfile = calc_task(tasks, "dockerfile") / "environment" / "Dockerfile"
     dockerfile.write_bytes(b"FROM host\nRUN echo \xfe\n")
-    (write_task(tasks, "solution") / "solution" / "solve.sh").write_bytes(b"echo \xe9\n")
+    (calc_task(tasks, "solution") / "solution" / "solve.sh").write_bytes(b"echo \xe9\n")
     copies = {
         "absolute": "COPY /etc/hostname /x",
         "climbing": "COPY ../outside /x",
         "linked": "COPY hostname /x",
     }
     for name, line in copies.items():
-        task = write_task(tasks, name)
+        task = calc_task(tasks, name)
         (task / "environment" / "Dockerfile").write_text(f"FROM host\n{line}\n")
     (tasks / "linked" / "environment" / "hostname").symlink_to("/etc/hostname")
     tb1 = tasks / "tb1"
@@ -197,7 +197,7 @@ def test_the_temporary_run_folder_goes_when_the_check_ends(
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    assert check(str(write_task(tmp_path, "calc"))) == 0
+    assert check(str(calc_task(tmp_path, "calc"))) == 0
     assert scratch_folders(scratch) == []
 
     def fail(*_args: object) -> None:
@@ -235,8 +235,8 @@ def wait_for_folder(
 
 
 def slow_task(root: Path, name: str) -> Path:
-    task = write_task(root, name)
-    (task / "tests" / "test.sh").write_text("sleep 2\n" + TEST_SH)
+    task = calc_task(root, name)
+    (task / "tests" / "test.sh").write_text("sleep 2\n" + CALC_TEST_SH)
     return task
 
 
@@ -271,7 +271,7 @@ def test_a_killed_checks_folder_is_removed_by_the_next_check(tmp_path: Path) -> 
     survivor = sprout_check([slow_task(tmp_path / "more", "slow")], scratch)
     live = wait_for_folder(scratch, survivor, others=(killed,))
     assert not killed.exists(), "the next check removed the dead check's folder"
-    third = sprout_check([write_task(tmp_path / "third", "quick")], scratch)
+    third = sprout_check([calc_task(tmp_path / "third", "quick")], scratch)
     assert third.wait(timeout=120) == 0
     assert live.exists(), "never the folder of a check that still runs"
     assert survivor.wait(timeout=120) == 0
@@ -283,7 +283,7 @@ def test_an_images_file_that_is_not_utf8_is_bad_input(
 ) -> None:
     images = tmp_path / "images.toml"
     images.write_bytes(b'[images]\n"python" = "\xff"\n')
-    assert check(str(write_task(tmp_path, "calc")), "--images", str(images)) == 2
+    assert check(str(calc_task(tmp_path, "calc")), "--images", str(images)) == 2
     assert capsys.readouterr().err == (
         f"sprout tasks check: {images}: not UTF-8 (line 2, column 13: byte 0xff)\n"
     )

@@ -16,6 +16,7 @@ from sprout.sandbox import LayerStore, Sandbox
 from sprout.tasks import base_checkpoint, load_native
 from tests.conftest import require_host_image
 from tests.images.test_oci import docker_save, rootfs_layer
+from tests.taskfolders import write_task
 
 pytestmark = pytest.mark.sandbox
 
@@ -31,17 +32,16 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minimal_rootfs: Path)
 
 
 def make_task(root: Path) -> Path:
-    task = root / "greet"
-    (task / "environment").mkdir(parents=True)
-    (task / "environment" / "Dockerfile").write_text(
-        "FROM acme/tool:1\nWORKDIR /app\nCOPY hello.txt .\nRUN cat hello.txt hello.txt > twice\n"
+    return write_task(
+        root,
+        "greet",
+        instruction="Greet.\n",
+        toml='version = "1.0"\n',
+        dockerfile="FROM acme/tool:1\nWORKDIR /app\nCOPY hello.txt .\n"
+        "RUN cat hello.txt hello.txt > twice\n",
+        environment={"hello.txt": "hello\n"},
+        tests={"test.sh": "exit 0\n"},
     )
-    (task / "environment" / "hello.txt").write_text("hello\n")
-    (task / "instruction.md").write_text("Greet.\n")
-    (task / "task.toml").write_text('version = "1.0"\n')
-    (task / "tests").mkdir()
-    (task / "tests" / "test.sh").write_text("exit 0\n")
-    return task
 
 
 def test_two_runs_share_one_build_of_a_base_layer(cache: ImageCache, tmp_path: Path):

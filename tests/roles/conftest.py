@@ -1,23 +1,20 @@
-"""Fixtures for the role tests: a sandbox world holding the task's files, and a chat server."""
+"""Fixtures for the role tests: the world's task files (the world is tests/conftest.py's),
+and a chat server."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from sprout.sandbox import LayerStore
-from tests.agent.helpers import World, make_world
 from tests.models.chat_server import ChatServer
 from tests.roles.helpers import FILES
 
 
 @pytest.fixture
-def world(overlay_store: LayerStore, tmp_path: Path) -> World:
-    """A task whose /workspace holds README, src/app.py and src/util.py, over the host image
-    (skips, or fails under SPROUT_REQUIRE_SANDBOX=1, where the overlay sandbox cannot run)."""
-    return make_world(overlay_store, tmp_path, files=FILES)
+def world_files() -> dict[str, str]:
+    """README, src/app.py and src/util.py: code whose traceback the roles can point into."""
+    return FILES
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from sprout.runfolder import RunFolder
 from sprout.tasks import load_native
 from tests.conftest import require_host_image
 from tests.models.chat_server import ChatServer, Reply, completion_body
-from tests.search.tasks import TRAPPED, write_task
+from tests.taskfolders import TRAPPED, two_edits_task
 
 pytestmark = pytest.mark.sandbox
 
@@ -29,7 +29,7 @@ TESTS_CANARY = "canary-tests-9023"
 def canary_task(root: Path) -> Path:
     """The two-edit task with canaries in the correct step 2 (which the trapped root never
     plays) and in the hidden tests (a comment, and a file the verifier never prints)."""
-    task = write_task(root)
+    task = two_edits_task(root)
     solve = task / "solution" / "solve.sh"
     solve.write_text(
         solve.read_text().replace("echo 2 > b.txt\n", f"echo 2 > b.txt  # {SOLUTION_CANARY}\n")

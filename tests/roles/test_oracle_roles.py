@@ -19,6 +19,7 @@ from sprout.tree import Attempt
 from sprout.verify import run_verifier
 from tests.agent.helpers import World
 from tests.roles.helpers import calls
+from tests.taskfolders import write_files
 
 pytestmark = pytest.mark.sandbox
 
@@ -43,10 +44,9 @@ print("ok")
 
 
 def make_task(world: World, tmp_path: Path) -> Task:
-    tests = tmp_path / "tests"
-    tests.mkdir()
-    (tests / "check.py").write_text(CHECK)
-    (tests / "test.sh").write_text("python3 /tests/check.py\n")
+    tests = write_files(
+        tmp_path / "tests", {"check.py": CHECK, "test.sh": "python3 /tests/check.py\n"}
+    )
     return Task(
         id=world.task_id,
         path=tmp_path,
@@ -74,8 +74,8 @@ def test_the_loop_escapes_a_trap_from_the_verifiers_findings_alone(world: World,
     task = make_task(world, tmp_path)
     model = OracleNoiseModel(STEPS, noise=Noise(errors="trap", q=1, p=0))  # always falls in
     actor = world.actor(model)
-    analyst = Analyst(model, world.tree, world.layers)
-    reviewer = Reviewer(model, world.tree, layers=world.layers)
+    analyst = Analyst(model, world.tree)
+    reviewer = Reviewer(model, world.tree)
 
     root = verify(world, task, actor.run(world.root(actor, task.instruction)))
     assert root.reward == 0 and "/tests/check.py" in json.dumps(root.diagnostics)
@@ -116,11 +116,11 @@ def test_estimates_are_of_the_rendered_prompt_and_the_heuristics_json(world: Wor
     model = OracleModel(STEPS[:1])  # does step 1 only: the check fails
     actor = world.actor(model)
     root = verify(world, task, actor.run(world.root(actor, task.instruction)))
-    analyst = Analyst(model, world.tree, world.layers)
+    analyst = Analyst(model, world.tree)
     analysis = analyst.analyse(task, root)
 
     [call] = calls(world, "analyst")
-    files = turn_files(world.tree, world.layers, root)
+    files = turn_files(world.tree, root)
     prompt = analyst.prompt(task, root, files, world.tree.last_index(root))
     assert call.prompt_tokens == estimate_tokens(prompt)
     reply = {"why_failed": analysis.why_failed, "keep": analysis.keep, "boundaries": [1, 0]}
@@ -135,7 +135,7 @@ def test_the_oracle_resumes_after_the_boundary_of_a_heuristic_starting_turn(worl
     root = actor.run(world.root(actor, task.instruction))  # 3 steps and a submit: 0..4
     world.store.set_outcome(root.id, 0.0, {"summary": "pretend it failed"}, "")
     root = world.tree.attempt(root.id)
-    analysis = Analyst(OracleModel(STEPS), world.tree, world.layers).analyse(task, root)
+    analysis = Analyst(OracleModel(STEPS), world.tree).analyse(task, root)
     analyses = {root.id: dataclasses.replace(analysis, boundaries=(0, 1, 2, 3))}
     review = Reviewer(OracleModel(STEPS), world.tree).review(
         task, method="sprout", round=1, branches=4, candidates=[root], analyses=analyses

@@ -21,6 +21,7 @@ import pytest
 from sprout.sandbox import LayerStore, Sandbox
 from tests.conftest import require_host_image
 from tests.sandbox.conftest import run_script
+from tests.taskfolders import write_files
 
 pytestmark = pytest.mark.sandbox
 
@@ -186,11 +187,11 @@ def test_sysfs_is_absent_and_proc_is_masked(overlay_store):
 
 
 def test_hidden_tests_and_host_homes_are_invisible(overlay_store, tmp_path, marker):
-    task = tmp_path / "task"
-    (task / "tests").mkdir(parents=True)
-    (task / "tests" / "test_secret.py").write_text(f"SECRET = '{marker}'\n")
-    (task / "solution").mkdir()
-    (task / "solution" / "solve.sh").write_text(f"echo {marker}\n")
+    hidden = {
+        "tests/test_secret.py": f"SECRET = '{marker}'\n",
+        "solution/solve.sh": f"echo {marker}\n",
+    }
+    task = write_files(tmp_path / "task", hidden)
     store = LayerStore(tmp_path / "run" / "layers", hide=[task])
     with Sandbox.create(store) as sandbox:
         reads = sandbox.run(

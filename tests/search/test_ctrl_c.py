@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_host_image
-from tests.search.tasks import write_task
 from tests.search.test_run_cli import _decisions
+from tests.taskfolders import two_edits_task
 
 MODEL = "oracle-noise:p=0.4,seed=5"
 
@@ -73,7 +73,7 @@ def _start_and_wait_for_turns(command: list[str], db: Path) -> subprocess.Popen[
 @pytest.fixture
 def straight(tmp_path: Path) -> Path:
     require_host_image()
-    write_task(tmp_path / "tasks", slow_step=0.3)
+    two_edits_task(tmp_path / "tasks", slow_step=0.3)
     out = tmp_path / "straight"
     done = subprocess.run(_command(tmp_path, out), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

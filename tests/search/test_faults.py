@@ -19,7 +19,7 @@ import pytest
 from sprout.cli import main
 from tests.conftest import require_host_image
 from tests.models.chat_server import ChatServer, Reply, completion_body
-from tests.search.tasks import write_task
+from tests.taskfolders import two_edits_task
 
 FAST = "[model]\ntimeout_s = 2\nmax_retries = 1\n"
 """A server that fails is given up on within seconds."""
@@ -35,7 +35,7 @@ SOLVING = [turn("echo 1 > a.txt"), turn("echo 2 > b.txt"), turn("echo SPROUT_SUB
 def run(server: ChatServer, tmp_path: Path, *extra: str, tasks: int = 1) -> int:
     for number in range(tasks):
         if not (tmp_path / "tasks" / f"task-{number}").exists():
-            write_task(tmp_path / "tasks", f"task-{number}")
+            two_edits_task(tmp_path / "tasks", f"task-{number}")
     config = tmp_path / "fast.toml"
     config.write_text(FAST)
     return main(
@@ -242,7 +242,7 @@ def small_disk(tmp_path: Path):
 def test_a_sandbox_that_fills_the_disk_keeps_the_turns_before_and_resume_goes_on(
     tmp_path: Path, small_disk: Path
 ) -> None:
-    write_task(tmp_path / "tasks")
+    two_edits_task(tmp_path / "tasks")
     args = ["run", str(tmp_path / "tasks"), "--model", "openai/m", "--method", "pass@1"]
     args += ["--out", str(small_disk / "run")]
     fill = turn("dd if=/dev/zero of=big bs=1M count=100; echo filled")

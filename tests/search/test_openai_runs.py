@@ -12,7 +12,7 @@ from sprout.cli import main
 from sprout.runfolder import RunFolder
 from tests.conftest import require_host_image
 from tests.models.chat_server import ChatServer, Reply, completion_body
-from tests.search.tasks import write_task
+from tests.taskfolders import two_edits_task
 
 SURE = [("x", -0.01, {"x": -0.01, "y": -5.0})]
 UNSURE = [("x", -0.7, {"x": -0.7, "y": -0.7})]
@@ -24,7 +24,7 @@ def turn(command: str, logprobs: list | None = SURE) -> Reply:
 
 
 def run(server: ChatServer, tmp_path: Path, method: str) -> int:
-    write_task(tmp_path / "tasks")
+    two_edits_task(tmp_path / "tasks")
     return main(
         [
             "run",
@@ -150,7 +150,7 @@ def test_roles_settings_reach_the_roles(tmp_path: Path) -> None:
                 turn("echo SPROUT_SUBMIT"),
             ]
         )
-        write_task(tmp_path / "tasks")
+        two_edits_task(tmp_path / "tasks")
         code = main(
             [
                 "run",

@@ -15,7 +15,7 @@ import pytest
 
 from sprout.cli import main
 from tests.conftest import require_host_image
-from tests.search.tasks import TRAPPED, write_task
+from tests.taskfolders import TRAPPED, two_edits_task
 
 METHOD_KEYS = {
     "tasks",
@@ -39,8 +39,8 @@ def test_run_prints_the_table_and_writes_results(
 ) -> None:
     require_host_image()
     tasks = tmp_path / "tasks"
-    write_task(tasks, "first")
-    write_task(tasks, "second")
+    two_edits_task(tasks, "first")
+    two_edits_task(tasks, "second")
     out = tmp_path / "run"
     code = main(
         [
@@ -79,7 +79,7 @@ def test_an_existing_run_is_never_overwritten(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     require_host_image()
-    write_task(tmp_path / "tasks")
+    two_edits_task(tmp_path / "tasks")
     out = tmp_path / "run"
     args = ["run", str(tmp_path / "tasks"), "--model", "oracle", "--method", "pass@1"]
     assert main([*args, "--out", str(out)]) == 0
@@ -106,7 +106,7 @@ def test_an_existing_run_is_never_overwritten(
 def test_bad_settings_are_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
 ) -> None:
-    write_task(tmp_path / "tasks")
+    two_edits_task(tmp_path / "tasks")
     args = ["run", str(tmp_path / "tasks"), "--model", "oracle", "--out", str(tmp_path / "run")]
     assert main([*args, *extra]) == 2
     err = capsys.readouterr().err
@@ -119,8 +119,8 @@ def test_a_broken_task_is_named_and_the_others_still_run(
 ) -> None:
     require_host_image()
     tasks = tmp_path / "tasks"
-    write_task(tasks, "good")
-    broken = write_task(tasks, "broken")
+    two_edits_task(tasks, "good")
+    broken = two_edits_task(tasks, "broken")
     (broken / "task.toml").write_text("[sprout]\nnetwork = 'sometimes'\n")
     out = tmp_path / "run"
     code = main(["run", str(tasks), "--model", "oracle", "--method", "pass@1", "--out", str(out)])
@@ -136,8 +136,8 @@ def test_a_failing_setup_is_recorded_and_the_run_goes_on(
 ) -> None:
     require_host_image()
     tasks = tmp_path / "tasks"
-    write_task(tasks, "good")
-    bad = write_task(tasks, "bad-setup")
+    two_edits_task(tasks, "good")
+    bad = two_edits_task(tasks, "bad-setup")
     (bad / "task.toml").write_text('[sprout]\nimage = "host"\nsetup = ["exit 3"]\n')
     out = tmp_path / "run"
     code = main(["run", str(tasks), "--model", "oracle", "--method", "pass@1", "--out", str(out)])
@@ -155,7 +155,7 @@ def _turn_rows(db: Path) -> set[tuple[int, int, float]]:
 
 def test_a_killed_run_resumes_without_redoing_a_finished_turn(tmp_path: Path) -> None:
     require_host_image()
-    write_task(tmp_path / "tasks", slow_step=0.4)
+    two_edits_task(tmp_path / "tasks", slow_step=0.4)
     out = tmp_path / "run"
     args = [
         sys.executable,
@@ -232,7 +232,7 @@ def test_a_run_killed_at_random_instants_decides_as_an_uninterrupted_run(tmp_pat
     """oracle-noise draws by the place of each turn in the tree, never by a counter kept in
     memory: a run killed and resumed again and again ends with the same tree."""
     require_host_image()
-    write_task(tmp_path / "tasks", slow_step=0.15)
+    two_edits_task(tmp_path / "tasks", slow_step=0.15)
     model = "oracle-noise:p=0.4,seed=5"
     base = [sys.executable, "-m", "sprout.cli", "run", str(tmp_path / "tasks"), "--model", model]
     base += ["--method", "pass@2,sprout", "--workers", "1", "--quiet"]
@@ -274,8 +274,8 @@ def test_a_verifier_that_hangs_or_writes_nonsense_scores_zero_and_the_run_goes_o
 ) -> None:
     require_host_image()
     tasks = tmp_path / "tasks"
-    write_task(tasks, "good")
-    bad = write_task(tasks, "bad-verifier")
+    two_edits_task(tasks, "good")
+    bad = two_edits_task(tasks, "bad-verifier")
     (bad / "tests" / "test.sh").write_text(test_sh)
     (bad / "task.toml").write_text(
         (bad / "task.toml").read_text().replace("timeout_sec = 30", "timeout_sec = 1")
@@ -296,7 +296,7 @@ def test_a_verifier_that_hangs_or_writes_nonsense_scores_zero_and_the_run_goes_o
 def test_a_broken_roles_table_is_refused_before_anything_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    write_task(tmp_path / "tasks")
+    two_edits_task(tmp_path / "tasks")
     config = tmp_path / "settings.toml"
     config.write_text('[roles]\nmax_retries = 1\nreviewer_template = "{% if %}"\n')
     out = tmp_path / "run"

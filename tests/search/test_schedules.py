@@ -16,14 +16,14 @@ from sprout.search.run import RunSettingsError, check_settings
 from sprout.tasks import load_native
 from sprout.tree import Attempt
 from tests.conftest import require_host_image
-from tests.search.tasks import TRAPPED, write_task
+from tests.taskfolders import TRAPPED, two_edits_task
 
 
 def run_methods(
     tmp_path: Path, model: str, methods: str, *, workers: int = 2, **options: object
 ) -> tuple[RunFolder, dict, str]:
     require_host_image()
-    task = load_native(write_task(tmp_path / "tasks"))
+    task = load_native(two_edits_task(tmp_path / "tasks"))
     run = RunFolder.create_new(tmp_path / "run")
     settings = RunSettings(model, parse_methods(methods, **options), workers=workers)
     out = io.StringIO()

@@ -15,7 +15,7 @@ from sprout.search.run import RunSettingsError, check_settings
 from sprout.tasks import load_native
 from sprout.tree import Attempt
 from tests.conftest import require_host_image
-from tests.search.tasks import TRAPPED, write_task
+from tests.taskfolders import TRAPPED, two_edits_task
 
 METHOD = "train-rollouts"
 
@@ -23,7 +23,7 @@ METHOD = "train-rollouts"
 def train(tmp_path: Path, model: str, **options: object) -> RunFolder:
     require_host_image()
     folder = tmp_path / "tasks" / "two-edits"
-    task = load_native(folder if folder.exists() else write_task(tmp_path / "tasks"))
+    task = load_native(folder if folder.exists() else two_edits_task(tmp_path / "tasks"))
     run = RunFolder.create(tmp_path / "run")
     settings = RunSettings(model, parse_methods(METHOD, **options), workers=2)
     run_tasks([task], run, settings, Progress(quiet=True))

@@ -16,7 +16,7 @@ from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import TaskError
 from sprout.tasks import base_checkpoint, load_swebench, load_tasks
 from sprout.tasks.native import load_native
-from tests.taskcheck_helpers import write_task
+from tests.taskfolders import calc_task, write_tb1_task
 
 BAD_BYTES = b"line one\nline \xff two\n"
 
@@ -164,8 +164,8 @@ BREAKS: dict[str, tuple[Callable[[Path], None], str]] = {
 @pytest.mark.parametrize("name", BREAKS)
 def test_a_bad_file_is_one_error_line_and_the_next_task_loads(tmp_path: Path, name: str):
     tasks = tmp_path / "tasks"
-    write_task(tasks, "good")
-    bad = write_task(tasks, name)
+    calc_task(tasks, "good")
+    bad = calc_task(tasks, name)
     breaks, problem = BREAKS[name]
     breaks(bad)
     loaded = load_tasks([tasks])
@@ -177,7 +177,7 @@ def test_a_bad_file_is_one_error_line_and_the_next_task_loads(tmp_path: Path, na
 
 
 def test_an_absolute_or_climbing_source_says_where_docker_reads_it(tmp_path: Path):
-    task = write_task(tmp_path, "abs")
+    task = calc_task(tmp_path, "abs")
     context = task / "environment"
     (context / "Dockerfile").write_text("FROM host\nCOPY /etc/hostname ../../x /y/\n")
     with pytest.raises(TaskError) as caught:
@@ -195,7 +195,7 @@ def test_an_absolute_or_climbing_source_says_where_docker_reads_it(tmp_path: Pat
 
 
 def test_a_link_inside_the_context_is_followed(tmp_path: Path):
-    task = write_task(tmp_path, "linked")
+    task = calc_task(tmp_path, "linked")
     (task / "environment" / "alias.py").symlink_to("calc.py")
     (task / "environment" / "Dockerfile").write_text("FROM host\nCOPY alias.py /app/\n")
     assert [s.source for s in load_native(task).setup] == ["alias.py"]
@@ -203,8 +203,8 @@ def test_a_link_inside_the_context_is_followed(tmp_path: Path):
 
 def test_a_task_folder_whose_name_is_not_utf8_is_one_line(tmp_path: Path):
     tasks = tmp_path / "tasks"
-    write_task(tasks, "good")
-    write_task(tasks, "caf\udce9")  # the name's byte 0xe9, as the file system gives it
+    calc_task(tasks, "good")
+    calc_task(tasks, "caf\udce9")  # the name's byte 0xe9, as the file system gives it
     loaded = load_tasks([tasks])
     assert [task.id for task in loaded.tasks] == ["good"]
     (error,) = loaded.errors
@@ -220,14 +220,6 @@ TB1 = {
     "run-tests.sh": "exit 0\n",
     "solution.sh": "echo hello\n",
 }
-
-
-def tb1_task(root: Path, name: str) -> Path:
-    folder = root / name
-    (folder / "tests").mkdir(parents=True)
-    for file, text in TB1.items():
-        (folder / file).write_text(text)
-    return folder
 
 
 @pytest.mark.parametrize(
@@ -247,8 +239,8 @@ def tb1_task(root: Path, name: str) -> Path:
 def test_terminal_bench1_bad_files_are_one_line(
     tmp_path: Path, file: str, breaks: Callable[[Path], None], problem: str
 ):
-    tb1_task(tmp_path, "good")
-    bad = tb1_task(tmp_path, "bad")
+    write_tb1_task(tmp_path, "good", TB1)
+    bad = write_tb1_task(tmp_path, "bad", TB1)
     breaks(bad / file)
     loaded = load_tasks([tmp_path])
     assert [task.id for task in loaded.tasks] == ["good"]
@@ -291,7 +283,7 @@ def test_a_bad_swebench_sidecar_is_one_line_and_other_paths_load(
     path = tmp_path / "tasks.jsonl"
     path.write_text("\n")
     breaks(tmp_path / "tasks.sprout.toml")
-    good = write_task(tmp_path / "native", "good")
+    good = calc_task(tmp_path / "native", "good")
     loaded = load_tasks([path, good], repos=tmp_path / "repos")
     assert [task.id for task in loaded.tasks] == ["good"]
     (error,) = loaded.errors
@@ -306,7 +298,7 @@ def test_links_inside_a_copied_folder_are_copied_as_links(
     overlay_store: LayerStore, tmp_path: Path
 ):
     (tmp_path / "secret").write_text("host secret\n")
-    task = write_task(tmp_path, "links")
+    task = calc_task(tmp_path, "links")
     data = task / "environment" / "data"
     data.mkdir()
     (data / "out").symlink_to(tmp_path / "secret")
@@ -345,7 +337,7 @@ def test_a_context_that_changed_after_loading_is_a_set_up_error_naming_the_line(
     change: Callable[[Path], None],
     problem: str,
 ):
-    task = load_native(write_task(tmp_path, "changed"))
+    task = load_native(calc_task(tmp_path, "changed"))
     change(task.path / "environment")
     with pytest.raises(TaskError) as caught:
         base_checkpoint(task, overlay_store)
@@ -358,7 +350,7 @@ def test_a_context_that_changed_after_loading_is_a_set_up_error_naming_the_line(
 
 @pytest.mark.sandbox
 def test_a_pipe_in_a_copied_clone_is_a_set_up_error(overlay_store: LayerStore, tmp_path: Path):
-    task = write_task(tmp_path, "piped")
+    task = calc_task(tmp_path, "piped")
     context = task / "environment"
     (context / "data").mkdir()
     (context / "Dockerfile").write_text("FROM host\nCOPY data /data\n")

@@ -14,6 +14,7 @@ from sprout.tasks import base_checkpoint, load_native
 from sprout.tasks.buildcontext import Ignore, clean_source, matches
 from sprout.tasks.dockerfile import ARCH, DEFAULT_PATH, DockerfilePlan, plan_dockerfile
 from sprout.tasks.dockerwords import ExpansionError, expand
+from tests.taskfolders import write_task
 
 
 def plan(
@@ -307,12 +308,13 @@ def test_exec_form_shell_and_user_shape_the_run_steps():
 
 
 def test_the_last_user_is_recorded_with_a_warning(tmp_path: Path):
-    task = tmp_path / "as-user"
-    (task / "environment").mkdir(parents=True)
-    (task / "environment" / "Dockerfile").write_text("FROM host\nUSER nobody\n")
-    (task / "instruction.md").write_text("Do it.\n")
-    (task / "tests").mkdir()
-    (task / "tests" / "test.sh").write_text("true\n")
+    task = write_task(
+        tmp_path,
+        "as-user",
+        instruction="Do it.\n",
+        dockerfile="FROM host\nUSER nobody\n",
+        tests={"test.sh": "true\n"},
+    )
     loaded = load_native(task)
     assert loaded.user == "nobody"
     assert loaded.warnings == (
@@ -364,21 +366,14 @@ def test_what_docker_would_refuse_is_an_error_naming_the_file():
 
 def make_task(root: Path, dockerfile: str, files: dict[str, str | bytes] | None = None) -> Path:
     """A native task over the host image (no image build) with `files` in its context."""
-    task = root / "built"
-    environment = task / "environment"
-    environment.mkdir(parents=True)
-    (environment / "Dockerfile").write_text(dockerfile)
-    for name, content in (files or {}).items():
-        path = environment / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content)
-    (task / "instruction.md").write_text("Look around.\n")
-    (task / "tests").mkdir()
-    (task / "tests" / "test.sh").write_text("true\n")
-    return task
+    return write_task(
+        root,
+        "built",
+        instruction="Look around.\n",
+        dockerfile=dockerfile,
+        environment=files,
+        tests={"test.sh": "true\n"},
+    )
 
 
 def run_in(store: LayerStore, checkpoint: str, command: str) -> str:

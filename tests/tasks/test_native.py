@@ -10,6 +10,7 @@ from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import TaskError
 from sprout.tasks import base_checkpoint, load_native, split_solution
 from sprout.tasks.dockerfile import plan_dockerfile
+from tests.taskfolders import write_task
 
 DOCKERFILE = """\
 FROM python:3.11-slim
@@ -28,21 +29,20 @@ ON_HOST = '[sprout]\nimage = "host"\n'
 
 
 def make_task(root: Path, dockerfile: str = DOCKERFILE, toml: str = "") -> Path:
-    task = root / "fix-calc"
-    (task / "environment" / "src").mkdir(parents=True)
-    (task / "environment" / "Dockerfile").write_text(dockerfile)
-    (task / "environment" / "src" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (task / "environment" / "setup.cfg").write_text("[metadata]\nname = calc\n")
-    (task / "instruction.md").write_text("Fix add() in src/calc.py.\n")
-    (task / "task.toml").write_text('version = "1.0"\n[verifier]\ntimeout_sec = 60\n' + toml)
-    (task / "solution").mkdir()
-    (task / "solution" / "solve.sh").write_text(
-        "#!/bin/bash\nset -e\n# step\ncat src/calc.py\n# step\n"
-        "sed -i 's/a - b/a + b/' src/calc.py\n# wrong: sed -i 's/a - b/a * b/' src/calc.py\n"
+    return write_task(
+        root,
+        "fix-calc",
+        instruction="Fix add() in src/calc.py.\n",
+        toml='version = "1.0"\n[verifier]\ntimeout_sec = 60\n' + toml,
+        dockerfile=dockerfile,
+        environment={
+            "src/calc.py": "def add(a, b):\n    return a - b\n",
+            "setup.cfg": "[metadata]\nname = calc\n",
+        },
+        solve="#!/bin/bash\nset -e\n# step\ncat src/calc.py\n# step\n"
+        "sed -i 's/a - b/a + b/' src/calc.py\n# wrong: sed -i 's/a - b/a * b/' src/calc.py\n",
+        tests={"test.sh": "python3 -c 'import sys'\n"},
     )
-    (task / "tests").mkdir()
-    (task / "tests" / "test.sh").write_text("python3 -c 'import sys'\n")
-    return task
 
 
 def test_native_folder_is_read_with_dockerfile_steps(tmp_path):

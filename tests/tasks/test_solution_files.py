@@ -10,14 +10,14 @@ import pytest
 from sprout.cli import main
 from tests.conftest import require_host_image
 from tests.models.chat_server import ChatServer, Reply, completion_body
-from tests.search.tasks import write_task
+from tests.taskfolders import two_edits_task
 
 pytestmark = pytest.mark.sandbox
 
 
 def task_reading_solution_files(root: Path) -> Path:
     """The two-edit task whose solve.sh (no markers: one script) copies a file of solution/."""
-    task = write_task(root)
+    task = two_edits_task(root)
     (task / "solution" / "b.txt").write_text("2\n")
     (task / "solution" / "solve.sh").write_text(
         "#!/bin/bash\n# no step markers: this runs as one script\necho 1 > a.txt\n"

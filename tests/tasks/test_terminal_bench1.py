@@ -9,6 +9,7 @@ import pytest
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import TaskError
 from sprout.tasks import base_checkpoint, load_terminal_bench1
+from tests.taskfolders import write_tb1_task
 
 TASK_YAML = """\
 # Terminal-Bench Canary String, DO NOT REMOVE
@@ -44,8 +45,6 @@ def test_hello_file():
 
 def make_task(root: Path, files: dict[str, str] | None = None) -> Path:
     """A TB1 folder; `files` replace or add files by name (an empty text leaves one out)."""
-    task = root / "hello"
-    (task / "tests").mkdir(parents=True)
     contents = {
         "task.yaml": TASK_YAML,
         "Dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\nCOPY greeting.txt /app/greeting.txt\n",
@@ -57,10 +56,7 @@ def make_task(root: Path, files: dict[str, str] | None = None) -> Path:
         "docker-compose.yaml": "services:\n  client:\n    build:\n      context: .\n",
     }
     contents.update(files or {})
-    for name, text in contents.items():
-        if text:
-            (task / name).write_text(text)
-    return task
+    return write_tb1_task(root, "hello", {name: text for name, text in contents.items() if text})
 
 
 def test_task_yaml_and_dockerfile_are_read(tmp_path: Path):

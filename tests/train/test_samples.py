@@ -228,9 +228,9 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
     from sprout.search.methods import training_method
     from sprout.search.run import _schedule, _search
     from sprout.tasks import base_checkpoint, load_native
-    from tests.search.tasks import write_task
+    from tests.taskfolders import two_edits_task
 
-    task = load_native(write_task(tmp_path / "tasks"))
+    task = load_native(two_edits_task(tmp_path / "tasks"))
     run = RunFolder.create(tmp_path / "run")
     run.store.add_task(task.id, task.model_dump(mode="json"))
     method = training_method(roots=2, children=1, selector="uniform")

@@ -10,7 +10,7 @@ import pytest
 from sprout.cli import main
 from sprout.runfolder import RunFolder
 from tests.conftest import require_host_image
-from tests.search.tasks import write_task
+from tests.taskfolders import two_edits_task
 
 COIN = """#!/bin/bash
 # A coin toss: whatever the agent did, some rollouts pass, so groups have variance.
@@ -48,7 +48,7 @@ def test_each_step_rolls_out_with_the_last_weights_and_trains(
     tmp_path: Path, tiny_model_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     require_host_image()
-    task = write_task(tmp_path / "tasks", "coin")
+    task = two_edits_task(tmp_path / "tasks", "coin")
     (task / "tests" / "test.sh").write_text(COIN)
     assert train(tmp_path, tiny_model_path) == 0
     out = tmp_path / "run"
@@ -66,7 +66,7 @@ def test_each_step_rolls_out_with_the_last_weights_and_trains(
 
 
 def test_training_needs_a_local_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    write_task(tmp_path / "tasks")
+    two_edits_task(tmp_path / "tasks")
     code = main(["train", "--model", "oracle", "--tasks", str(tmp_path / "tasks"), "--out", "x"])
     assert code == 2
     assert "training needs a local model, hf/PATH" in capsys.readouterr().err
@@ -76,7 +76,7 @@ def test_a_resumed_run_goes_on_from_its_last_saved_step(
     tmp_path: Path, tiny_model_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     require_host_image()
-    task = write_task(tmp_path / "tasks", "coin")
+    task = two_edits_task(tmp_path / "tasks", "coin")
     (task / "tests" / "test.sh").write_text(COIN)
     assert train(tmp_path, tiny_model_path, steps=1) == 0
     first = (tmp_path / "run" / "train.jsonl").read_text()

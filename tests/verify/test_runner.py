@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.taskfolders import write_task
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.tasks import base_checkpoint, load_native
@@ -23,19 +24,15 @@ fi
 
 
 def make_task(root: Path, results: str = "tap") -> Path:
-    task = root / "calc"
-    (task / "environment" / "src").mkdir(parents=True)
-    (task / "environment" / "Dockerfile").write_text(
-        "FROM host\nWORKDIR /app\nCOPY src/ /app/src/\n"
+    return write_task(
+        root,
+        "calc",
+        instruction="Fix add().\n",
+        toml=f'[verifier]\ntimeout_sec = 30\n[sprout]\nresults = "{results}"\n',
+        dockerfile="FROM host\nWORKDIR /app\nCOPY src/ /app/src/\n",
+        environment={"src/calc.py": "def add(a, b):\n    return a - b\n"},
+        tests={"test.sh": TEST_SH},
     )
-    (task / "environment" / "src" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (task / "instruction.md").write_text("Fix add().\n")
-    (task / "task.toml").write_text(
-        f'[verifier]\ntimeout_sec = 30\n[sprout]\nresults = "{results}"\n'
-    )
-    (task / "tests").mkdir()
-    (task / "tests" / "test.sh").write_text(TEST_SH)
-    return task
 
 
 def fixed(layers: LayerStore, base: str) -> str:

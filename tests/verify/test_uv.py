@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import require_host_image
+from tests.taskfolders import write_task
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.verify import ResultsError, run_verifier
@@ -164,25 +165,18 @@ def test_a_failed_fetch_is_one_line_and_a_verifier_error(
 
 def write_tb2_task(root: Path) -> Path:
     """A task in Terminal-Bench 2's layout, with the standard uv-based test.sh."""
-    task = root / "calc"
-    for folder in ("environment", "solution", "tests"):
-        (task / folder).mkdir(parents=True)
-    (task / "task.toml").write_text(
-        'version = "1.0"\n\n[metadata]\ndifficulty = "easy"\n\n'
+    return write_task(
+        root,
+        "calc",
+        instruction="add() in /app/calc.py subtracts. Make it add.\n",
+        toml='version = "1.0"\n\n[metadata]\ndifficulty = "easy"\n\n'
         "[verifier]\ntimeout_sec = 600.0\n\n[agent]\ntimeout_sec = 600.0\n\n"
-        "[environment]\nbuild_timeout_sec = 600.0\ncpus = 1\nmemory_mb = 2048\n"
+        "[environment]\nbuild_timeout_sec = 600.0\ncpus = 1\nmemory_mb = 2048\n",
+        dockerfile="FROM python:3.13-slim\nWORKDIR /app\nCOPY calc.py /app/calc.py\n",
+        environment={"calc.py": "def add(a, b):\n    return a - b\n"},
+        solve="#!/bin/bash\nsed -i 's/a - b/a + b/' /app/calc.py\n",
+        tests={"test.sh": TB2_TEST_SH, "test_outputs.py": TEST_OUTPUTS},
     )
-    (task / "instruction.md").write_text("add() in /app/calc.py subtracts. Make it add.\n")
-    (task / "environment" / "Dockerfile").write_text(
-        "FROM python:3.13-slim\nWORKDIR /app\nCOPY calc.py /app/calc.py\n"
-    )
-    (task / "environment" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (task / "solution" / "solve.sh").write_text(
-        "#!/bin/bash\nsed -i 's/a - b/a + b/' /app/calc.py\n"
-    )
-    (task / "tests" / "test.sh").write_text(TB2_TEST_SH)
-    (task / "tests" / "test_outputs.py").write_text(TEST_OUTPUTS)
-    return task
 
 
 @pytest.fixture(scope="module")

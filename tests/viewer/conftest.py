@@ -16,7 +16,7 @@ from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.tasks import load_native
 from sprout.viewer.server import make_server
 from tests.conftest import require_host_image
-from tests.search.tasks import TRAPPED, write_task
+from tests.taskfolders import TRAPPED, two_edits_task
 from tests.viewer.browser import browser, page  # noqa: F401  (fixtures for test_browser.py)
 
 TASK = "two-edits"
@@ -26,7 +26,7 @@ TASK = "two-edits"
 def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunFolder]:
     require_host_image()
     root = tmp_path_factory.mktemp("viewer")
-    task = load_native(write_task(root / "tasks"))
+    task = load_native(two_edits_task(root / "tasks"))
     folder = RunFolder.create_new(root / "run")
     settings = RunSettings(TRAPPED, parse_methods("pass@2,sprout"), workers=2)
     run_tasks([task], folder, settings, Progress(io.StringIO()))

@@ -20,7 +20,7 @@ from sprout.store import SCHEMA_VERSION
 from sprout.viewer import run_summary, task_tree, turn_detail
 from sprout.viewer.report import write_report
 from tests.conftest import require_host_image
-from tests.search.tasks import write_task
+from tests.taskfolders import two_edits_task
 from tests.viewer.conftest import TASK
 
 TEST_IDS = ("task-list", "play-button", "position", "timeline", "turn-panel", "tooltip")
@@ -132,7 +132,7 @@ def test_sprout_run_writes_the_report_and_prints_its_path(
 ) -> None:
     require_host_image()
     tasks = tmp_path / "tasks"
-    write_task(tasks, "only")
+    two_edits_task(tasks, "only")
     out = tmp_path / "run"
     args = ["run", str(tasks), "--model", "oracle", "--method", "pass@1", "--out", str(out)]
     assert main(args) == 0

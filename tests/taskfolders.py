@@ -1,0 +1,166 @@
+"""Task folders on disk for tests: the one builder of the native layout (Terminal-Bench 2 /
+Harbor plus `[sprout]`) and of Terminal-Bench 1 folders, and the two tasks many tests share.
+
+A test says what its task holds (instruction, task.toml's text, Dockerfile and build
+context, solution, hidden tests); the builder lays the files out where the loaders look.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+Content = str | bytes
+"""A file's text, or its bytes (for files that must not be UTF-8)."""
+
+
+def write_files(folder: Path, files: Mapping[str, Content]) -> Path:
+    """Write `files` (a path relative to `folder` -> its content) under `folder`, making
+    the folders they need; return `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    return folder
+
+
+def write_task(
+    root: Path,
+    name: str,
+    *,
+    instruction: str,
+    tests: Mapping[str, Content],
+    toml: str | None = None,
+    dockerfile: str | None = None,
+    environment: Mapping[str, Content] | None = None,
+    solve: str | None = None,
+    solution: Mapping[str, Content] | None = None,
+) -> Path:
+    """A native task folder `root/name`, returned.
+
+    `instruction` is instruction.md; `tests` the files of tests/ (test.sh and what it reads);
+    `toml` task.toml's text as written (none: no task.toml); `dockerfile` is
+    environment/Dockerfile and `environment` the other files of its build context; `solve`
+    is solution/solve.sh and `solution` the other files of solution/. A part left out is
+    not written, so a test can leave out what a loader must do without.
+    """
+    files: dict[str, Content] = {"instruction.md": instruction}
+    if toml is not None:
+        files["task.toml"] = toml
+    if dockerfile is not None:
+        files["environment/Dockerfile"] = dockerfile
+    files.update({f"environment/{path}": content for path, content in (environment or {}).items()})
+    if solve is not None:
+        files["solution/solve.sh"] = solve
+    files.update({f"solution/{path}": content for path, content in (solution or {}).items()})
+    files.update({f"tests/{path}": content for path, content in tests.items()})
+    return write_files(root / name, files)
+
+
+def write_tb1_task(root: Path, name: str, files: Mapping[str, Content]) -> Path:
+    """A Terminal-Bench 1 folder `root/name`: `files` by their paths in it (task.yaml, the
+    Dockerfile and its context, run-tests.sh, solution.sh, tests/...); tests/ is always made."""
+    folder = write_files(root / name, files)
+    (folder / "tests").mkdir(exist_ok=True)
+    return folder
+
+
+# --- the two-edit task: small enough to run every schedule on --------------------------------
+
+TWO_EDITS_SOLVE = """#!/bin/bash
+# step
+echo 1 > a.txt
+# wrong: echo 9 > a.txt
+# step
+echo 2 > b.txt
+# wrong: echo 9 > b.txt
+# trap: echo 3 > b.txt
+# trap names: b.txt
+"""
+
+TRAPPED = "oracle-noise:errors=trap,q=1,p=0"
+"""Every attempt falls into step 2's trap, unless a turn in its context names b.txt."""
+
+TWO_EDITS_TEST = """#!/bin/bash
+cd /workspace
+for pair in a.txt:1 b.txt:2; do
+  file=${pair%:*} want=${pair#*:}
+  [ "$(cat $file)" = "$want" ] || echo "$file:1: expected $want, found $(cat $file)"
+done
+if [ "$(cat a.txt)" = 1 ] && [ "$(cat b.txt)" = 2 ]; then echo 1; else echo 0; fi \\
+  > /logs/verifier/reward.txt
+"""
+
+
+def two_edits_task(root: Path, name: str = "two-edits", *, slow_step: float = 0.0) -> Path:
+    """A native task: a.txt must say 1 and b.txt 2; both start at 0. Its verifier names each
+    wrong file (`b.txt:1: expected 2, found 3`); step 2 has a trap (`echo 3 > b.txt`).
+
+    `slow_step` makes every step sleep that long first, so a test can kill a run mid-turn.
+    """
+    solve = TWO_EDITS_SOLVE
+    if slow_step:
+        solve = solve.replace("# step\n", f"# step\nsleep {slow_step}\n")
+    return write_task(
+        root,
+        name,
+        instruction="Put 1 in a.txt and 2 in b.txt.\n",
+        toml='[verifier]\ntimeout_sec = 30\n\n[sprout]\nimage = "host"\nnetwork = false\n'
+        'setup = ["echo 0 > a.txt && echo 0 > b.txt"]\n',
+        solve=solve,
+        tests={"test.sh": TWO_EDITS_TEST},
+    )
+
+
+# --- the calc task: for `sprout tasks check`, sound or broken each way a task can be ---------
+
+BUGGY = "def add(a, b):\n    return a - b\n"
+FIXED = "def add(a, b):\n    return a + b\n"
+
+CALC_SOLVE = """#!/bin/bash
+set -e
+cd /app
+# step
+cat calc.py
+# step
+sed -i 's/a - b/a + b/' calc.py
+# wrong: sed -i 's/a - b/a * b/' calc.py
+"""
+
+CALC_TEST_SH = """#!/bin/bash
+# TAP, so that these tests need nothing but the shell and python3.
+cd /app
+check() {
+  if python3 -c "$2" >/dev/null 2>&1; then echo "ok $1"; else
+    echo "not ok $1"; echo "  ---"; echo "  message: $3"; echo "  ..."; fi
+}
+echo 1..2
+check "1 - imports" "import calc" "calc does not import"
+check "2 - add" "import calc; assert calc.add(2, 3) == 5" "add(2, 3) != 5"
+"""
+
+
+def calc_task(
+    root: Path,
+    name: str,
+    *,
+    code: str = BUGGY,
+    solve: str | None = CALC_SOLVE,
+    toml: str = "",
+) -> Path:
+    """A task whose /app/calc.py holds `code`; the hidden tests want add(2, 3) == 5.
+    `toml` goes at the end of task.toml's [sprout] table; `solve=None` leaves out solution/."""
+    return write_task(
+        root,
+        name,
+        instruction="add() in calc.py subtracts. Make it add.\n",
+        toml=f'[verifier]\ntimeout_sec = 30\n\n[sprout]\nimage = "host"\nresults = "tap"\n{toml}',
+        dockerfile="FROM host\nWORKDIR /app\nCOPY calc.py .\n",
+        environment={"calc.py": code},
+        solve=solve,
+        tests={"test.sh": CALC_TEST_SH},
+    )
