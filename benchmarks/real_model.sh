@@ -79,7 +79,7 @@ from sprout.search.report import write_results
 out, model, status, methods = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
 run = RunFolder.open(out)
 content = write_results(run, methods.split(","))
-unfinished = [f"{s['task_id']} {s['method']}" for s in run.store.schedules() if s["status"] != "done"]
+unfinished = [f"{s['task_id']} {s['method']}" for s in run.tree.schedules() if s["status"] != "done"]
 run.close()
 lines = [
     f"Model `{model}`; {len(content['tasks'])} tasks"

@@ -135,13 +135,13 @@ def _play(run: Any, rng: random.Random, attempt: Any, first: int, count: int, gu
     """Commit `count` turns of `attempt` from index `first`, its model calls, and its end."""
     from sprout.tree import ModelCallRecord
 
-    store = run.store
+    tree = run.tree
     for k in range(count):
         author = "reviewer" if guided and k == 0 else "actor"
         turn = _turn(rng, attempt.id, first + k, author)
-        store.add_turn(turn)
+        tree.commit_turn(turn)
         if author == "actor":
-            store.add_model_call(
+            tree.record_call(
                 ModelCallRecord(
                     role="actor",
                     task_id=attempt.task_id,
@@ -155,10 +155,10 @@ def _play(run: Any, rng: random.Random, attempt: Any, first: int, count: int, gu
                 )
             )
     passed = rng.random() < 0.2
-    store.set_outcome(attempt.id, 1.0 if passed else 0.0, _diagnostics(rng, passed), "diff")
-    store.finish_attempt(attempt.id, "done", "submitted" if rng.random() < 0.7 else "turn limit")
+    tree.set_outcome(attempt.id, 1.0 if passed else 0.0, _diagnostics(rng, passed), "diff")
+    tree.finish_attempt(attempt.id, "done", "submitted" if rng.random() < 0.7 else "turn limit")
     if not passed and rng.random() < 0.5:
-        store.add_analysis(
+        tree.add_analysis(
             attempt.task_id,
             attempt.id,
             {"source": "heuristic", "failure": "the test still fails", "turn": first + count - 1},
@@ -172,15 +172,14 @@ def build_run(folder: Path, shape: dict[str, Any], seed: int) -> dict[str, Any]:
     rng = random.Random(seed)
     run = RunFolder.create_new(folder)
     (folder / "layers").mkdir(exist_ok=True)  # no layers are written: the ids are made up
-    store = run.store
-    store.set_meta("settings", {"methods": [{"name": METHOD}]})
     tree = run.tree
+    tree.set_meta("settings", {"methods": [{"name": METHOD}]})
     attempts = turns = 0
     biggest: tuple[int, str, int, int] = (-1, "", 0, 0)
     for t in range(shape["tasks"]):
         task_id = f"task-{t:04d}"
-        store.add_task(task_id, {"id": task_id, "prompt": "Fix the failing test."})
-        store.start_schedule(task_id, METHOD)
+        tree.add_task(task_id, {"id": task_id, "prompt": "Fix the failing test."})
+        tree.start_schedule(task_id, METHOD)
         roots = []
         for _ in range(shape["roots"]):
             prefix = [{"role": "system", "content": "You fix bugs."}]
@@ -205,9 +204,9 @@ def build_run(folder: Path, shape: dict[str, Any], seed: int) -> dict[str, Any]:
                 made += 1
                 last = branch.id
             if plans:
-                store.add_review(task_id, METHOD, r, {"source": "heuristic", "plans": plans})
-        resolved = any(a.reward == 1.0 for a in store.attempts(task_id))
-        store.finish_schedule(task_id, METHOD, resolved=resolved, error=None)
+                tree.add_review(task_id, METHOD, r, {"source": "heuristic", "plans": plans})
+        resolved = any(a.reward == 1.0 for a in tree.attempts(task_id))
+        tree.finish_schedule(task_id, METHOD, resolved=resolved, error=None)
         n_attempts = shape["roots"] + shape["branches"]
         n_turns = shape["roots"] * shape["root_turns"] + shape["branches"] * shape["branch_turns"]
         attempts += n_attempts

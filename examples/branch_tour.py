@@ -17,7 +17,7 @@ from pathlib import Path
 from sprout.agent import Actor
 from sprout.models.oracle import OracleNoiseModel, Step
 from sprout.runfolder import RunFolder
-from sprout.sandbox import Sandbox
+from sprout.sandbox import Sandbox, SandboxWorkspace
 from sprout.tree import Attempt, RolloutTree
 
 STEPS = [
@@ -63,9 +63,9 @@ def main() -> int:
         run = RunFolder.create(Path(tmp) / "run")
         with Sandbox.create(run.layers, files=files) as sandbox:
             base = sandbox.parent
-        run.store.add_task("calc", {"instruction": "Create calc.ops.add."})
+        run.tree.add_task("calc", {"instruction": "Create calc.ops.add."})
         model = OracleNoiseModel(STEPS, p=0.4, seed=SEED)
-        actor = Actor(model, run.tree, run.layers)
+        actor = Actor(model, run.tree, SandboxWorkspace(run.layers))
         root = actor.run(
             run.tree.root("calc", actor.prefix("Create calc.ops.add.", "/workspace"), base)
         )

@@ -28,7 +28,7 @@ def listing_of_every_checkpoint(run_dir: Path) -> dict[tuple[int, int], str]:
     run = RunFolder.open(run_dir)
     try:
         seen = {}
-        for attempt in run.store.attempts():
+        for attempt in run.tree.attempts():
             for boundary in range(run.tree.last_index(attempt) + 1):
                 checkpoint = run.tree.checkpoint(attempt, boundary)
                 with Sandbox.fork(run.layers, checkpoint) as fork:
@@ -60,7 +60,7 @@ def stray_checkpoint(run_dir: Path) -> str:
     """A sealed layer no turn references (a sandbox a killed run sealed and never recorded)."""
     run = RunFolder.open(run_dir)
     try:
-        base = run.tree.checkpoint(run.store.attempts()[0], 0)
+        base = run.tree.checkpoint(run.tree.attempts()[0], 0)
         with Sandbox.fork(run.layers, base) as fork:
             fork.run("head -c 200000 /dev/urandom > stray")
             return fork.checkpoint()

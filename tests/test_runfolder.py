@@ -28,7 +28,7 @@ def error_lines(err: str) -> list[str]:
 def a_run(path: Path) -> Path:
     """A run folder that holds a run (its settings), as a killed `sprout run` leaves it."""
     run = RunFolder.create_new(path)
-    run.store.set_meta("settings", {"model": "oracle"})
+    run.tree.set_meta("settings", {"model": "oracle"})
     run.close()
     return path
 
@@ -196,7 +196,7 @@ def test_one_process_may_open_its_own_run_twice(tmp_path: Path) -> None:
     first = RunFolder.resume(out)
     second = RunFolder.resume(out)
     second.close()
-    first.store.set_meta("still", True)
+    first.tree.set_meta("still", True)
     first.close()
 
 
@@ -246,11 +246,11 @@ def test_a_store_error_mid_run_keeps_what_was_committed(tmp_path: Path) -> None:
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
         with pytest.raises(StoreError, match="locked"):
-            run.store.set_meta("late", 1)
+            run.tree.set_meta("late", 1)
     finally:
         holder.kill()
         holder.wait()
-    run.store.set_meta("after", 2)  # the store is usable again once the lock is gone
+    run.tree.set_meta("after", 2)  # the store is usable again once the lock is gone
     run.close()
     assert [key for key, _ in rows(out / "sprout.db")] == ["after", "settings"]
 

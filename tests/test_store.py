@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from sprout.store import SCHEMA_VERSION, Store, StoreError
+from sprout.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreError
 from sprout.tree import CallRecord, ModelCallRecord, RolloutTree, Turn
 
 
@@ -154,3 +154,22 @@ def test_a_file_that_is_not_a_sprout_store_is_a_store_error_naming_it(tmp_path, 
     with pytest.raises(StoreError) as raised:
         Store(path)
     assert str(path) in str(raised.value)
+
+
+def test_turns_stored_before_their_changes_were_recorded_read_as_unknown(tmp_path):
+    """Migration 5 adds `turns.changes`; the turns already there have none (None, not an
+    empty tuple: the tree then reads them from the layers, see RolloutTree.changes)."""
+    path = tmp_path / "sprout.db"
+    with sqlite3.connect(path) as db:
+        for migration in MIGRATIONS[:4]:
+            db.executescript(migration)
+        db.execute("PRAGMA user_version = 4")
+    store = Store(path)
+    root_id, _ = grow(store)
+    store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE turns SET changes = NULL WHERE idx = 1")
+        db.execute("UPDATE turns SET changes = '[]' WHERE idx = 2")
+    store = Store(path)
+    assert [t.changes for t in store.turns(root_id)] == [None, ()]
+    assert store.version == SCHEMA_VERSION

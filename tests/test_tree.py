@@ -4,11 +4,12 @@ and tokens are counted spent and with shared prefixes once."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from sprout.store import Store
-from sprout.tree import ModelCallRecord, RolloutTree, TreeError, Turn
+from sprout.tree import Change, ModelCallRecord, RolloutTree, TreeError, Turn
 from tests.agent.helpers import (
     LISTING,
     ScriptedModel,
@@ -343,3 +344,32 @@ def test_messages_are_a_private_copy(tmp_path):
     assert json.dumps(tree.messages(root)) == json.dumps(
         [{"role": "system", "content": "s"}, {"role": "assistant", "content": "turn 1"}]
     )
+
+
+def test_what_a_turn_changed_is_read_from_the_tree(tmp_path):
+    """Recorded with the turn when it was sealed (JSON in the store); a turn stored before
+    sprout recorded it (None) is answered by the reader of whoever holds the layers."""
+    asked: list[tuple[str, str]] = []
+
+    def read_changes(since: str, checkpoint: str) -> list[Change] | None:
+        asked.append((since, checkpoint))
+        return None if checkpoint == "layer3" else [Change("/w/old", "modified", 3)]
+
+    tree = RolloutTree(Store(tmp_path / "sprout.db"), read_changes=read_changes)
+    tree.add_task("t1", {})
+    root = tree.root("t1", [{"role": "system", "content": "s"}], "base0")
+    recorded = (Change("/w/new", "added", 12), Change("/w/gone", "deleted", 0))
+    tree.commit_turn(replace(fake_turn(root.id, 1), changes=recorded))
+    tree.commit_turn(fake_turn(root.id, 2))  # stored before changes were recorded
+    tree.commit_turn(fake_turn(root.id, 3))  # and its layers are gone
+    tree.commit_turn(replace(fake_turn(root.id, 4), changes=()))
+
+    assert tree.own_turns(root)[0].changes == recorded, "a round trip through the store"
+    assert tree.changes(root) == {
+        1: recorded,
+        2: (Change("/w/old", "modified", 3),),
+        3: None,
+        4: (),
+    }
+    assert asked == [("layer1", "layer2"), ("layer2", "layer3")]
+    assert RolloutTree(Store(tmp_path / "sprout.db")).changes(root)[2] is None, "no reader"

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sprout.durable import HeldLock, describe_processes, lock_holders, try_lock
-from sprout.sandbox import LayerStore
+from sprout.sandbox import Change, LayerStore, SandboxError
+from sprout.sandbox.changes import checkpoint_changes
 from sprout.sandbox.layers import Freed
 from sprout.store import Store
 from sprout.tree import RolloutTree
@@ -48,16 +49,26 @@ class RunFolder:
     either (for `tasks check`), `open` reads one (a shell, the viewer, an export)."""
 
     path: Path
-    store: Store
+    tree: RolloutTree
+    """The run's rollout tree: every read and write of sprout.db goes through it."""
     layers: LayerStore
     swept: Freed | None = None
     """What the writer's start swept out of the layer store (debris of killed runs)."""
     _writer: bool = field(default=False, repr=False)
     _closed: bool = field(default=False, repr=False)
 
-    @property
-    def tree(self) -> RolloutTree:
-        return RolloutTree(self.store)
+    @classmethod
+    def _of(cls, path: Path, store: Store, layers: LayerStore, *, writer: bool) -> RunFolder:
+        """The folder over an open store and layer store; the tree reads what turns stored
+        before sprout recorded their changes from the layers."""
+
+        def read_changes(since: str, checkpoint: str) -> list[Change] | None:
+            try:
+                return checkpoint_changes(layers, since, checkpoint)
+            except SandboxError:  # a layer freed by GC: those turns list nothing
+                return None
+
+        return cls(path, RolloutTree(store, read_changes=read_changes), layers, _writer=writer)
 
     @classmethod
     def create(cls, path: str | Path) -> RunFolder:
@@ -108,7 +119,7 @@ class RunFolder:
                 check(store)
             layers = LayerStore(path / "layers")
             layers.claim()
-            run = cls(path, store, layers, _writer=True)
+            run = cls._of(path, store, layers, writer=True)
             run.swept = layers.sweep()
         except BaseException:
             if store is not None:
@@ -133,7 +144,7 @@ class RunFolder:
         except BaseException:
             store.close()
             raise
-        return cls(path, store, layers)
+        return cls._of(path, store, layers, writer=False)
 
     def sweep_note(self) -> str | None:
         """One line saying what the start swept, or None when there was nothing."""
@@ -150,7 +161,7 @@ class RunFolder:
         if self._closed:
             return
         self._closed = True
-        self.store.close()
+        self.tree.close()
         self.layers.release()
         if self._writer:
             _drop_writer_lock(self.path)

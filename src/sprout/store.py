@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from sprout.durable import describe_processes, lock_holders
-from sprout.tree import Attempt, CallRecord, ModelCallRecord, Turn
+from sprout.records import Attempt, CallRecord, ModelCallRecord, Turn
+from sprout.workspace import Change
 
 MIGRATIONS: list[str] = [
     """
@@ -122,6 +123,9 @@ MIGRATIONS: list[str] = [
     """,
     """
     ALTER TABLE attempts ADD COLUMN fault TEXT;
+    """,
+    """
+    ALTER TABLE turns ADD COLUMN changes TEXT;
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -385,8 +389,8 @@ class Store:
                 """INSERT INTO turns (attempt_id, idx, author, text, calls, messages, checkpoint,
                    prompt_tokens, completion_tokens, cached_tokens, estimated, entropy,
                    duration_s, format_error, created, context_ids, completion_ids,
-                   completion_logprobs)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   completion_logprobs, changes)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
                     turn.attempt_id,
                     turn.index,
@@ -406,6 +410,7 @@ class Store:
                     _json_list(turn.context_ids),
                     _json_list(turn.completion_ids),
                     _json_list(turn.completion_logprobs),
+                    _json_changes(turn.changes),
                 ),
             )
 
@@ -677,6 +682,7 @@ def _turn(row: sqlite3.Row) -> Turn:
         context_ids=_tuple(row["context_ids"]),
         completion_ids=_tuple(row["completion_ids"]),
         completion_logprobs=_tuple(row["completion_logprobs"]),
+        changes=_changes(row["changes"]),
     )
 
 
@@ -686,3 +692,12 @@ def _json_list(values: tuple[Any, ...] | None) -> str | None:
 
 def _tuple(text: str | None) -> tuple[Any, ...] | None:
     return None if text is None else tuple(json.loads(text))
+
+
+def _json_changes(changes: tuple[Change, ...] | None) -> str | None:
+    """A turn's changes as JSON: `[{"path": ..., "kind": ..., "size": ...}, ...]`."""
+    return None if changes is None else json.dumps([dataclasses.asdict(c) for c in changes])
+
+
+def _changes(text: str | None) -> tuple[Change, ...] | None:
+    return None if text is None else tuple(Change(**change) for change in json.loads(text))

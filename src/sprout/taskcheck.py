@@ -30,7 +30,7 @@ from sprout.models import ModelError
 from sprout.models.oracle import Step
 from sprout.models.resolve import resolve_model
 from sprout.runfolder import RunFolder
-from sprout.sandbox import SandboxError, SandboxUnavailable
+from sprout.sandbox import SandboxError, SandboxUnavailable, SandboxWorkspace
 from sprout.sandbox.layerfmt import remove_tree
 from sprout.sandbox.processes import alive, process_start
 from sprout.task import SetupFailed, Task, TaskError
@@ -196,7 +196,7 @@ def _check_oracle(task: Task, run: RunFolder, base: str, found: CheckResult) -> 
     started = time.monotonic()
     attempt = _play_oracle(task, run, base)
     verdict = run_verifier(task, run.layers, run.tree.checkpoint(attempt), base)
-    run.store.set_outcome(attempt.id, verdict.reward, verdict.diagnostics.to_json(), verdict.patch)
+    run.tree.set_outcome(attempt.id, verdict.reward, verdict.diagnostics.to_json(), verdict.patch)
     failed_steps = _failed_steps(run, attempt, len(task.solution))
     oracle = verdict.diagnostics
     problem = None
@@ -231,8 +231,9 @@ def _play_oracle(task: Task, run: RunFolder, base: str) -> Attempt:
         call_timeout_s=task.agent_timeout_s or ActorConfig().call_timeout_s,
         max_wall_s=task.agent_timeout_s,
     )
-    actor = Actor(resolve_model("oracle", steps=steps), run.tree, run.layers, config)
-    run.store.add_task(task.id, task.model_dump(mode="json"))
+    workspace = SandboxWorkspace(run.layers)
+    actor = Actor(resolve_model("oracle", steps=steps), run.tree, workspace, config)
+    run.tree.add_task(task.id, task.model_dump(mode="json"))
     prefix = actor.prefix(task.instruction, task.workdir)
     start = solution_checkpoint(task, run.layers, base)
     return actor.run(run.tree.root(task.id, prefix, start, method="oracle"))

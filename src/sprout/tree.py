@@ -4,147 +4,83 @@ A root attempt is a branch of checkpoint 0 with no starting turn; a branch
 shares its parent's turns 1..boundary and owns the turns after. So the
 state at any turn boundary, both the sandbox layer and the exact message
 list, is derived from the stored turns; nothing is ever re-executed to get it.
+
+The tree is the only writer of a run: the actor commits turns and model calls
+through its verbs, the schedules attempts, outcomes and their own bookkeeping,
+the roles analyses and reviews. The store under it (`sprout.store`) is private:
+it is the only code that writes SQL, and the tree the only code that calls it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
-if TYPE_CHECKING:
-    from sprout.store import Store
+from sprout.records import (
+    Attempt,
+    AttemptStatus,
+    Author,
+    CallRecord,
+    Fault,
+    Message,
+    ModelCallRecord,
+    Role,
+    TokenTotals,
+    Turn,
+)
+from sprout.store import Store
+from sprout.workspace import Change
 
-Message = dict[str, Any]
-Author = Literal["actor", "reviewer"]
-Role = Literal["actor", "analyst", "reviewer"]
-AttemptStatus = Literal["running", "submitted", "limit", "error", "stopped"]
-Fault = Literal["model", "sandbox", "harness"]
-"""Why an attempt ended `error`: the model server failed (no reply after retries), the
-sandbox failed, or sprout itself crashed. The first two are retried by `--resume`."""
-"""`stopped`: its schedule needed no more turns (another attempt had passed)."""
+__all__ = [
+    "Attempt",
+    "AttemptStatus",
+    "Author",
+    "CallRecord",
+    "Change",
+    "ChangeReader",
+    "Fault",
+    "Message",
+    "ModelCallRecord",
+    "Role",
+    "RolloutTree",
+    "TokenTotals",
+    "TreeError",
+    "Turn",
+]
+
+ChangeReader = Callable[[str, str], Sequence[Change] | None]
+"""`(since, checkpoint)` -> what `checkpoint` changed over the earlier `since`, read from the
+layers (None when they cannot say): for turns stored before their changes were recorded."""
 
 
 class TreeError(ValueError):
     """A reference into the tree that does not exist (unknown attempt, boundary out of range)."""
 
 
-@dataclass(frozen=True)
-class CallRecord:
-    """One shell call of a turn and what it printed."""
-
-    command: str
-    output: str
-    exit_code: int | None
-    timed_out: bool = False
-    truncated: bool = False
-    duration_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One model reply (or starting turn) with the observations of its calls."""
-
-    attempt_id: int
-    index: int
-    """Position in the attempt's context: the boundary right after this turn is `index`."""
-    author: Author
-    text: str
-    calls: tuple[CallRecord, ...]
-    messages: tuple[Message, ...]
-    """Exactly the messages this turn appended to the context (reply, then observations)."""
-    checkpoint: str
-    """The sandbox layer after this turn's calls: the filesystem half of checkpoint `index`."""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int | None = None
-    estimated: bool = False
-    entropy: float | None = None
-    """Mean per-token entropy of the reply, when the model returned log-probabilities."""
-    duration_s: float = 0.0
-    format_error: bool = False
-    context_ids: tuple[int, ...] | None = None
-    """Token ids appended to the context after the previous turn's `completion_ids` and before
-    this reply: a root's first turn holds the whole initial prompt; later turns the previous
-    turn's observations, any closing tokens of its reply the model did not generate, and the
-    generation prompt. None when the model does not keep token ids."""
-    completion_ids: tuple[int, ...] | None = None
-    """This reply's token ids as generated (the stop token included); a reviewer's starting
-    turn tokenized as a reply ending with the end-of-turn token."""
-    completion_logprobs: tuple[float, ...] | None = None
-    """The rollout model's log-probabilities of `completion_ids` (None for reviewer turns)."""
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """A sequence of turns: a root (from checkpoint 0) or a branch of another attempt."""
-
-    id: int
-    task_id: str
-    parent_id: int | None
-    boundary: int
-    """The parent's turn boundary this attempt starts from (0 = the untouched task)."""
-    kind: Literal["root", "branch"]
-    status: AttemptStatus = "running"
-    end_reason: str | None = None
-    fault: Fault | None = None
-    """With status `error`: what failed instead of the model (never a failed test)."""
-    round: int = 0
-    method: str = ""
-    guided: bool = False
-    """True when a reviewer wrote the starting turn."""
-    starting_turn: str | None = None
-    prefix: tuple[Message, ...] = ()
-    """Roots only: the messages before the first turn (system prompt, task)."""
-    base_checkpoint: str | None = None
-    """Roots only: the task's untouched sandbox (checkpoint 0)."""
-    reward: float | None = None
-    diagnostics: dict[str, Any] | None = None
-    patch: str | None = None
-    created: float = 0.0
-
-
-@dataclass(frozen=True)
-class ModelCallRecord:
-    """One model call, for token accounting by role."""
-
-    role: Role
-    task_id: str
-    attempt_id: int | None
-    turn_index: int | None
-    prompt_tokens: int
-    completion_tokens: int
-    cached_tokens: int | None = None
-    estimated: bool = False
-    latency_s: float = 0.0
-    method: str = ""
-    """The schedule the call served (`pass@4`, `sprout`), so methods are charged apart."""
-
-
-@dataclass(frozen=True)
-class TokenTotals:
-    """Tokens spent (every prompt and completion token) and with shared prefixes counted once."""
-
-    spent: int = 0
-    prefix_once: int = 0
-    estimated: bool = False
-    by_role: dict[str, int] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "spent": self.spent,
-            "prefix_once": self.prefix_once,
-            "estimated": self.estimated,
-            "by_role": dict(self.by_role),
-        }
-
-
 class RolloutTree:
-    """Read and grow the tree of one run; persistence is the store's business."""
+    """Read and grow the tree of one run, and keep its records; persistence is the store's
+    business, and the store is the tree's alone.
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
+    `read_changes`, given by whoever holds the run's layers, answers for turns stored
+    before sprout recorded what each turn changed (see `changes`).
+    """
+
+    def __init__(self, store: Store, *, read_changes: ChangeReader | None = None) -> None:
+        self._store = store
+        self._read_changes = read_changes
+
+    @property
+    def database(self) -> Path:
+        """The run's SQLite file, for messages that name it."""
+        return self._store.path
+
+    def close(self) -> None:
+        self._store.close()
+
+    # growing the tree
 
     def root(
         self,
@@ -156,7 +92,7 @@ class RolloutTree:
         method: str = "",
     ) -> Attempt:
         """A new root attempt of `task_id`, starting from `prefix` over `base_checkpoint`."""
-        return self.store.add_attempt(
+        return self._store.add_attempt(
             Attempt(
                 id=0,
                 task_id=task_id,
@@ -191,7 +127,7 @@ class RolloutTree:
             raise TreeError(
                 f"boundary {boundary!r} out of range for attempt {parent.id} (0..{last})"
             )
-        return self.store.add_attempt(
+        return self._store.add_attempt(
             Attempt(
                 id=0,
                 task_id=parent.task_id,
@@ -205,18 +141,124 @@ class RolloutTree:
             )
         )
 
+    def commit_turn(self, turn: Turn) -> None:
+        """Commit a finished turn: from now on it is never redone."""
+        self._store.add_turn(turn)
+
+    def record_call(self, call: ModelCallRecord) -> None:
+        """Record one model call (any role), for token accounting."""
+        self._store.add_model_call(call)
+
+    def finish_attempt(
+        self, attempt_id: int, status: AttemptStatus, reason: str, *, fault: Fault | None = None
+    ) -> None:
+        """End an attempt with `status` and its reason (and, for `error`, its fault)."""
+        self._store.finish_attempt(attempt_id, status, reason, fault=fault)
+
+    def reopen_attempts(self, task_id: str, method: str, faults: Sequence[Fault]) -> int:
+        """Put back to `running` the attempts of (task, method) that one of `faults` ended,
+        so that a resumed run continues them; returns how many."""
+        return self._store.reopen_attempts(task_id, method, faults)
+
+    def set_outcome(
+        self, attempt_id: int, reward: float, diagnostics: dict[str, Any], patch: str | None
+    ) -> None:
+        """Record the verifier's reward, diagnostics and patch for an attempt."""
+        self._store.set_outcome(attempt_id, reward, diagnostics, patch)
+
+    def add_analysis(self, task_id: str, attempt_id: int, body: dict[str, Any]) -> None:
+        """Record the analysis of a failed attempt (one per attempt)."""
+        self._store.add_analysis(task_id, attempt_id, body)
+
+    def add_review(self, task_id: str, method: str, round: int, body: dict[str, Any]) -> None:
+        """Record the reviewer's plan for one round of one schedule."""
+        self._store.add_review(task_id, method, round, body)
+
+    # the run around the tree: its tasks, schedules and settings
+
+    def add_task(self, task_id: str, spec: dict[str, Any]) -> None:
+        """Record a task once; a rerun with the same id keeps the first record."""
+        self._store.add_task(task_id, spec)
+
+    def task_ids(self) -> list[str]:
+        return self._store.task_ids()
+
+    def start_schedule(self, task_id: str, method: str) -> None:
+        """Mark (task, method) running; a resumed one keeps the wall time it had spent."""
+        self._store.start_schedule(task_id, method)
+
+    def finish_schedule(
+        self, task_id: str, method: str, *, resolved: bool | None, error: str | None
+    ) -> None:
+        """Close (task, method) as `resolved` or with its error."""
+        self._store.finish_schedule(task_id, method, resolved=resolved, error=error)
+
+    def schedules(self) -> list[dict[str, Any]]:
+        """Every (task, method) of the run with its status, outcome and wall time."""
+        return self._store.schedules()
+
+    def get_meta(self, key: str) -> Any:
+        """A run setting kept so that `--resume` continues the same run (None: unset)."""
+        return self._store.get_meta(key)
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self._store.set_meta(key, value)
+
+    # reading the tree
+
     def attempt(self, attempt_id: int) -> Attempt:
-        found = self.store.get_attempt(attempt_id)
+        found = self.find_attempt(attempt_id)
         if found is None:
-            raise TreeError(f"attempt {attempt_id!r}: no such attempt in {self.store.path}")
+            raise TreeError(f"attempt {attempt_id!r}: no such attempt in {self.database}")
         return found
+
+    def find_attempt(self, attempt_id: int) -> Attempt | None:
+        """Attempt `attempt_id`, or None when the run has none."""
+        return self._store.get_attempt(attempt_id)
+
+    def attempts(self, task_id: str | None = None, status: str | None = None) -> list[Attempt]:
+        """The attempts (of `task_id`, with `status`), oldest first."""
+        return self._store.attempts(task_id, status)
+
+    def analyses(self, task_id: str) -> dict[int, dict[str, Any]]:
+        """Every stored analysis of `task_id`'s attempts, by attempt id."""
+        return self._store.analyses(task_id)
+
+    def reviews(self, task_id: str, method: str | None = None) -> dict[tuple[str, int], Any]:
+        """Stored reviews of `task_id`, by (method, round)."""
+        return self._store.reviews(task_id, method)
+
+    def model_calls(
+        self,
+        *,
+        task_id: str | None = None,
+        attempt_id: int | None = None,
+        method: str | None = None,
+    ) -> list[ModelCallRecord]:
+        return self._store.model_calls(task_id=task_id, attempt_id=attempt_id, method=method)
+
+    def checkpoints(self) -> set[str]:
+        """Every sandbox layer the tree references: what layer GC must keep."""
+        return self._store.checkpoints()
+
+    def attempt_finish_times(self, attempt_ids: Sequence[int]) -> dict[int, float | None]:
+        """When each of `attempt_ids` ended (None while it runs)."""
+        return self._store.attempt_finish_times(attempt_ids)
+
+    def turn_times(self, attempt_ids: Sequence[int]) -> dict[tuple[int, int], float]:
+        """When each turn of `attempt_ids` was committed, by (attempt id, index)."""
+        return self._store.turn_times(attempt_ids)
+
+    def schedule_finish_times(self) -> dict[tuple[str, str], float | None]:
+        """When each (task, method) finished (None while it runs)."""
+        return self._store.schedule_finish_times()
 
     def lineage(self, attempt: Attempt) -> str:
         """A name for `attempt` that does not depend on when it was made: `root2` is the
         second root of its task and method, `root2>3.1` the first branch of that root at
         boundary 3. Runs that make the same decisions name their attempts alike, so a
         resumed run, or the same run again, can draw the same samples (`sample_seed`)."""
-        siblings = [a for a in self.store.attempts(attempt.task_id) if a.method == attempt.method]
+        siblings = [a for a in self._store.attempts(attempt.task_id) if a.method == attempt.method]
         if attempt.parent_id is None:
             roots = [a.id for a in siblings if a.kind == "root"]
             return f"root{roots.index(attempt.id) + 1}"
@@ -236,7 +278,7 @@ class RolloutTree:
 
     def own_turns(self, attempt: Attempt) -> list[Turn]:
         """The turns this attempt executed itself (indexes boundary+1 onwards)."""
-        return self.store.turns(attempt.id)
+        return self._store.turns(attempt.id)
 
     def last_index(self, attempt: Attempt) -> int:
         """The attempt's last committed turn boundary."""
@@ -286,7 +328,8 @@ class RolloutTree:
         messages = list(self.root_of(attempt).prefix)
         for turn in self.path(attempt, upto):
             messages.extend(turn.messages)
-        return json.loads(json.dumps(messages))  # a private copy: callers append to it
+        copied: list[Message] = json.loads(json.dumps(messages))  # callers append to it
+        return copied
 
     def checkpoint(self, attempt: Attempt, boundary: int | None = None) -> str:
         """The sandbox layer of checkpoint `ATTEMPT:boundary`."""
@@ -296,6 +339,21 @@ class RolloutTree:
         base = self.root_of(attempt).base_checkpoint
         assert base is not None, "a root always records checkpoint 0"
         return base
+
+    def changes(self, attempt: Attempt) -> dict[int, tuple[Change, ...] | None]:
+        """What each turn on `attempt`'s path changed, by turn index: as recorded when the
+        turn was sealed; for a turn stored before sprout recorded that, what `read_changes`
+        reads from the layers; None when neither can say (freed layers, no reader)."""
+        previous = self.root_of(attempt).base_checkpoint
+        found: dict[int, tuple[Change, ...] | None] = {}
+        for turn in self.path(attempt):
+            changes = turn.changes
+            if changes is None and previous is not None and self._read_changes is not None:
+                read = self._read_changes(previous, turn.checkpoint)
+                changes = None if read is None else tuple(read)
+            found[turn.index] = changes
+            previous = turn.checkpoint
+        return found
 
     def tokens(
         self,
@@ -314,7 +372,7 @@ class RolloutTree:
         to the first root. Analyst and reviewer calls share no prefix with the
         tree and are charged in full, their reasoning included.
         """
-        calls = self.store.model_calls(task_id=task_id, attempt_id=attempt_id, method=method)
+        calls = self._store.model_calls(task_id=task_id, attempt_id=attempt_id, method=method)
         paths: dict[int, list[Turn]] = {}
         first_prompts: dict[tuple[str, str], tuple[int, int]] = {}
         spent = 0

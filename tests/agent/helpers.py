@@ -15,7 +15,7 @@ from typing import Any
 
 from sprout.agent import Actor, ActorConfig
 from sprout.models import Choice, Completion, Message, TokenLogprob, ToolCall
-from sprout.sandbox import LayerStore, Limits, Sandbox
+from sprout.sandbox import LayerStore, Limits, Sandbox, SandboxWorkspace
 from sprout.store import Store
 from sprout.tree import Attempt, RolloutTree
 
@@ -99,7 +99,7 @@ class World:
     workdir: str = "/workspace"
 
     def actor(self, model: Any, config: ActorConfig | None = None) -> Actor:
-        return Actor(model, self.tree, self.layers, config)
+        return Actor(model, self.tree, SandboxWorkspace(self.layers), config)
 
     def root(self, actor: Actor, instruction: str = "Fix it.") -> Attempt:
         """A new root attempt of the world's task, with `actor`'s prompts."""
@@ -139,8 +139,9 @@ def make_world(
     with Sandbox.create(layers, files=source, limits=limits) as sandbox:
         base = sandbox.parent
     store = Store(path / "sprout.db")
-    store.add_task(task_id, {"instruction": "Fix it."})
-    return World(layers, store, RolloutTree(store), base, task_id)
+    tree = RolloutTree(store)
+    tree.add_task(task_id, {"instruction": "Fix it."})
+    return World(layers, store, tree, base, task_id)
 
 
 def dumps(messages: list[Message]) -> str:

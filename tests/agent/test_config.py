@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sprout.agent import Actor, ActorConfig
-from sprout.sandbox import LayerStore
+from sprout.sandbox import LayerStore, SandboxWorkspace
 from sprout.store import Store
 from sprout.tree import RolloutTree
 from tests.agent.helpers import ScriptedModel, bash
@@ -32,7 +32,8 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def prefix_of(config: ActorConfig, tmp_path: Path) -> list[dict]:
     tree = RolloutTree(Store(tmp_path / "sprout.db"))
-    actor = Actor(ScriptedModel([]), tree, LayerStore(tmp_path / "layers", mode="copy"), config)
+    layers = LayerStore(tmp_path / "layers", mode="copy")
+    actor = Actor(ScriptedModel([]), tree, SandboxWorkspace(layers), config)
     return actor.prefix("Make the tests pass.", "/repo")
 
 

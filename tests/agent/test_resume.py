@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sprout.agent import Actor
-from sprout.sandbox import LayerStore, Sandbox
+from sprout.sandbox import LayerStore, Sandbox, SandboxWorkspace
 from sprout.store import Store
 from sprout.tree import RolloutTree
 from tests.agent.helpers import ScriptedModel, World, bash, dumps, make_world, submit
@@ -26,7 +26,7 @@ import os
 import sys
 sys.path.insert(0, sys.argv[1])
 from sprout.agent import Actor
-from sprout.sandbox import LayerStore
+from sprout.sandbox import LayerStore, SandboxWorkspace
 from sprout.store import Store
 from sprout.tree import RolloutTree
 from tests.agent.helpers import ScriptedModel, bash
@@ -42,7 +42,7 @@ model = ScriptedModel(
     ]
 )
 tree = RolloutTree(Store(run + "/sprout.db"))
-Actor(model, tree, LayerStore(layers)).run(attempt_id)
+Actor(model, tree, SandboxWorkspace(LayerStore(layers))).run(attempt_id)
 """
 
 LOGS = {1: "one\n", 2: "one\ntwo\n", 3: "one\ntwo\nthree-again\n", 4: "one\ntwo\nthree-again\n"}
@@ -116,7 +116,7 @@ def test_a_killed_run_resumes_from_its_last_turn(overlay_store, tmp_path, procs,
 
     resumed_turn = bash("echo three-again >> log && cat log && ls")
     model = ScriptedModel([resumed_turn, submit()])
-    done = Actor(model, tree, layers).run(stored)
+    done = Actor(model, tree, SandboxWorkspace(layers)).run(stored)
 
     assert done.status == "submitted"
     assert dumps(model.seen[0]) == dumps(context_at_2), "resumed from turn 2's context"

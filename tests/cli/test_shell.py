@@ -15,7 +15,7 @@ import pytest
 from sprout.agent import Actor
 from sprout.models import Choice, Completion
 from sprout.runfolder import RunFolder
-from sprout.sandbox import Sandbox
+from sprout.sandbox import Sandbox, SandboxWorkspace
 
 SPROUT = str(Path(sys.executable).with_name("sprout"))
 pytestmark = pytest.mark.sandbox
@@ -42,13 +42,13 @@ def run_folder(overlay_store, tmp_path) -> Path:
     run = RunFolder.create(tmp_path / "run")
     with Sandbox.create(run.layers) as sandbox:
         base = sandbox.parent
-    run.store.add_task("t", {})
+    run.tree.add_task("t", {})
     actor = Actor(
         Scripted(
             [block("echo hello > greeting"), block("echo 2 > second"), block("echo SPROUT_SUBMIT")]
         ),
         run.tree,
-        run.layers,
+        SandboxWorkspace(run.layers),
     )
     attempt = actor.run(run.tree.root("t", actor.prefix("task", "/workspace"), base))
     assert attempt.status == "submitted"

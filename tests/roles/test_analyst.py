@@ -38,7 +38,7 @@ def failed(world: World) -> Attempt:
 
 
 def analyst(world: World, server: ChatServer, **options) -> Analyst:
-    return Analyst(model_for(server.base_url), world.tree, world.layers, **options)
+    return Analyst(model_for(server.base_url), world.tree, **options)
 
 
 def test_a_valid_reply_is_stored_and_its_tokens_recorded(world: World, server: ChatServer):

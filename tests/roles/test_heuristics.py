@@ -45,7 +45,7 @@ def test_the_boundary_is_just_before_the_first_turn_that_touched_a_traceback_fil
         ]
     )
     attempt = finish(world, attempt)
-    files = turn_files(world.tree, world.layers, attempt)
+    files = turn_files(world.tree, attempt)
     assert files == {
         1: [],
         2: ["/workspace/src/util.py"],
@@ -54,12 +54,12 @@ def test_the_boundary_is_just_before_the_first_turn_that_touched_a_traceback_fil
         5: [],
     }
     task = task_for(world)
-    assert candidate_boundaries(world.tree, world.layers, task, attempt) == (1, 3, 2, 0)
+    assert candidate_boundaries(world.tree, task, attempt) == (1, 3, 2, 0)
 
     # pytest's relative `src/util.py:2: in double` names the same file
     relative = diagnostics(message="", log_tail=PYTEST_LOG)
     attempt = finish(world, attempt, relative)
-    assert candidate_boundaries(world.tree, world.layers, task, attempt) == (1, 3, 2, 0)
+    assert candidate_boundaries(world.tree, task, attempt) == (1, 3, 2, 0)
 
 
 def test_a_branch_reads_its_inherited_turns_too(world: World):
@@ -68,8 +68,8 @@ def test_a_branch_reads_its_inherited_turns_too(world: World):
     branch = world.actor(ScriptedModel([bash("echo more >> notes.txt"), submit()])).run(branch)
     branch = finish(world, branch)
     task = task_for(world)
-    assert candidate_boundaries(world.tree, world.layers, task, branch) == (2, 0)
-    files = turn_files(world.tree, world.layers, branch)
+    assert candidate_boundaries(world.tree, task, branch) == (2, 0)
+    files = turn_files(world.tree, branch)
     assert files[1] == ["/workspace/src/util.py"] and files[3] == ["/workspace/notes.txt"]
 
 
@@ -87,12 +87,12 @@ def test_with_no_traceback_file_touched_the_latest_workdir_edits_come_first(worl
     attempt = finish(world, attempt, diagnostics(message='File "/workspace/src/other.py", line 1'))
     task = task_for(world)
     # turn 4 then turn 2 edited the workdir; /tmp and caches are not edits
-    assert candidate_boundaries(world.tree, world.layers, task, attempt) == (3, 1, 0)
+    assert candidate_boundaries(world.tree, task, attempt) == (3, 1, 0)
 
     untouched, _ = world.play([bash("cat README"), submit()])
     untouched = finish(world, untouched)
     # nothing edited, nothing failed: half-way, never only a restart
-    assert candidate_boundaries(world.tree, world.layers, task, untouched) == (1, 0)
+    assert candidate_boundaries(world.tree, task, untouched) == (1, 0)
 
 
 def test_a_command_that_ran_a_failing_test_is_a_candidate_before_the_later_edits(world: World):
@@ -107,13 +107,13 @@ def test_a_command_that_ran_a_failing_test_is_a_candidate_before_the_later_edits
     )
     attempt = finish(world, attempt, diagnostics(message="assert 0 == 4"))
     # turn 2 named the failing test; turn 3 edited; turn 4 failed; then half-way is turn 3
-    assert candidate_boundaries(world.tree, world.layers, task_for(world), attempt) == (1, 2, 3, 0)
+    assert candidate_boundaries(world.tree, task_for(world), attempt) == (1, 2, 3, 0)
 
 
 def test_deleting_a_directory_touches_every_file_in_it(world: World):
     attempt, _ = world.play([bash("cat README"), bash("rm -rf src"), submit()])
     attempt = finish(world, attempt)
-    assert candidate_boundaries(world.tree, world.layers, task_for(world), attempt) == (1, 0)
+    assert candidate_boundaries(world.tree, task_for(world), attempt) == (1, 0)
 
 
 def _attempt(attempt_id: int) -> Attempt:

@@ -96,21 +96,21 @@ def test_the_heuristic_roles_of_the_oracles_never_read_them_either(tmp_path: Pat
     assert code == 0
     run = RunFolder.open(out)
     tree = run.tree
-    attempts = run.store.attempts(task.id)
+    attempts = run.tree.attempts(task.id)
     roots = [a for a in attempts if a.kind == "root"]
     assert roots and all(a.reward == 0 for a in roots), "every root falls into the trap"
     for attempt in attempts:
         assert_clean(str(attempt.starting_turn or ""), f"attempt {attempt.id}'s starting turn")
-    assert_clean(json.dumps(list(run.store.analyses(task.id).values())), "the analyses")
-    assert_clean(json.dumps(list(run.store.reviews(task.id).values())), "the reviews")
+    assert_clean(json.dumps(list(run.tree.analyses(task.id).values())), "the analyses")
+    assert_clean(json.dumps(list(run.tree.reviews(task.id).values())), "the reviews")
     # What each role read: the prompts the heuristics were charged for, rebuilt by the roles.
-    analyst, reviewer = Analyst(None, tree, run.layers), Reviewer(None, tree, layers=run.layers)  # type: ignore[arg-type]
-    supervisor = Reviewer(None, tree, layers=run.layers, reads_verifier=False)  # type: ignore[arg-type]
+    analyst, reviewer = Analyst(None, tree), Reviewer(None, tree)  # type: ignore[arg-type]
+    supervisor = Reviewer(None, tree, reads_verifier=False)  # type: ignore[arg-type]
     for root in roots:
-        files = turn_files(tree, run.layers, root)
+        files = turn_files(tree, root)
         assert_clean(analyst.prompt(task, root, files, tree.last_index(root)), "an analyst prompt")
         role = reviewer if root.method == "sprout" else supervisor
-        analyses = run.store.analyses(task.id)
+        analyses = run.tree.analyses(task.id)
         prompt = role.prompt(task, {root.id: root}, {root.id: tree.last_index(root)}, {}, [], 4)
         assert_clean(prompt, f"the {root.method} planner's prompt")
         assert root.method != "shepherd" or not analyses.get(root.id)

@@ -40,7 +40,7 @@ def analysis_of(attempt: Attempt, *boundaries: int) -> Analysis:
 def review(
     world: World, server: ChatServer, candidates: list[Attempt], branches: int = 2, round: int = 1
 ) -> Review:
-    reviewer = Reviewer(model_for(server.base_url), world.tree, layers=world.layers)
+    reviewer = Reviewer(model_for(server.base_url), world.tree)
     analyses = {a.id: analysis_of(a, 1, 0) for a in candidates}
     return reviewer.review(
         task_for(world),

@@ -171,11 +171,11 @@ def test_roles_settings_reach_the_roles(tmp_path: Path) -> None:
         )
         assert code == 0 and len(server.requests) == 7
     run = RunFolder.open(tmp_path / "run")
-    (analysis,) = run.store.analyses("two-edits").values()
+    (analysis,) = run.tree.analyses("two-edits").values()
     assert analysis["source"] == "heuristic" and analysis["boundaries"][0] == 1
-    review = run.store.reviews("two-edits")[("sprout", 1)]
+    review = run.tree.reviews("two-edits")[("sprout", 1)]
     assert review["source"] == "heuristic"
-    branch = run.store.attempts("two-edits")[1]
+    branch = run.tree.attempts("two-edits")[1]
     assert (branch.boundary, branch.guided, branch.reward) == (1, True, 1.0)
     assert branch.starting_turn is not None and "reward 0" in branch.starting_turn
     run.close()

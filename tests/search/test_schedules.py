@@ -32,7 +32,7 @@ def run_methods(
 
 
 def attempts(run: RunFolder, method: str) -> list[Attempt]:
-    return [a for a in run.store.attempts("two-edits") if a.method == method]
+    return [a for a in run.tree.attempts("two-edits") if a.method == method]
 
 
 def test_pass_at_k_plays_every_root_and_reports_the_mean(tmp_path: Path) -> None:
@@ -45,7 +45,7 @@ def test_pass_at_k_plays_every_root_and_reports_the_mean(tmp_path: Path) -> None
     assert summary["attempts"] == 3
     assert summary["turns_executed"] == 9  # two steps and the submission, three times
     assert summary["turns_reused"] == 0
-    spent = sum(c.prompt_tokens + c.completion_tokens for c in run.store.model_calls())
+    spent = sum(c.prompt_tokens + c.completion_tokens for c in run.tree.model_calls())
     assert summary["tokens"]["spent"] == spent > 0
     assert summary["tokens"]["estimated"] is True
     assert content["tasks"]["two-edits"]["pass@3"]["resolved"] is False
@@ -55,7 +55,7 @@ def test_sprout_stops_when_its_root_passes(tmp_path: Path) -> None:
     run, content, log = run_methods(tmp_path, "oracle-noise:p=0", "sprout")
     (root,) = attempts(run, "sprout")
     assert root.kind == "root" and root.reward == 1.0
-    assert run.store.analyses("two-edits") == {} and run.store.reviews("two-edits") == {}
+    assert run.tree.analyses("two-edits") == {} and run.tree.reviews("two-edits") == {}
     assert content["methods"]["sprout"]["resolved"] == 1
     assert "PASS" in log and "resolved" in log
 
@@ -75,8 +75,8 @@ def test_sprout_branches_from_before_the_mistake_and_stops_at_the_first_pass(
     winners = [b for b in branches if b.reward == 1.0]
     assert winners and {b.boundary for b in winners} <= {0, 1}
     assert all(b.status in ("submitted", "stopped") for b in branches)
-    assert set(run.store.analyses("two-edits")) == {root.id}
-    assert ("sprout", 1) in run.store.reviews("two-edits")
+    assert set(run.tree.analyses("two-edits")) == {root.id}
+    assert ("sprout", 1) in run.tree.reviews("two-edits")
 
     summary = content["methods"]["sprout"]
     assert summary["resolved"] == 1 and summary["pass_at_1"] == 0.0
@@ -95,11 +95,11 @@ def test_methods_on_one_task_are_counted_apart(tmp_path: Path) -> None:
     assert by_method["pass@2"]["attempts"] == 2
     assert by_method["pass@2"]["resolved"] is False, "fresh attempts repeat the trap"
     assert by_method["sprout"]["resolved"] is True
-    total = sum(c.prompt_tokens + c.completion_tokens for c in run.store.model_calls())
+    total = sum(c.prompt_tokens + c.completion_tokens for c in run.tree.model_calls())
     spent = [content["methods"][m]["tokens"]["spent"] for m in ("pass@2", "sprout")]
     assert sum(spent) == total
-    assert {s["method"] for s in run.store.schedules()} == {"pass@2", "sprout"}
-    assert all(s["status"] == "done" and s["wall_s"] > 0 for s in run.store.schedules())
+    assert {s["method"] for s in run.tree.schedules()} == {"pass@2", "sprout"}
+    assert all(s["status"] == "done" and s["wall_s"] > 0 for s in run.tree.schedules())
 
 
 def test_entropy_refuses_a_model_without_logprobs() -> None:
@@ -137,8 +137,8 @@ def test_shepherd_forks_once_from_the_trace_without_the_verifier(tmp_path: Path)
     run, content, _ = run_methods(tmp_path, TRAPPED, "shepherd", workers=1)
     root, *branches = attempts(run, "shepherd")
     assert root.reward == 0.0 and len(branches) == 7 and {b.round for b in branches} == {1}
-    assert run.store.analyses("two-edits") == {}, "Shepherd has no analyst"
-    review = run.store.reviews("two-edits")[("shepherd", 1)]
+    assert run.tree.analyses("two-edits") == {}, "Shepherd has no analyst"
+    review = run.tree.reviews("two-edits")[("shepherd", 1)]
     assert review["source"] == "heuristic"
     assert all("(failed commands, then edits)" in plan["reason"] for plan in review["plans"])
     for branch in branches:  # the trace names the files the turns changed, not the verifier
@@ -152,6 +152,6 @@ def test_the_roots_common_prompt_is_counted_once(tmp_path: Path) -> None:
     two, _, _ = run_methods(tmp_path / "two", "oracle-noise:p=0", "pass@2")
     single = one.tree.tokens(method="pass@1")
     double = two.tree.tokens(method="pass@2")
-    (first_call, *_) = [c for c in two.store.model_calls() if c.attempt_id == 2]
+    (first_call, *_) = [c for c in two.tree.model_calls() if c.attempt_id == 2]
     assert double.spent == 2 * single.spent
     assert double.prefix_once == 2 * single.prefix_once - first_call.prompt_tokens

@@ -31,7 +31,7 @@ def train(tmp_path: Path, model: str, **options: object) -> RunFolder:
 
 
 def group(run: RunFolder) -> tuple[list[Attempt], list[Attempt]]:
-    found = [a for a in run.store.attempts("two-edits") if a.method == METHOD]
+    found = [a for a in run.tree.attempts("two-edits") if a.method == METHOD]
     return [a for a in found if a.kind == "root"], [a for a in found if a.kind == "branch"]
 
 
@@ -45,14 +45,14 @@ def test_both_roots_fail_so_each_root_gets_three_reviewer_guided_children(
         mine = [c for c in children if c.parent_id == root.id]
         assert len(mine) == 3
         assert all(c.guided and c.starting_turn and c.round == number for c in mine)
-        assert ("train-rollouts", number) in run.store.reviews("two-edits")
+        assert ("train-rollouts", number) in run.tree.reviews("two-edits")
     assert len(children) == 6
     assert all(c.status == "submitted" and c.reward is not None for c in children)
     # The heuristic reviewer's starting turns name b.txt, which the verifier named: warned,
     # every child avoids the trap its root fell into. The group has both rewards.
     assert all("/workspace/b.txt" in str(c.starting_turn) for c in children)
     assert {c.reward for c in children} == {1.0}
-    assert set(run.store.analyses("two-edits")) == {r.id for r in roots}
+    assert set(run.tree.analyses("two-edits")) == {r.id for r in roots}
 
 
 @pytest.mark.parametrize("selector", ["reviewer", "heuristic", "uniform"])
@@ -67,7 +67,7 @@ def test_a_passing_root_makes_the_children_unguided(tmp_path: Path, selector: st
         last = run.tree.last_index(root)
         assert len(mine) == 3 and all(0 <= c.boundary < last for c in mine)
     assert all(c.reward == 1.0 for c in children), "p=0 never errs: an all-pass group"
-    assert run.store.reviews("two-edits") == {}, "a passing root is not reviewed"
+    assert run.tree.reviews("two-edits") == {}, "a passing root is not reviewed"
 
 
 def test_group_size_and_children_are_configurable(tmp_path: Path) -> None:

@@ -190,7 +190,7 @@ def test_decoded_ids_with_review_text_are_refused(tmp_path: Path) -> None:
         build_samples(build.tree, decode=decode)
     samples = build_samples(build.tree).samples
     with pytest.raises(RoleTextError, match="attempt 3"):
-        assert_no_role_text(samples, build.store, decode)
+        assert_no_role_text(samples, build.tree, decode)
 
 
 def test_a_reviewer_turn_that_is_not_the_starting_turn_is_refused(tmp_path: Path) -> None:
@@ -232,7 +232,7 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
 
     task = load_native(two_edits_task(tmp_path / "tasks"))
     run = RunFolder.create(tmp_path / "run")
-    run.store.add_task(task.id, task.model_dump(mode="json"))
+    run.tree.add_task(task.id, task.model_dump(mode="json"))
     method = training_method(roots=2, children=1, selector="uniform")
     settings = RunSettings(f"hf/{tiny_model_path}", (method,), actor=ActorConfig(max_turns=2))
     model = HFModel(tiny_model_path, max_new_tokens=12, seed=0)

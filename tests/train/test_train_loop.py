@@ -58,9 +58,9 @@ def test_each_step_rolls_out_with_the_last_weights_and_trains(
         assert Path(entry["policy"]).is_dir() and (Path(entry["policy"]) / "config.json").is_file()
         assert entry["groups"] == 1 and 0 < entry["tokens_trained"] < entry["tokens_in_batch"]
     run = RunFolder.open(out)
-    methods = {a.method for a in run.store.attempts("coin")}
+    methods = {a.method for a in run.tree.attempts("coin")}
     assert methods == {"train@1", "train@2"}
-    assert len(run.store.attempts("coin")) == 2 * (2 + 2)  # two roots, one child each, twice
+    assert len(run.tree.attempts("coin")) == 2 * (2 + 2)  # two roots, one child each, twice
     run.close()
     assert "2 steps run now" in capsys.readouterr().out
 
@@ -90,5 +90,5 @@ def test_a_resumed_run_goes_on_from_its_last_saved_step(
     assert log.startswith(first) and len(log.splitlines()) == 2
     assert "1 steps run now" in capsys.readouterr().out
     run = RunFolder.open(tmp_path / "run")
-    assert {a.method for a in run.store.attempts("coin")} == {"train@1", "train@2"}
+    assert {a.method for a in run.tree.attempts("coin")} == {"train@1", "train@2"}
     run.close()

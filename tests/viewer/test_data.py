@@ -36,7 +36,7 @@ def test_summary_has_both_methods_with_the_numbers_of_results_json(run: RunFolde
 def test_tree_has_every_attempt_and_its_branch_points(run: RunFolder) -> None:
     tree = task_tree(run, TASK)
     json.dumps(tree)
-    stored = run.store.attempts(TASK)
+    stored = run.tree.attempts(TASK)
     assert [a["id"] for a in tree["attempts"]] == [a.id for a in stored]
     by_method = {m: [a for a in tree["attempts"] if a["method"] == m] for m in ("pass@2", "sprout")}
     assert [a["kind"] for a in by_method["pass@2"]] == ["root", "root"]
@@ -49,7 +49,9 @@ def test_tree_has_every_attempt_and_its_branch_points(run: RunFolder) -> None:
     )
     # turns are the attempt's own, compact
     turns = root["turns"]
-    assert [t["index"] for t in turns] == [t.index for t in run.store.turns(root["id"])]
+    assert [t["index"] for t in turns] == [
+        t.index for t in run.tree.own_turns(run.tree.attempt(root["id"]))
+    ]
     assert all(t["author"] == "actor" and t["calls"] >= 0 for t in turns)
     assert root["diagnostics"]["summary"] and root["reward"] == 0.0
     assert root["tokens"]["spent"] > 0
@@ -59,13 +61,13 @@ def test_a_branch_has_its_parent_boundary_analysis_and_review(run: RunFolder) ->
     tree = task_tree(run, TASK)
     attempts = {a["id"]: a for a in tree["attempts"]}
     branch = next(a for a in tree["attempts"] if a["kind"] == "branch")
-    stored = run.store.get_attempt(branch["id"])
+    stored = run.tree.find_attempt(branch["id"])
     assert stored is not None
     assert (branch["parent"], branch["boundary"]) == (stored.parent_id, stored.boundary)
     assert branch["guided"] and branch["turns"][0]["author"] == "reviewer"
     assert branch["turns"][0]["index"] == branch["boundary"] + 1
     parent = attempts[branch["parent"]]
-    assert parent["analysis"] == run.store.analyses(TASK)[parent["id"]]
+    assert parent["analysis"] == run.tree.analyses(TASK)[parent["id"]]
     review = branch["review"]
     assert review is not None and review["round"] == branch["round"] == 1
     assert review["plan"]["parent_id"] == branch["parent"]
@@ -89,8 +91,8 @@ def test_the_passing_path_ends_at_a_passing_attempt(run: RunFolder) -> None:
 
 
 def test_turn_detail_shows_the_file_the_turn_changed(run: RunFolder) -> None:
-    root = next(a for a in run.store.attempts(TASK) if a.method == "pass@2")
-    first = run.store.turns(root.id)[0]
+    root = next(a for a in run.tree.attempts(TASK) if a.method == "pass@2")
+    first = run.tree.own_turns(root)[0]
     detail = turn_detail(run, root.id, first.index)
     json.dumps(detail)
     assert detail["text"] == first.text and detail["owner"] == root.id
@@ -103,18 +105,18 @@ def test_turn_detail_shows_the_file_the_turn_changed(run: RunFolder) -> None:
 
 
 def test_an_inherited_index_resolves_to_the_ancestors_turn(run: RunFolder) -> None:
-    branch = next(a for a in run.store.attempts(TASK) if a.kind == "branch" and a.boundary >= 1)
+    branch = next(a for a in run.tree.attempts(TASK) if a.kind == "branch" and a.boundary >= 1)
     detail = turn_detail(run, branch.id, 1)
     assert detail["owner"] == branch.parent_id and detail["attempt_id"] == branch.id
 
 
 def test_long_output_and_diff_are_cut_with_the_count_marked(run: RunFolder) -> None:
-    root = next(a for a in run.store.attempts(TASK) if a.method == "pass@2")
-    turns = run.store.turns(root.id)
+    root = next(a for a in run.tree.attempts(TASK) if a.method == "pass@2")
+    turns = run.tree.own_turns(root)
     long = CallRecord(command="yes x | head -c 50000", output="x" * 50_000, exit_code=0)
     assert root.base_checkpoint is not None
     new = run.tree.root(TASK, list(root.prefix), root.base_checkpoint, method="viewer-test")
-    run.store.add_turn(
+    run.tree.commit_turn(
         Turn(
             attempt_id=new.id,
             index=1,
@@ -141,7 +143,7 @@ def test_unknown_ids_are_a_viewer_error_naming_the_run(run: RunFolder) -> None:
     with pytest.raises(ViewerError, match=r"no attempt 99999") as error:
         turn_detail(run, 99999, 1)
     assert str(run.path) in str(error.value)
-    root = run.store.attempts(TASK)[0]
+    root = run.tree.attempts(TASK)[0]
     with pytest.raises(ViewerError, match=rf"attempt {root.id} has no turn 77"):
         turn_detail(run, root.id, 77)
     with pytest.raises(ViewerError, match="no task 'nope'"):

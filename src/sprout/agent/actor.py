@@ -9,6 +9,9 @@ turns are inherited.
 With a model that keeps token ids (`hf/PATH`), each turn also records the ids
 it added to the context, and the model is given the stored ids of the path so
 far: a branch continues from its parent's exact tokens, never re-rendered.
+
+The actor knows the sandbox only as a `Workspace` (fork, check and run a call,
+seal), and the run only as the tree's verbs.
 """
 
 from __future__ import annotations
@@ -16,18 +19,18 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sprout.agent.config import ActorConfig
 from sprout.agent.parse import FormatError, parse_calls
 from sprout.agent.prompts import render
+from sprout.agent.state import AttemptState, Reply, TurnIds
 from sprout.models import Completion, Model, ModelError, token_model
 from sprout.models.fingerprint import TOKENIZER_META, check_tokenizer
-from sprout.sandbox import BadArgument, LayerStore, Sandbox, SandboxError
 from sprout.tree import (
     Attempt,
-    Author,
+    AttemptStatus,
     CallRecord,
     Fault,
     Message,
@@ -36,9 +39,7 @@ from sprout.tree import (
     TreeError,
     Turn,
 )
-
-TurnIds = tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...] | None]
-"""A turn's (context_ids, completion_ids, completion_logprobs)."""
+from sprout.workspace import Fork, Workspace, WorkspaceError
 
 BASH_TOOL: dict[str, Any] = {
     "type": "function",
@@ -58,7 +59,7 @@ class AttemptEnded(Exception):
     """Control flow that ends an attempt, carrying the status, the reason and (for status
     `error`) the fault to record."""
 
-    def __init__(self, status: str, reason: str, fault: Fault | None = None) -> None:
+    def __init__(self, status: AttemptStatus, reason: str, fault: Fault | None = None) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
@@ -71,18 +72,20 @@ class Interrupted(Exception):
 
 
 class Actor:
-    """Plays attempts of one model on sandboxes of one layer store, recording into a tree."""
+    """Plays attempts of one model in one workspace, recording into a tree."""
 
     def __init__(
         self,
         model: Model,
         tree: RolloutTree,
-        layers: LayerStore,
+        workspace: Workspace,
         config: ActorConfig | None = None,
     ) -> None:
+        """`workspace` is where calls run: `sprout.sandbox.SandboxWorkspace` over the run's
+        layers, or any other `sprout.workspace.Workspace`."""
         self.model = model
         self.tree = tree
-        self.layers = layers
+        self.workspace = workspace
         self.config = config or ActorConfig()
         self.tokens = token_model(model)
         """The model again when it keeps token ids exact, else None."""
@@ -94,10 +97,10 @@ class Actor:
         when the run has none yet."""
         assert self.tokens is not None
         fingerprint = self.tokens.tokenizer_fingerprint()
-        stored = self.tree.store.get_meta(TOKENIZER_META)
-        check_tokenizer(stored, fingerprint, where=str(self.tree.store.path))
+        stored = self.tree.get_meta(TOKENIZER_META)
+        check_tokenizer(stored, fingerprint, where=str(self.tree.database))
         if record and stored is None:
-            self.tree.store.set_meta(TOKENIZER_META, fingerprint)
+            self.tree.set_meta(TOKENIZER_META, fingerprint)
 
     def _render(self, name: str, **context: Any) -> str:
         config = self.config
@@ -134,7 +137,7 @@ class Actor:
         `interrupted` is asked at the same places: when it says so, the attempt
         is left `running` after its last committed turn, as a kill would leave it.
 
-        Nothing the model or the sandbox does escapes as an exception: a reply
+        Nothing the model or the workspace does escapes as an exception: a reply
         that cannot be run is a format error the model sees, and a server that
         gives no reply, a broken sandbox or a crash of sprout itself ends the
         attempt `error` with its `fault`, never as a failure of the model.
@@ -144,57 +147,46 @@ class Actor:
             return attempt
         if self.tokens is not None:
             self._claim_tokenizer(record=True)
-        index = self.tree.last_index(attempt)
-        messages = self.tree.messages(attempt)
+        state = AttemptState(attempt, self.tree.messages(attempt), self.tree.last_index(attempt))
         try:
             # the stored ids of the context so far; None when the model keeps none
-            ids = self._stored_ids(attempt, index)
+            state.ids = self._stored_ids(attempt, state.index)
             own = self.tree.own_turns(attempt)
             if own:  # killed after committing its submitting turn, before recording the end
                 self._check_submitted(own[-1])
-            with Sandbox.fork(self.layers, self.tree.checkpoint(attempt, index)) as sandbox:
-                if attempt.starting_turn is not None and index == attempt.boundary:
+            self._count_stored(state, own)
+            with self.workspace.fork(self.tree.checkpoint(attempt, state.index)) as fork:
+                if attempt.starting_turn is not None and state.index == attempt.boundary:
                     text = attempt.starting_turn
-                    turn_ids = self._reviewer_ids(messages, ids, text)
-                    index = self._play(
-                        attempt, sandbox, messages, index + 1, "reviewer", text, None, 0.0, turn_ids
-                    )
-                    ids = _extend(ids, turn_ids)
+                    ids = self._reviewer_ids(state.messages, state.ids, text)
+                    self._play(fork, state, Reply("reviewer", text, ids=ids))
                 while True:
                     if interrupted is not None and interrupted():
                         raise Interrupted()
                     if should_stop is not None and should_stop():
                         raise AttemptEnded("stopped", "stopped: another attempt passed")
-                    self._check_limits(attempt, index)
-                    completion = self._ask(attempt, messages, index + 1, ids)
-                    turn_ids = self._actor_ids(completion, ids)
-                    index = self._play(
-                        attempt,
-                        sandbox,
-                        messages,
-                        index + 1,
-                        "actor",
-                        completion.text,
-                        completion,
-                        completion.latency_s,
-                        turn_ids,
-                    )
-                    ids = _extend(ids, turn_ids)
+                    self._check_limits(state)
+                    completion = self._ask(state)
+                    ids = self._actor_ids(completion, state.ids)
+                    self._play(fork, state, Reply("actor", completion.text, completion, ids))
         except Interrupted:
             pass
         except AttemptEnded as ended:
-            self.tree.store.finish_attempt(
-                attempt.id, ended.status, ended.reason, fault=ended.fault
-            )
-        except SandboxError as error:
-            self.tree.store.finish_attempt(
-                attempt.id, "error", f"sandbox: {error}", fault="sandbox"
-            )
+            self.tree.finish_attempt(attempt.id, ended.status, ended.reason, fault=ended.fault)
+        except WorkspaceError as error:
+            self.tree.finish_attempt(attempt.id, "error", f"sandbox: {error}", fault="sandbox")
         except Exception as error:  # a bug of sprout's must not look like the model's failure
-            self.tree.store.finish_attempt(
-                attempt.id, "error", crash_reason(error, f"turn {index + 1}"), fault="harness"
-            )
+            reason = crash_reason(error, f"turn {state.index + 1}")
+            self.tree.finish_attempt(attempt.id, "error", reason, fault="harness")
         return self.tree.attempt(attempt.id)
+
+    def _count_stored(self, state: AttemptState, own: Sequence[Turn]) -> None:
+        """The running totals of what the store already holds: read once per `run`."""
+        calls = self.tree.model_calls(attempt_id=state.attempt.id)
+        state.spent = sum(call.prompt_tokens + call.completion_tokens for call in calls)
+        asked = [t for t in self.tree.path(state.attempt) if t.prompt_tokens or t.completion_tokens]
+        state.context = asked[-1].prompt_tokens + asked[-1].completion_tokens if asked else 0
+        state.elapsed = sum(turn.duration_s for turn in own)
 
     def _stored_ids(self, attempt: Attempt, index: int) -> list[int] | None:
         """The context's token ids up to turn `index`'s reply, from the store."""
@@ -234,10 +226,10 @@ class Actor:
         )
         return prompt[len(ids) :], reply, logprobs
 
-    def _ask(
-        self, attempt: Attempt, messages: list[Message], index: int, ids: list[int] | None
-    ) -> Completion:
+    def _ask(self, state: AttemptState) -> Completion:
+        """The model's next reply to the context, its call recorded and counted."""
         config = self.config
+        attempt, index = state.attempt, state.index + 1
         options: dict[str, Any] = {
             "temperature": config.temperature,
             "logprobs": config.logprobs,
@@ -245,13 +237,13 @@ class Actor:
             "seed": self.tree.sample_seed(attempt, index) if config.seeded else None,
         }
         try:
-            if self.tokens is not None and ids is not None:
-                completion = self.tokens.complete(messages, prefix_ids=ids, **options)
+            if self.tokens is not None and state.ids is not None:
+                completion = self.tokens.complete(state.messages, prefix_ids=state.ids, **options)
             else:
-                completion = self.model.complete(messages, **options)
+                completion = self.model.complete(state.messages, **options)
         except ModelError as error:
             raise AttemptEnded("error", f"model {self.model.name}: {error}", "model") from None
-        self.tree.store.add_model_call(
+        self.tree.record_call(
             ModelCallRecord(
                 role="actor",
                 task_id=attempt.task_id,
@@ -265,72 +257,57 @@ class Actor:
                 method=attempt.method,
             )
         )
+        state.spent += completion.prompt_tokens + completion.completion_tokens
         return completion
 
-    def _check_limits(self, attempt: Attempt, index: int) -> None:
+    def _check_limits(self, state: AttemptState) -> None:
         """End the attempt before the next model call when a limit is reached; the
         reason names the setting to raise."""
         config = self.config
-        if index >= config.max_turns:
+        if state.index >= config.max_turns:
             raise AttemptEnded(
-                "limit", f"turn limit (max_turns): {index} of {config.max_turns} turns"
+                "limit", f"turn limit (max_turns): {state.index} of {config.max_turns} turns"
             )
-        if config.max_tokens is not None:
-            spent = self.tree.tokens(attempt_id=attempt.id).spent
-            if spent >= config.max_tokens:
-                raise AttemptEnded(
-                    "limit", f"token limit (max_tokens): {spent} of {config.max_tokens} spent"
-                )
-        if config.max_context_tokens is not None:
-            asked = [t for t in self.tree.path(attempt) if t.prompt_tokens or t.completion_tokens]
-            context = asked[-1].prompt_tokens + asked[-1].completion_tokens if asked else 0
-            if context >= config.max_context_tokens:
-                raise AttemptEnded(
-                    "limit",
-                    f"context limit (max_context_tokens): {context} of "
-                    f"{config.max_context_tokens} tokens",
-                )
-        if config.max_wall_s is not None:
-            elapsed = sum(turn.duration_s for turn in self.tree.own_turns(attempt))
-            if elapsed >= config.max_wall_s:
-                raise AttemptEnded(
-                    "limit",
-                    f"wall-time limit (max_wall_s): {elapsed:.1f} s of {config.max_wall_s:g} s",
-                )
+        if config.max_tokens is not None and state.spent >= config.max_tokens:
+            raise AttemptEnded(
+                "limit", f"token limit (max_tokens): {state.spent} of {config.max_tokens} spent"
+            )
+        if config.max_context_tokens is not None and state.context >= config.max_context_tokens:
+            raise AttemptEnded(
+                "limit",
+                f"context limit (max_context_tokens): {state.context} of "
+                f"{config.max_context_tokens} tokens",
+            )
+        if config.max_wall_s is not None and state.elapsed >= config.max_wall_s:
+            raise AttemptEnded(
+                "limit",
+                f"wall-time limit (max_wall_s): {state.elapsed:.1f} s of {config.max_wall_s:g} s",
+            )
 
-    def _play(
-        self,
-        attempt: Attempt,
-        sandbox: Sandbox,
-        messages: list[Message],
-        index: int,
-        author: Author,
-        text: str,
-        completion: Completion | None,
-        model_latency: float,
-        ids: TurnIds | None = None,
-    ) -> int:
-        """Run one turn's calls, seal its checkpoint and commit it; return its index."""
+    def _play(self, fork: Fork, state: AttemptState, reply: Reply) -> None:
+        """Run one turn's calls in `fork`, seal its checkpoint and commit it."""
         started = time.monotonic()
         config = self.config
-        reply: Message = {"role": "assistant", "content": text}
+        completion = reply.completion
+        index = state.index + 1
+        message: Message = {"role": "assistant", "content": reply.text}
         records: list[CallRecord] = []
         try:
             calls = parse_calls(
                 completion,
-                text,
+                reply.text,
                 call_format=config.call_format,
                 max_calls=config.max_calls_per_turn,
             )
-            _check_commands(sandbox, [command for command, _ in calls])
+            _check_commands(fork, [command for command, _ in calls])
         except FormatError as error:
             added = [
-                reply,
+                message,
                 {"role": "user", "content": self._render("format_error", problem=str(error))},
             ]
         else:
             for command, _ in calls:
-                observation = sandbox.run(command, timeout=config.call_timeout_s)
+                observation = fork.run(command, timeout=config.call_timeout_s)
                 records.append(
                     CallRecord(
                         command,
@@ -341,32 +318,33 @@ class Actor:
                         observation.duration_s,
                     )
                 )
-            added = self._observation_messages(reply, calls, records)
-        checkpoint = sandbox.checkpoint()
+            added = self._observation_messages(message, calls, records)
+        sealed = fork.seal()
         tokens = completion.logprobs if completion is not None else None
+        ids = reply.ids
         turn = Turn(
-            attempt_id=attempt.id,
+            attempt_id=state.attempt.id,
             index=index,
-            author=author,
-            text=text,
+            author=reply.author,
+            text=reply.text,
             calls=tuple(records),
             messages=tuple(added),
-            checkpoint=checkpoint,
+            checkpoint=sealed.checkpoint,
             prompt_tokens=completion.prompt_tokens if completion else 0,
             completion_tokens=completion.completion_tokens if completion else 0,
             cached_tokens=completion.cached_tokens if completion else None,
             estimated=completion.estimated if completion else False,
             entropy=sum(t.entropy() for t in tokens) / len(tokens) if tokens else None,
-            duration_s=time.monotonic() - started + model_latency,
+            duration_s=time.monotonic() - started + reply.latency_s,
             format_error=not records,
             context_ids=ids[0] if ids else None,
             completion_ids=ids[1] if ids else None,
             completion_logprobs=ids[2] if ids else None,
+            changes=sealed.changes,
         )
-        self.tree.store.add_turn(turn)
-        messages.extend(added)
+        self.tree.commit_turn(turn)
+        state.played(turn, added, ids)
         self._check_submitted(turn)
-        return index
 
     def _check_submitted(self, turn: Turn) -> None:
         """End the attempt when `turn` printed the submit sentinel first in a call's output."""
@@ -398,16 +376,14 @@ class Actor:
         return [reply, {"role": "user", "content": self._render("observation", calls=records)}]
 
 
-def _check_commands(sandbox: Sandbox, commands: list[str]) -> None:
-    """FormatError, before any call runs, when the sandbox would refuse one of `commands`
+def _check_commands(fork: Fork, commands: list[str]) -> None:
+    """FormatError, before any call runs, when the workspace would refuse one of `commands`
     (a NUL byte, text that is not Unicode, over `limits.command_bytes`): the model wrote
     it, so the model is told, and the turn is recorded like any other format error."""
     for number, command in enumerate(commands, start=1):
-        try:
-            sandbox.check_command(command)
-        except BadArgument as error:
-            problem = str(error).removeprefix("command: ")
-            raise FormatError(f"command {number} {problem}") from None
+        problem = fork.check_command(command)
+        if problem is not None:
+            raise FormatError(f"command {number} {problem}")
 
 
 def crash_reason(error: BaseException, where: str) -> str:
@@ -416,8 +392,3 @@ def crash_reason(error: BaseException, where: str) -> str:
     frames = traceback.format_exception(type(error), error, error.__traceback__)
     trace = "".join(frames[-4:-1]).rstrip()[-1500:]
     return f"sprout crashed in {where}: {type(error).__name__}: {error}\n{trace}"
-
-
-def _extend(ids: list[int] | None, turn: TurnIds | None) -> list[int] | None:
-    """The stored context `ids` after a turn that added `turn`."""
-    return None if ids is None or turn is None else [*ids, *turn[0], *turn[1]]

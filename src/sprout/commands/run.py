@@ -170,8 +170,8 @@ def _run(args: argparse.Namespace) -> int:
     run = open_run(args.out, settings, resume=args.resume)
     halt = Halt()
     try:
-        run.store.set_meta("isolation", report.to_json())
-        run.store.set_meta(  # what the loaders guessed (an approximated image, say)
+        run.tree.set_meta("isolation", report.to_json())
+        run.tree.set_meta(  # what the loaders guessed (an approximated image, say)
             "task_warnings", {t.id: list(t.warnings) for t in loaded.tasks if t.warnings}
         )
         tag = "" if report.holds else "[NO ISOLATION]"

@@ -1,6 +1,6 @@
 """The analyst and the reviewer: prompts, structured-output parsing, validation, heuristics.
 
-The roles read the rollout tree and write analyses and reviews to the store;
+The roles read the rollout tree and record analyses and reviews through its verbs;
 they never write turns. The only thing a schedule passes from them to the actor
 is a plan's starting turn.
 """

@@ -28,7 +28,6 @@ from sprout.roles.views import (
     head,
     turn_list,
 )
-from sprout.sandbox import LayerStore
 from sprout.task import Task
 from sprout.tree import Attempt, RolloutTree
 
@@ -51,7 +50,6 @@ class Analyst:
         self,
         model: Model,
         tree: RolloutTree,
-        layers: LayerStore,
         *,
         call_format: str = "bash_blocks",
         max_retries: int = 2,
@@ -62,7 +60,6 @@ class Analyst:
             raise RoleError(f"max_retries: expected 0 or more, got {max_retries}")
         self.model = model
         self.tree = tree
-        self.layers = layers
         self.call_format = call_format
         self.max_retries = max_retries
         self.template = template
@@ -72,12 +69,12 @@ class Analyst:
     def analyse(self, task: Task, attempt: Attempt) -> Analysis:
         """The analysis of `attempt` (finished, its diagnostics stored), stored before it is
         returned; one already stored is returned as it is, without calling the model."""
-        stored = self.tree.store.analyses(task.id).get(attempt.id)
+        stored = self.tree.analyses(task.id).get(attempt.id)
         if stored is not None:
             return Analysis.from_json(stored)
         attempt = self.tree.attempt(attempt.id)
         _check(task, attempt)
-        files = turn_files(self.tree, self.layers, attempt)
+        files = turn_files(self.tree, attempt)
         last = self.tree.last_index(attempt)
         prompt = self.prompt(task, attempt, files, last)
         analysis = consult(
@@ -89,7 +86,7 @@ class Analyst:
             ),
             as_reply=_as_reply,
             recorder=Recorder(
-                self.tree.store,
+                self.tree,
                 "analyst",
                 task.id,
                 attempt.id,
@@ -98,7 +95,7 @@ class Analyst:
             ),
             max_retries=self.max_retries,
         )
-        self.tree.store.add_analysis(task.id, attempt.id, analysis.to_json())
+        self.tree.add_analysis(task.id, attempt.id, analysis.to_json())
         return analysis
 
     def prompt(self, task: Task, attempt: Attempt, files: dict[int, list[str]], last: int) -> str:

@@ -24,8 +24,7 @@ from sprout.models.estimate import estimate_tokens
 from sprout.roles.output import OutputError
 from sprout.roles.prompts import render
 from sprout.roles.views import head
-from sprout.store import Store
-from sprout.tree import Message, ModelCallRecord, Role
+from sprout.tree import Message, ModelCallRecord, Role, RolloutTree
 
 T = TypeVar("T")
 
@@ -37,7 +36,7 @@ ECHO_CHARS = 4_000
 class Recorder:
     """Records one role's model calls for token accounting, and tells its fallbacks."""
 
-    store: Store
+    tree: RolloutTree
     role: Role
     task_id: str
     attempt_id: int | None
@@ -62,7 +61,7 @@ class Recorder:
     def _add(
         self, prompt: int, completion: int, cached: int | None, estimated: bool, latency: float
     ) -> None:
-        self.store.add_model_call(
+        self.tree.record_call(
             ModelCallRecord(
                 role=self.role,
                 task_id=self.task_id,

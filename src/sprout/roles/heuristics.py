@@ -25,7 +25,6 @@ from typing import Any
 
 from sprout.roles.touched import touches, turn_files
 from sprout.roles.types import Analysis, BranchPlan, Review
-from sprout.sandbox import LayerStore
 from sprout.task import Task
 from sprout.tree import Attempt, RolloutTree, Turn
 
@@ -136,13 +135,11 @@ def boundary_candidates(
     return [*kept, Candidate(0, "the first turn: a fresh start")]
 
 
-def candidate_boundaries(
-    tree: RolloutTree, layers: LayerStore, task: Task, attempt: Attempt
-) -> tuple[int, ...]:
+def candidate_boundaries(tree: RolloutTree, task: Task, attempt: Attempt) -> tuple[int, ...]:
     """The heuristic's candidate boundaries for a finished, verified `attempt`, best first:
     for schedules that branch without an analyst (e.g. unguided training children)."""
     attempt = tree.attempt(attempt.id)
-    files = turn_files(tree, layers, attempt)
+    files = turn_files(tree, attempt)
     found = boundary_candidates(tree.path(attempt), files, attempt.diagnostics, task.workdir)
     return tuple(c.boundary for c in found)
 

@@ -32,7 +32,6 @@ from sprout.roles.views import (
     candidate_view,
     head,
 )
-from sprout.sandbox import LayerStore
 from sprout.task import Task
 from sprout.tree import Attempt, RolloutTree
 
@@ -69,7 +68,6 @@ class Reviewer:
         model: Model,
         tree: RolloutTree,
         *,
-        layers: LayerStore | None = None,
         call_format: str = "bash_blocks",
         max_calls_per_turn: int = 4,
         max_retries: int = 2,
@@ -77,15 +75,13 @@ class Reviewer:
         reads_verifier: bool = True,
         on_fallback: Callable[[str], None] | None = None,
     ) -> None:
-        """`layers`, when given, lets the prompt list the files each turn changed;
-        `reads_verifier=False` makes it Shepherd's supervisor (see the module docstring)."""
+        """`reads_verifier=False` makes it Shepherd's supervisor (see the module docstring)."""
         if max_retries < 0:
             raise RoleError(f"max_retries: expected 0 or more, got {max_retries}")
         if max_calls_per_turn < 1:
             raise RoleError(f"max_calls_per_turn: expected 1 or more, got {max_calls_per_turn}")
         self.model = model
         self.tree = tree
-        self.layers = layers
         self.call_format = call_format
         self.max_calls = max_calls_per_turn
         self.max_retries = max_retries
@@ -107,7 +103,7 @@ class Reviewer:
         """Plan exactly `branches` branches, parents among `candidates` (the task's failed
         attempts under `method`); stored before it is returned. A review already stored for
         (task, method, round) is returned as it is, without calling the model."""
-        stored = self.tree.store.reviews(task.id, method).get((method, round))
+        stored = self.tree.reviews(task.id, method).get((method, round))
         if stored is not None:
             return Review.from_json(stored)
         if branches < 1:
@@ -120,9 +116,7 @@ class Reviewer:
             raise RoleError(f"candidates {strangers} are not attempts of task {task.id!r}")
         lasts = {a.id: self.tree.last_index(a) for a in parents.values()}
         history = [
-            a
-            for a in self.tree.store.attempts(task.id)
-            if a.method == method and a.kind == "branch"
+            a for a in self.tree.attempts(task.id) if a.method == method and a.kind == "branch"
         ]
         if not self.reads_verifier:
             analyses = {}
@@ -135,10 +129,10 @@ class Reviewer:
                 task, parents, analyses, branches, tried, reason
             ),
             as_reply=_as_reply,
-            recorder=Recorder(self.tree.store, "reviewer", task.id, None, method, self.on_fallback),
+            recorder=Recorder(self.tree, "reviewer", task.id, None, method, self.on_fallback),
             max_retries=self.max_retries,
         )
-        self.tree.store.add_review(task.id, method, round, review.to_json())
+        self.tree.add_review(task.id, method, round, review.to_json())
         return review
 
     def _heuristic(
@@ -169,7 +163,7 @@ class Reviewer:
         )
 
     def _files(self, attempt: Attempt) -> dict[int, list[str]]:
-        return turn_files(self.tree, self.layers, attempt) if self.layers else {}
+        return turn_files(self.tree, attempt)
 
     def prompt(
         self,
@@ -273,7 +267,7 @@ class Reviewer:
 
     def _stranger(self, attempt_id: int, task: Task, parents: Mapping[int, Attempt]) -> str:
         """Why `attempt_id` cannot be a parent, and which ones can."""
-        found = self.tree.store.get_attempt(attempt_id)
+        found = self.tree.find_attempt(attempt_id)
         if found is None:
             why = f"attempt {attempt_id} does not exist"
         elif found.task_id != task.id:

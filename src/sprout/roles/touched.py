@@ -1,8 +1,8 @@
-"""Which files each turn of an attempt changed, read from its checkpoint layers.
+"""Which files each turn of an attempt changed, as the tree recorded them.
 
-A turn's checkpoint is sealed on top of the previous checkpoint on its path, so
-what the turn wrote is exactly the difference between the two; nothing is
-mounted or re-run to learn it.
+A turn's checkpoint is sealed on top of the previous checkpoint on its path, and
+what the turn wrote is recorded with it (`Turn.changes`); the roles read that,
+never the sandbox's layers.
 """
 
 from __future__ import annotations
@@ -11,25 +11,17 @@ import posixpath
 from collections.abc import Collection
 
 from sprout.edits import is_noise
-from sprout.sandbox import LayerStore, SandboxError
-from sprout.sandbox.changes import checkpoint_changes
 from sprout.tree import Attempt, RolloutTree
 
 
-def turn_files(tree: RolloutTree, layers: LayerStore, attempt: Attempt) -> dict[int, list[str]]:
+def turn_files(tree: RolloutTree, attempt: Attempt) -> dict[int, list[str]]:
     """The paths (absolute, inside the sandbox) each turn on `attempt`'s path changed,
-    by turn index, noise left out. A checkpoint the layer store no longer holds (freed
-    by GC) lists nothing rather than failing the role."""
-    previous = tree.root_of(attempt).base_checkpoint
-    files: dict[int, list[str]] = {}
-    for turn in tree.path(attempt):
-        try:
-            changes = checkpoint_changes(layers, previous, turn.checkpoint) if previous else []
-        except SandboxError:
-            changes = []
-        files[turn.index] = [c.path for c in changes if not is_noise(c.path)]
-        previous = turn.checkpoint
-    return files
+    by turn index, noise left out. A turn whose changes nobody can tell any more (an
+    old run's checkpoint freed by GC) lists nothing rather than failing the role."""
+    return {
+        index: [c.path for c in changes or () if not is_noise(c.path)]
+        for index, changes in tree.changes(attempt).items()
+    }
 
 
 def touches(changed: Collection[str], path: str) -> bool:

@@ -1,7 +1,7 @@
 """Checkpointed sandboxes: per-turn copy-on-write layers, constant-time forks.
 
 The public API other modules use: `LayerStore`, `Sandbox`, `Observation`,
-`Change`, `Limits`, and the errors below.
+`Change`, `Limits`, `SandboxWorkspace` (the actor's workspace), and the errors below.
 """
 
 from sprout.sandbox.errors import (
@@ -15,6 +15,7 @@ from sprout.sandbox.errors import (
 from sprout.sandbox.layers import Layer, LayerStore
 from sprout.sandbox.sandbox import Sandbox
 from sprout.sandbox.types import Change, Limits, Observation
+from sprout.sandbox.workspace import SandboxWorkspace
 
 __all__ = [
     "BadArgument",
@@ -27,6 +28,7 @@ __all__ = [
     "SandboxError",
     "SandboxSetupFailed",
     "SandboxUnavailable",
+    "SandboxWorkspace",
     "StoreModeMismatch",
     "UnknownCheckpoint",
 ]

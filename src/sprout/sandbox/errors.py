@@ -1,8 +1,11 @@
 """Errors raised by the sandbox, each naming the argument or file that caused it."""
 
+from sprout.workspace import WorkspaceError
 
-class SandboxError(Exception):
-    """Base class: the CLI maps these to exit code 2 with a one-line message."""
+
+class SandboxError(WorkspaceError):
+    """Base class: the CLI maps these to exit code 2 with a one-line message; to the
+    actor, a failed workspace (fault `sandbox`)."""
 
 
 class BadArgument(SandboxError, ValueError):

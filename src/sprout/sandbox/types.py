@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-ChangeKind = Literal["added", "modified", "deleted"]
+from sprout.workspace import Change as Change  # re-exported: the sandbox's public type
+from sprout.workspace import ChangeKind as ChangeKind
 
 
 @dataclass(frozen=True)
@@ -22,17 +23,6 @@ class Observation:
     """True when the middle of the output was cut to keep it under the cap."""
     output_bytes: int = 0
     """How many bytes the command wrote in total, before any cut."""
-
-
-@dataclass(frozen=True)
-class Change:
-    """One path that differs between a checkpoint and the sandbox's current state."""
-
-    path: str
-    """Absolute path inside the sandbox."""
-    kind: ChangeKind
-    size: int
-    """Size now in bytes (0 for a deletion)."""
 
 
 GIB = 1024**3

@@ -46,7 +46,7 @@ class Search:
 
     def attempts(self) -> list[Attempt]:
         """This method's attempts of this task, oldest first."""
-        return [a for a in self.tree.store.attempts(self.task.id) if a.method == self.method.name]
+        return [a for a in self.tree.attempts(self.task.id) if a.method == self.method.name]
 
     def has_passed(self) -> bool:
         return any(passed(attempt) for attempt in self.attempts())
@@ -91,7 +91,7 @@ class Search:
                 if self.halt.is_set():
                     return attempt
                 if self._should_stop():
-                    self.tree.store.finish_attempt(
+                    self.tree.finish_attempt(
                         attempt.id, "stopped", "stopped: another attempt passed"
                     )
                 else:
@@ -124,9 +124,9 @@ class Search:
         try:
             verdict = run_verifier(self.task, self.layers, checkpoint, self.base)
         except (SandboxError, ResultsError) as error:
-            self.tree.store.set_outcome(attempt.id, 0.0, verifier_failure(str(error)), None)
+            self.tree.set_outcome(attempt.id, 0.0, verifier_failure(str(error)), None)
             return
-        self.tree.store.set_outcome(
+        self.tree.set_outcome(
             attempt.id, verdict.reward, verdict.diagnostics.to_json(), verdict.patch
         )
 

@@ -26,7 +26,7 @@ def _counted(tree: RolloutTree, attempt: Attempt) -> bool:
 
 def task_result(tree: RolloutTree, task_id: str, method: str) -> dict[str, Any]:
     """One method on one task: resolved, tokens, attempts, turns and the roots' Pass@1."""
-    attempts = [a for a in tree.store.attempts(task_id) if a.method == method and _counted(tree, a)]
+    attempts = [a for a in tree.attempts(task_id) if a.method == method and _counted(tree, a)]
     roots = [a.reward for a in attempts if a.kind == "root" and a.reward is not None]
     tokens = tree.tokens(task_id=task_id, method=method)
     faults: dict[str, int] = {}
@@ -52,14 +52,14 @@ def task_result(tree: RolloutTree, task_id: str, method: str) -> dict[str, Any]:
 def role_sources(tree: RolloutTree, task_id: str, method: str) -> dict[str, dict[str, int]]:
     """Who wrote the analyses and reviews of (task, method): `{"analyst": {"model": 3,
     "heuristic": 1}, ...}`. With a served model, every `heuristic` is a fallback."""
-    mine = {a.id for a in tree.store.attempts(task_id) if a.method == method}
+    mine = {a.id for a in tree.attempts(task_id) if a.method == method}
     counts: dict[str, dict[str, int]] = {}
     bodies = [
         ("analyst", body)
-        for attempt_id, body in tree.store.analyses(task_id).items()
+        for attempt_id, body in tree.analyses(task_id).items()
         if attempt_id in mine
     ]
-    bodies += [("reviewer", body) for body in tree.store.reviews(task_id, method).values()]
+    bodies += [("reviewer", body) for body in tree.reviews(task_id, method).values()]
     for role, body in bodies:
         source = str(body.get("source", "model"))
         by_source = counts.setdefault(role, {})
@@ -79,7 +79,7 @@ def _add_counts(total: dict[str, Any], part: dict[str, Any]) -> None:
 def results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
     """results.json's content: `{"methods": {...}, "tasks": {...}}` (shape in docs/run.md)."""
     tree = run.tree
-    schedules = run.store.schedules()
+    schedules = tree.schedules()
     per_task: dict[str, dict[str, Any]] = {}
     summary: dict[str, Any] = {}
     for method in methods:
@@ -126,9 +126,9 @@ def results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
             "faults": faults,
             "role_sources": sources,
         }
-    isolation = run.store.get_meta("isolation")
-    warnings = run.store.get_meta("task_warnings")
-    settings = run.store.get_meta("settings") or {}
+    isolation = tree.get_meta("isolation")
+    warnings = tree.get_meta("task_warnings")
+    settings = tree.get_meta("settings") or {}
     return {
         "model": settings.get("model"),
         "methods": summary,

@@ -22,7 +22,7 @@ from sprout.models.oracle import Step
 from sprout.models.resolve import resolve_model, spec_capabilities
 from sprout.roles import Analyst, Reviewer, RolesConfig
 from sprout.runfolder import RunFolder
-from sprout.sandbox import SandboxError
+from sprout.sandbox import SandboxError, SandboxWorkspace
 from sprout.search.halt import AttemptFault, Halt, Halted
 from sprout.search.methods import Method
 from sprout.search.play import Search
@@ -103,10 +103,10 @@ def check_settings(settings: RunSettings) -> None:
 def open_run(path: str, settings: RunSettings, *, resume: bool) -> RunFolder:
     """The run folder: new, or (with `resume`) the same run with the same settings."""
     run = RunFolder.resume(path) if resume else RunFolder.create_new(path)
-    stored = run.store.get_meta("settings")
+    stored = run.tree.get_meta("settings")
     wanted = settings.to_json()
     if stored is None:
-        run.store.set_meta("settings", wanted)
+        run.tree.set_meta("settings", wanted)
     elif stored != wanted:
         changed = sorted(key for key in wanted if stored.get(key) != wanted[key])
         run.close()
@@ -135,9 +135,9 @@ def run_tasks(
     shared = None if replays else _model(settings, None)
     bases: dict[str, str | BaseException] = {}
     base_locks = {task.id: threading.Lock() for task in tasks}
-    done = {(s["task_id"], s["method"]) for s in run.store.schedules() if s["status"] == "done"}
+    done = {(s["task_id"], s["method"]) for s in run.tree.schedules() if s["status"] == "done"}
     for task in tasks:
-        run.store.add_task(task.id, task.model_dump(mode="json"))
+        run.tree.add_task(task.id, task.model_dump(mode="json"))
 
     def base_of(task: Task) -> str:
         with base_locks[task.id]:
@@ -158,9 +158,9 @@ def run_tasks(
     def one(task: Task, method: Method) -> None:
         if halt.is_set():
             return
-        store = run.store
-        store.start_schedule(task.id, method.name)
-        retried = store.reopen_attempts(task.id, method.name, RETRIED_FAULTS)
+        tree = run.tree
+        tree.start_schedule(task.id, method.name)
+        retried = tree.reopen_attempts(task.id, method.name, RETRIED_FAULTS)
         again = f"; {retried} attempts that a fault ended are continued" if retried else ""
         progress.event(task.id, method.name, f"start: {method.describe()}{again}")
         try:
@@ -176,7 +176,7 @@ def run_tasks(
                 progress.halting(str(error))
             return
         except AttemptFault as error:
-            store.finish_schedule(task.id, method.name, resolved=None, error=str(error))
+            tree.finish_schedule(task.id, method.name, resolved=None, error=str(error))
             progress.event(task.id, method.name, f"ERROR: {error.count} (reason above)")
         except (
             TaskError,
@@ -186,15 +186,15 @@ def run_tasks(
             TreeError,
             ResultsError,
         ) as error:
-            store.finish_schedule(task.id, method.name, resolved=None, error=str(error))
+            tree.finish_schedule(task.id, method.name, resolved=None, error=str(error))
             progress.event(task.id, method.name, f"ERROR: {error}")
         except Exception as error:  # a bug of sprout's ends this pair, not the run
             reason = crash_reason(error, "schedule")
-            store.finish_schedule(task.id, method.name, resolved=None, error=reason)
+            tree.finish_schedule(task.id, method.name, resolved=None, error=reason)
             progress.event(task.id, method.name, f"ERROR: {reason.partition(chr(10))[0]}")
         else:
             resolved = search.has_passed()
-            store.finish_schedule(task.id, method.name, resolved=resolved, error=None)
+            tree.finish_schedule(task.id, method.name, resolved=resolved, error=None)
             progress.event(task.id, method.name, "resolved" if resolved else "not resolved")
         _write_results(run, settings, progress)
 
@@ -252,7 +252,7 @@ def _search(
     config = settings.actor
     if method.needs_logprobs and not config.logprobs:
         config = config.model_copy(update={"logprobs": True})
-    actor = Actor(model, run.tree, run.layers, config)
+    actor = Actor(model, run.tree, SandboxWorkspace(run.layers), config)
     return Search(
         task=task,
         method=method,
@@ -286,7 +286,6 @@ def _reviewer(search: Search, settings: RunSettings, *, reads_verifier: bool) ->
     return Reviewer(
         search.actor.model,
         search.tree,
-        layers=search.layers,
         call_format=settings.actor.call_format,
         max_calls_per_turn=settings.actor.max_calls_per_turn,
         max_retries=roles.max_retries,
@@ -305,7 +304,6 @@ def _roles(search: Search, settings: RunSettings) -> tuple[Analyst, Reviewer]:
     analyst = Analyst(
         search.actor.model,
         search.tree,
-        search.layers,
         call_format=settings.actor.call_format,
         max_retries=settings.roles.max_retries,
         template=settings.roles.analyst_template,

@@ -94,7 +94,7 @@ def _cycle(root: Attempt, ranked: list[tuple[int, str]], size: int) -> list[Bran
 
 
 def _heuristic(search: Search, root: Attempt) -> list[BranchPlan]:
-    found = candidate_boundaries(search.tree, search.layers, search.task, root)
+    found = candidate_boundaries(search.tree, search.task, root)
     ranked = [(boundary, f"heuristic: candidate {n + 1}") for n, boundary in enumerate(found)]
     return _cycle(root, ranked, search.method.children)
 

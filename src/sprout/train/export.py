@@ -161,7 +161,7 @@ def export_run(
             max_length=max_length,
             overlong=overlong,
         )
-        tokenizer = folder.store.get_meta(TOKENIZER_META)
+        tokenizer = folder.tree.get_meta(TOKENIZER_META)
     finally:
         folder.close()
     written = write_records(batch.samples, fmt, out)

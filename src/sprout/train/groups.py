@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sprout.store import Store
 from sprout.train.credit import Leaf, zero_variance
-from sprout.tree import Attempt
+from sprout.tree import Attempt, RolloutTree
 
 if TYPE_CHECKING:
     from sprout.train.samples import Sample
@@ -54,15 +53,15 @@ class Group:
 
 
 def finished_groups(
-    store: Store, methods: Sequence[str] | None = None
+    tree: RolloutTree, methods: Sequence[str] | None = None
 ) -> tuple[list[Group], list[str]]:
     """The run's finished groups (tasks in the order they were added, then methods), and a
     line naming each unfinished one."""
     groups: list[Group] = []
     unfinished: list[str] = []
-    for task_id in store.task_ids():
+    for task_id in tree.task_ids():
         by_method: dict[str, list[Attempt]] = {}
-        for attempt in store.attempts(task_id):
+        for attempt in tree.attempts(task_id):
             if methods is None or attempt.method in methods:
                 by_method.setdefault(attempt.method, []).append(attempt)
         for method, attempts in by_method.items():

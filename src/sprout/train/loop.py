@@ -97,9 +97,9 @@ def train(
     """
     halt = halt or Halt()
     wanted = json.loads(json.dumps(_settings_json(settings)))
-    stored = run.store.get_meta("train")
+    stored = run.tree.get_meta("train")
     if stored is None:
-        run.store.set_meta("train", wanted)
+        run.tree.set_meta("train", wanted)
     elif stored != wanted:
         changed = sorted(key for key in wanted if stored.get(key) != wanted[key])
         raise TrainResumeError(
@@ -109,7 +109,7 @@ def train(
     done = finished_steps(run)
     policy = Path(done[-1]["policy"]) if done else settings.model
     learner = Learner(policy, settings.learner)
-    learner.check_tokenizer(run.store.get_meta(TOKENIZER_META), where=str(run.path))
+    learner.check_tokenizer(run.tree.get_meta(TOKENIZER_META), where=str(run.path))
     for note in learner.notes:
         progress.event("-", "train", f"note: {note}")
     actor = settings.actor

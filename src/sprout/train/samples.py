@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sprout.roles import Analysis, Review
-from sprout.store import Store
 from sprout.train.credit import EPSILON, Credit, GroupCredit
 from sprout.train.groups import Group, GroupReport, finished_groups, report
 from sprout.tree import Attempt, RolloutTree, TreeError, Turn
@@ -97,15 +96,15 @@ def build_samples(
     text. A rollout that produced no trained token (no turn of its own, or only a starting
     turn that is not trained) gives no sample; its reward still counts in its group.
     """
-    groups, unfinished = finished_groups(tree.store, methods)
+    groups, unfinished = finished_groups(tree, methods)
     if not groups:
         why = "; ".join(unfinished) if unfinished else "it holds no verified attempt"
-        raise SampleError(f"{tree.store.path}: no finished group to train on ({why})")
+        raise SampleError(f"{tree.database}: no finished group to train on ({why})")
     samples: list[Sample] = []
     dropped: list[str] = []
     texts_by_group: dict[str, list[str]] = {}
     for group in groups:
-        texts = texts_by_group[group.group_id] = role_texts(tree.store, group)
+        texts = texts_by_group[group.group_id] = role_texts(tree, group)
         group_credit = GroupCredit(group.leaves(), credit, epsilon=epsilon)
         for attempt in group.attempts:
             path = _token_path(tree, attempt)
@@ -186,23 +185,23 @@ def _normal(text: str) -> str:
     return " ".join(text.split())
 
 
-def role_texts(store: Store, group: Group) -> list[str]:
+def role_texts(tree: RolloutTree, group: Group) -> list[str]:
     """The stored analysis and review texts of `group`'s task that must never reach a sample:
     why_failed, keep and plan reasons of at least ROLE_TEXT_MIN_CHARS, whitespace-normalised.
     A text that the actor legitimately saw (in the task prompt, or quoted by the reviewer in
     a starting turn) is not one of them."""
     found: list[str] = []
-    for body in store.analyses(group.task_id).values():
+    for body in tree.analyses(group.task_id).values():
         analysis = Analysis.from_json(body)
         found += [analysis.why_failed, analysis.keep]
-    for body in store.reviews(group.task_id).values():
+    for body in tree.reviews(group.task_id).values():
         found += [plan.reason for plan in Review.from_json(body).plans]
     seen = [
         _normal(str(message.get("content", "")))
         for attempt in group.attempts
         for message in attempt.prefix
     ]
-    seen += [_normal(a.starting_turn) for a in store.attempts(group.task_id) if a.starting_turn]
+    seen += [_normal(a.starting_turn) for a in tree.attempts(group.task_id) if a.starting_turn]
     texts = {_normal(text) for text in found}
     return sorted(
         text
@@ -240,11 +239,11 @@ def check_role_text(
                 )
 
 
-def assert_no_role_text(samples: Sequence[Sample], store: Store, decode: Decode) -> None:
+def assert_no_role_text(samples: Sequence[Sample], tree: RolloutTree, decode: Decode) -> None:
     """Refuse samples whose decoded ids hold a stored analysis or review text of their task
     (see `role_texts`): the check on the ids themselves, whatever the turns' texts say."""
-    groups, _ = finished_groups(store)
-    _check_decoded(samples, {g.group_id: role_texts(store, g) for g in groups}, decode)
+    groups, _ = finished_groups(tree)
+    _check_decoded(samples, {g.group_id: role_texts(tree, g) for g in groups}, decode)
 
 
 def _check_decoded(

@@ -6,9 +6,8 @@ turns, enough to draw the tree), and `turn_detail` (one turn in full, with the f
 its layer changed). Every value is plain JSON (str, int, float, bool, None, list,
 dict), so a server can `json.dumps` it and report.html can embed it unchanged.
 
-Nothing here writes to the run: the store's figures come from `sprout.search.report`
-(so the page and results.json never disagree), and timestamps the store's API does
-not expose are read over a separate read-only SQLite connection.
+Nothing here writes to the run: everything is read through the run's tree, and the
+figures come from `sprout.search.report` (so the page and results.json never disagree).
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from sprout.runfolder import RunFolder
 from sprout.sandbox.changes import checkpoint_changes
 from sprout.sandbox.errors import SandboxError
 from sprout.search.report import results
-from sprout.tree import Attempt, TreeError, Turn
+from sprout.tree import Attempt, Change, TreeError, Turn
 from sprout.verify.runner import file_diff
 
 
@@ -46,8 +45,8 @@ def run_summary(run: RunFolder) -> dict[str, Any]:
     """
     methods = _methods(run)
     content = results(run, methods)
-    finished = run.store.schedule_finish_times()
-    task_ids = run.store.task_ids()
+    finished = run.tree.schedule_finish_times()
+    task_ids = run.tree.task_ids()
     curves: dict[str, Any] = {}
     for method in methods:
         done = [t for t in task_ids if method in content["tasks"].get(t, {})]
@@ -86,12 +85,12 @@ def _methods(run: RunFolder) -> list[str]:
     """The run's methods: those its stored settings name (in their order), then any other
     method a schedule ran (a run driven without `open_run` stores no settings)."""
     names: list[str] = []
-    settings = run.store.get_meta("settings")
+    settings = run.tree.get_meta("settings")
     if isinstance(settings, dict):
         for method in settings.get("methods") or []:
             if isinstance(method, dict) and isinstance(method.get("name"), str):
                 names.append(method["name"])
-    for schedule in run.store.schedules():
+    for schedule in run.tree.schedules():
         if schedule["method"] not in names:
             names.append(schedule["method"])
     return names
@@ -109,15 +108,15 @@ def task_tree(run: RunFolder, task_id: str) -> dict[str, Any]:
     `review` is the reviewer's plan that started it (branches only), matched by method,
     round, parent and boundary. Neither was ever part of the learner's input.
     """
-    if task_id not in run.store.task_ids():
-        raise ViewerError(f"{run.path}: no task {task_id!r} in this run")
     tree = run.tree
-    attempts = run.store.attempts(task_id)
-    analyses = run.store.analyses(task_id)
-    reviews = run.store.reviews(task_id)
+    if task_id not in tree.task_ids():
+        raise ViewerError(f"{run.path}: no task {task_id!r} in this run")
+    attempts = tree.attempts(task_id)
+    analyses = tree.analyses(task_id)
+    reviews = tree.reviews(task_id)
     ids = [a.id for a in attempts]
-    finished = run.store.attempt_finish_times(ids)
-    turn_times = run.store.turn_times(ids)
+    finished = tree.attempt_finish_times(ids)
+    turn_times = tree.turn_times(ids)
     items = []
     seen: dict[tuple[Any, ...], int] = {}
     for attempt in attempts:
@@ -283,12 +282,14 @@ def turn_detail(
     `owner` says whose it is. Outputs and diffs longer than the caps are cut, and the
     number of characters left out is given (`"cut"`, `"diff_cut"`), so the page marks the
     cut instead of silently showing less. Files are the changes from the previous
-    checkpoint on the path to this turn's, read from the sealed layers (nothing runs);
-    caches and git bookkeeping (`sprout.edits.is_noise`) are listed apart under `noise`.
+    checkpoint on the path to this turn's, as recorded when the turn was sealed (read from
+    the sealed layers for turns stored before that; nothing runs), with diffs read from
+    the layers; caches and git bookkeeping (`sprout.edits.is_noise`) are listed apart
+    under `noise`.
     `path`, the attempt's `RolloutTree.path`, saves rebuilding it for every turn of an
     attempt (report.html details them all).
     """
-    attempt = run.store.get_attempt(attempt_id)
+    attempt = run.tree.find_attempt(attempt_id)
     if attempt is None:
         raise ViewerError(f"{run.path}: no attempt {attempt_id!r} in this run")
     tree = run.tree
@@ -343,14 +344,17 @@ def turn_detail(
 
 
 def _turn_files(run: RunFolder, owner: Attempt, turn: Turn, max_diff_chars: int) -> dict[str, Any]:
-    """`files`, `noise`, `since` and `files_error`: what the turn's layer changed. A layer
+    """`files`, `noise`, `since` and `files_error`: what the turn's layer changed. A turn
+    stored before its changes were recorded has them read from the layers here; a layer
     that cannot be read (collected, or a store moved without its layers) gives an error
     message and no files, so the rest of the turn still shows."""
     since = run.tree.checkpoint(owner, turn.index - 1)
-    try:
-        changes = checkpoint_changes(run.layers, since, turn.checkpoint)
-    except (SandboxError, OSError) as error:
-        return {"since": since, "files": [], "noise": [], "files_error": str(error)}
+    changes: Sequence[Change] | None = turn.changes
+    if changes is None:
+        try:
+            changes = checkpoint_changes(run.layers, since, turn.checkpoint)
+        except (SandboxError, OSError) as error:
+            return {"since": since, "files": [], "noise": [], "files_error": str(error)}
     files = []
     noise = []
     for change in changes:

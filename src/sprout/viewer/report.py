@@ -28,7 +28,7 @@ SCRIPT_TAG = '<script src="viewer.js"></script>'
 def report_data(run: RunFolder) -> dict[str, Any]:
     """Everything the page can ask for: what /api/summary, /api/status, every
     /api/tasks/ID/tree and every /api/turns/ATTEMPT/INDEX of an attempt's own turns give."""
-    trees = {task_id: task_tree(run, task_id) for task_id in run.store.task_ids()}
+    trees = {task_id: task_tree(run, task_id) for task_id in run.tree.task_ids()}
     turns: dict[str, Any] = {}
     for tree in trees.values():
         for attempt in tree["attempts"]:

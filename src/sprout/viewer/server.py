@@ -48,7 +48,7 @@ def open_run(path: str | Path) -> RunFolder:
 
 def run_status(run: RunFolder) -> dict[str, Any]:
     """Which (task, method) schedules are still running: the page polls while any is."""
-    schedules = run.store.schedules()
+    schedules = run.tree.schedules()
     running = [
         {"task_id": s["task_id"], "method": s["method"]}
         for s in schedules

@@ -1,0 +1,62 @@
+"""What the actor keeps while it plays an attempt: the context so far and its running
+totals, and the reply of the turn being played."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sprout.models import Completion
+from sprout.tree import Attempt, Author, Message, Turn
+
+TurnIds = tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...] | None]
+"""A turn's (context_ids, completion_ids, completion_logprobs)."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One turn's reply before its calls run: who wrote it, its text and, for the actor's
+    turns, the completion it came in and its token ids."""
+
+    author: Author
+    text: str
+    completion: Completion | None = None
+    ids: TurnIds | None = None
+
+    @property
+    def latency_s(self) -> float:
+        """The model's time on this reply (a reviewer's starting turn has none)."""
+        return self.completion.latency_s if self.completion is not None else 0.0
+
+
+@dataclass
+class AttemptState:
+    """An attempt being played: its context so far and the running totals its limits read,
+    kept as turns are played rather than read back from the store at every turn."""
+
+    attempt: Attempt
+    messages: list[Message]
+    index: int
+    """The last committed turn boundary."""
+    ids: list[int] | None = None
+    """The context's token ids up to the last reply (None: the model keeps none)."""
+    spent: int = 0
+    """Tokens of every model call of the attempt (prompt and completion)."""
+    context: int = 0
+    """Tokens of the context the last model call held (prompt and completion)."""
+    elapsed: float = 0.0
+    """Seconds of the attempt's own turns."""
+
+    def played(self, turn: Turn, messages: Sequence[Message], ids: TurnIds | None) -> None:
+        """Move on past `turn`, just committed, which added `messages` and `ids`."""
+        self.messages.extend(messages)
+        self.index = turn.index
+        self.ids = _extend(self.ids, ids)
+        self.elapsed += turn.duration_s
+        if turn.prompt_tokens or turn.completion_tokens:
+            self.context = turn.prompt_tokens + turn.completion_tokens
+
+
+def _extend(ids: list[int] | None, turn: TurnIds | None) -> list[int] | None:
+    """The stored context `ids` after a turn that added `turn`."""
+    return None if ids is None or turn is None else [*ids, *turn[0], *turn[1]]

@@ -1,0 +1,83 @@
+"""The workspace: what the actor needs of a sandbox, and nothing more.
+
+The actor forks a checkpoint, checks and runs a turn's calls there, and seals
+the result as the next checkpoint. `sprout.sandbox.SandboxWorkspace` does it
+with overlay (or copy) layers on this machine; a remote sandbox, or an in-memory
+fake in a test, is one more implementation of the same three verbs. This module
+sits under both the agent and the sandbox, so neither imports the other.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+ChangeKind = Literal["added", "modified", "deleted"]
+
+
+class WorkspaceError(Exception):
+    """The workspace failed, not the model (a mount refused, a full disk): the actor ends
+    the attempt `error` with fault `sandbox`, and `--resume` continues it."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path that differs between a checkpoint and a later state."""
+
+    path: str
+    """Absolute path inside the sandbox."""
+    kind: ChangeKind
+    size: int
+    """Size now in bytes (0 for a deletion or a directory)."""
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """A checkpoint just sealed, with what it changed over the one before."""
+
+    checkpoint: str
+    """The new checkpoint's id (the previous one's when nothing was written)."""
+    changes: tuple[Change, ...] | None
+    """The paths the turn added, modified or deleted; None when they could not be read."""
+
+
+class CallOutput(Protocol):
+    """What one call left behind, as the actor records it."""
+
+    @property
+    def output(self) -> str: ...
+    @property
+    def exit_code(self) -> int | None: ...
+    @property
+    def timed_out(self) -> bool: ...
+    @property
+    def truncated(self) -> bool: ...
+    @property
+    def duration_s(self) -> float: ...
+
+
+class Fork(Protocol):
+    """A writable state over a checkpoint, where a turn's calls run."""
+
+    def check_command(self, command: str) -> str | None:
+        """Why `run` would refuse `command` (a NUL byte, too long), or None; asked for every
+        call of a turn before any of them runs."""
+        ...
+
+    def run(self, command: str, timeout: float) -> CallOutput:
+        """Run `command`, killed at `timeout` seconds; raises WorkspaceError when the
+        workspace, not the command, fails."""
+        ...
+
+    def seal(self) -> Sealed:
+        """Seal what the calls since the last seal wrote as a new checkpoint."""
+        ...
+
+
+class Workspace(Protocol):
+    """Where an actor's calls run: forks of checkpoints."""
+
+    def fork(self, checkpoint: str) -> AbstractContextManager[Fork]:
+        """A fork of `checkpoint`, dropped (with anything not sealed) when the block ends."""
+        ...

@@ -1,0 +1,201 @@
+"""The actor against an in-memory workspace: no overlayfs, no sandbox, no processes.
+
+The actor knows its sandbox only as a `sprout.workspace.Workspace`, so a dict of
+files with a five-word shell is enough to play attempts, branch them and record
+what each turn changed. The store and the tree are the real ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from sprout.agent import Actor, ActorConfig
+from sprout.roles.touched import turn_files
+from sprout.store import Store
+from sprout.tree import RolloutTree
+from sprout.workspace import Change, Sealed, WorkspaceError
+from tests.agent.helpers import ScriptedModel, bash, submit
+
+Files = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Output:
+    output: str
+    exit_code: int | None = 0
+    timed_out: bool = False
+    truncated: bool = False
+    duration_s: float = 0.0
+
+
+class FakeFork:
+    """A copy of a checkpoint's files; `write PATH TEXT`, `cat PATH`, `rm PATH`, `echo TEXT`
+    run on it, and `break` fails the workspace itself."""
+
+    def __init__(self, workspace: FakeWorkspace, checkpoint: str) -> None:
+        self.workspace = workspace
+        self.parent = checkpoint
+        self.files = dict(workspace.checkpoints[checkpoint])
+
+    def check_command(self, command: str) -> str | None:
+        return "holds a NUL byte" if "\0" in command else None
+
+    def run(self, command: str, timeout: float) -> Output:
+        self.workspace.ran.append(command)
+        verb, _, rest = command.partition(" ")
+        if verb == "break":
+            raise WorkspaceError("the fake disk is full")
+        if verb == "write":
+            path, _, text = rest.partition(" ")
+            self.files[path] = text
+            return Output("")
+        if verb == "cat":
+            return Output(self.files[rest]) if rest in self.files else Output("no such file", 1)
+        if verb == "rm":
+            self.files.pop(rest, None)
+            return Output("")
+        return Output(rest + "\n")  # echo
+
+    def seal(self) -> Sealed:
+        before = self.workspace.checkpoints[self.parent]
+        if self.files == before:
+            return Sealed(self.parent, ())
+        checkpoint = f"c{len(self.workspace.checkpoints)}"
+        self.workspace.checkpoints[checkpoint] = dict(self.files)
+        changes = [
+            Change(path, "modified" if path in before else "added", len(text))
+            for path, text in self.files.items()
+            if before.get(path) != text
+        ]
+        changes += [Change(path, "deleted", 0) for path in before if path not in self.files]
+        self.parent = checkpoint
+        return Sealed(checkpoint, tuple(sorted(changes, key=lambda c: c.path)))
+
+
+class FakeWorkspace:
+    """Checkpoints as dicts of files, by id; `c0` is the untouched task."""
+
+    def __init__(self, files: Files) -> None:
+        self.checkpoints: dict[str, Files] = {"c0": dict(files)}
+        self.forked: list[str] = []
+        self.ran: list[str] = []
+        self.open = 0
+
+    @contextmanager
+    def fork(self, checkpoint: str) -> Iterator[FakeFork]:
+        self.forked.append(checkpoint)
+        self.open += 1
+        try:
+            yield FakeFork(self, checkpoint)
+        finally:
+            self.open -= 1
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Iterator[RolloutTree]:
+    found = RolloutTree(Store(tmp_path / "sprout.db"))
+    found.add_task("t1", {"instruction": "Fix it."})
+    yield found
+    found.close()
+
+
+def play(tree: RolloutTree, workspace: FakeWorkspace, replies: list, config=None):
+    model = ScriptedModel(replies)
+    actor = Actor(model, tree, workspace, config)
+    root = tree.root("t1", actor.prefix("Fix it.", "/w"), "c0")
+    return actor.run(root), model
+
+
+def test_an_attempt_plays_and_records_what_each_turn_changed(tree):
+    workspace = FakeWorkspace({"/w/app.py": "bug"})
+    attempt, model = play(
+        tree,
+        workspace,
+        [bash("write /w/app.py fixed", "write /w/notes hi"), bash("cat /w/app.py"), submit()],
+    )
+
+    assert attempt.status == "submitted"
+    first, second, third = tree.own_turns(attempt)
+    assert first.checkpoint == "c1" and second.checkpoint == third.checkpoint == "c1"
+    assert workspace.checkpoints["c1"] == {"/w/app.py": "fixed", "/w/notes": "hi"}
+    assert first.changes == (Change("/w/app.py", "modified", 5), Change("/w/notes", "added", 2))
+    assert second.changes == () and third.changes == ()
+    assert second.calls[0].output == "fixed"
+    assert "fixed" in model.seen[2][-1]["content"], "the model saw the observation"
+    # the roles read what a turn changed from the tree, not from any sandbox
+    assert turn_files(tree, attempt) == {1: ["/w/app.py", "/w/notes"], 2: [], 3: []}
+    assert workspace.forked == ["c0"] and workspace.open == 0
+
+
+def test_a_branch_forks_its_boundary_and_runs_nothing_again(tree):
+    workspace = FakeWorkspace({})
+    root, _ = play(tree, workspace, [bash("write /w/a 1"), bash("write /w/a 2"), submit()])
+    ran = len(workspace.ran)
+    branch = tree.branch(root, 1, bash("cat /w/a", thought="Look first."))
+
+    done = Actor(ScriptedModel([submit()]), tree, workspace).run(branch)
+
+    assert done.status == "submitted"
+    assert workspace.forked[-1] == tree.checkpoint(root, 1) == "c1"
+    assert workspace.ran[ran:] == ["cat /w/a", "echo SPROUT_SUBMIT"]
+    starting = tree.own_turns(done)[0]
+    assert starting.author == "reviewer" and starting.calls[0].output == "1"
+
+
+def test_a_command_the_workspace_refuses_is_a_format_error(tree):
+    workspace = FakeWorkspace({})
+    attempt, model = play(tree, workspace, [bash("echo a\0b"), submit()])
+
+    assert attempt.status == "submitted"
+    refused = tree.own_turns(attempt)[0]
+    assert refused.format_error and refused.calls == ()
+    assert "command 1 holds a NUL byte" in model.seen[1][-1]["content"]
+    assert workspace.ran == ["echo SPROUT_SUBMIT"]
+
+
+def test_a_failing_workspace_is_a_sandbox_fault(tree):
+    workspace = FakeWorkspace({})
+    attempt, _ = play(tree, workspace, [bash("write /w/a 1"), bash("break")])
+
+    assert (attempt.status, attempt.fault) == ("error", "sandbox")
+    assert attempt.end_reason == "sandbox: the fake disk is full"
+    assert [t.index for t in tree.own_turns(attempt)] == [1], "the turns before are kept"
+    assert workspace.open == 0
+
+
+@pytest.mark.parametrize("turns", [2, 8])
+def test_limits_keep_running_totals_instead_of_rereading_the_store(tree, turns):
+    """The store is read a fixed number of times per attempt, however many turns it plays
+    (it used to be read again before every model call)."""
+    reads = {"path": 0, "model_calls": 0, "tokens": 0}
+    for name in reads:
+        method = getattr(tree, name)
+
+        def counted(*args, _name=name, _method=method, **kwargs):
+            reads[_name] += 1
+            return _method(*args, **kwargs)
+
+        setattr(tree, name, counted)
+    config = ActorConfig(max_turns=turns, max_tokens=10_000, max_context_tokens=10_000)
+    config = config.model_copy(update={"max_wall_s": 10_000.0})
+    attempt, _ = play(tree, FakeWorkspace({}), [bash(f"echo {i}") for i in range(turns)], config)
+
+    assert attempt.status == "limit" and "max_turns" in (attempt.end_reason or "")
+    assert reads["tokens"] == 0
+    assert reads["model_calls"] == 1
+    assert reads["path"] <= 4
+
+
+def test_the_token_limit_counts_every_call_of_the_attempt(tree):
+    """Each scripted reply spends 10 prompt + 5 completion tokens."""
+    config = ActorConfig(max_tokens=30)
+    attempt, model = play(tree, FakeWorkspace({}), [bash("echo 1"), bash("echo 2")], config)
+
+    assert len(model.seen) == 2
+    assert attempt.status == "limit"
+    assert attempt.end_reason == "token limit (max_tokens): 30 of 30 spent"
