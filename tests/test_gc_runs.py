@@ -17,7 +17,7 @@ import pytest
 from sprout.cli import main
 from sprout.runfolder import RunFolder
 from sprout.sandbox import LayerStore, Sandbox
-from tests.conftest import require_host_image
+from tests.conftest import ProcessWatch, require_host_image
 from tests.taskfolders import TRAPPED, two_edits_task
 
 SPROUT = [sys.executable, "-m", "sprout.cli"]
@@ -120,12 +120,16 @@ def test_gc_keeps_the_checkpoints_of_a_run_given_with_run(
 
 
 def test_gc_refuses_while_the_run_is_live_and_resume_sweeps_the_killed_verifier(
-    tmp_path: Path,
+    tmp_path: Path, procs: ProcessWatch, marker: str
 ) -> None:
     require_host_image()
     task = two_edits_task(tmp_path / "tasks")
-    test_sh = task / "tests" / "test.sh"
-    test_sh.write_text(test_sh.read_text().replace("cd /workspace", "sleep 30\ncd /workspace"))
+    # the verifier sleeps until the run is killed, within a timeout no loaded machine reaches
+    test_sh, settings = task / "tests" / "test.sh", task / "task.toml"
+    test_sh.write_text(
+        test_sh.read_text().replace("cd /workspace", f"sleep {marker}\ncd /workspace")
+    )
+    settings.write_text(settings.read_text().replace("timeout_sec = 30\n", "timeout_sec = 600\n"))
     out = tmp_path / "run"
     layers = out / "layers"
     argv = [*SPROUT, "run", str(tmp_path / "tasks"), "--model", "oracle", "--method", "pass@1"]
@@ -145,10 +149,11 @@ def test_gc_refuses_while_the_run_is_live_and_resume_sweeps_the_killed_verifier(
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+    procs.kill_all()  # the verifier's sleep, were it to outlive the run for a moment
     verifier = [i for i in unsealed(layers) if (layers / "l" / i / "tests").exists()]
     assert len(verifier) == 1, "the killed verifier left the hidden tests on disk"
 
-    test_sh.write_text(test_sh.read_text().replace("sleep 30\n", ""))
+    test_sh.write_text(test_sh.read_text().replace(f"sleep {marker}\n", ""))
     resumed = subprocess.run([*argv, "--resume"], capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     assert "sprout: swept 1 unsealed layer" in resumed.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -177,13 +178,16 @@ def test_context_limit(world):
 
 
 def test_wall_time_limit(world):
-    # each turn's call sleeps 0.3 s: 0.6 s after two turns is past the 0.5 s limit
-    attempt, model = world.play([bash("sleep 0.3") for _ in range(5)], ActorConfig(max_wall_s=0.5))
+    # A turn takes its model call's latency plus the time its calls run. Each reply reports
+    # 9.8 s of latency and its call sleeps 0.3 s: a turn counts 10.1 s plus the sandbox's own
+    # time, so two turns (never one, on any machine) pass the 20 s limit.
+    slow = dataclasses.replace(reply(bash("sleep 0.3")), latency_s=9.8)
+    attempt, model = world.play([slow] * 5, ActorConfig(max_wall_s=20))
     assert attempt.status == "limit"
     assert len(model.seen) == 2
     assert "wall-time limit" in attempt.end_reason
     # the reason says which limit was hit, like the other limits do ("N of LIMIT")
-    assert "0.5" in attempt.end_reason, attempt.end_reason
+    assert "s of 20 s" in attempt.end_reason, attempt.end_reason
 
 
 def test_observation_carries_exit_code_and_capped_output(overlay_store, tmp_path):

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import require_host_image
+from tests.conftest import ProcessWatch, require_host_image
+from tests.search.running import release
 from tests.taskfolders import CALC_SOLVE, CALC_TEST_SH, FIXED, calc_task
 
 from sprout.cli import main
@@ -234,9 +235,13 @@ def wait_for_folder(
     raise AssertionError(f"no temporary run folder appeared: {process.communicate()}")
 
 
-def slow_task(root: Path, name: str) -> Path:
+def slow_task(root: Path, name: str, sleep: str = "2") -> Path:
+    """The calc task whose verifier (run twice by a check: untouched, then solved) first
+    sleeps `sleep` seconds, within a verifier timeout no loaded machine reaches."""
     task = calc_task(root, name)
-    (task / "tests" / "test.sh").write_text("sleep 2\n" + CALC_TEST_SH)
+    settings = task / "task.toml"
+    settings.write_text(settings.read_text().replace("timeout_sec = 30\n", "timeout_sec = 600\n"))
+    (task / "tests" / "test.sh").write_text(f"sleep {sleep}\n" + CALC_TEST_SH)
     return task
 
 
@@ -259,7 +264,9 @@ def test_ctrl_c_ends_the_check_and_removes_the_temporary_folder(
 
 
 @pytest.mark.sandbox
-def test_a_killed_checks_folder_is_removed_by_the_next_check(tmp_path: Path) -> None:
+def test_a_killed_checks_folder_is_removed_by_the_next_check(
+    tmp_path: Path, procs: ProcessWatch, marker: str
+) -> None:
     require_host_image()
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -268,13 +275,15 @@ def test_a_killed_checks_folder_is_removed_by_the_next_check(tmp_path: Path) -> 
     process.kill()
     process.communicate()
     assert killed.exists(), "a kill leaves it behind"
-    survivor = sprout_check([slow_task(tmp_path / "more", "slow")], scratch)
+    # the survivor's verifier sleeps until the test releases it: it runs all along the third
+    survivor = sprout_check([slow_task(tmp_path / "more", "slow", sleep=marker)], scratch)
     live = wait_for_folder(scratch, survivor, others=(killed,))
     assert not killed.exists(), "the next check removed the dead check's folder"
     third = sprout_check([calc_task(tmp_path / "third", "quick")], scratch)
     assert third.wait(timeout=120) == 0
-    assert live.exists(), "never the folder of a check that still runs"
-    assert survivor.wait(timeout=120) == 0
+    assert survivor.poll() is None and live.exists(), "never the folder of a check that runs"
+    release(procs, marker, survivor)
+    assert survivor.wait(timeout=120) == 0, survivor.communicate()
     assert scratch_folders(scratch) == []
 
 

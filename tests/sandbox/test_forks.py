@@ -92,10 +92,14 @@ def test_eight_sandboxes_run_concurrently(store):
     start = threading.Barrier(8)
 
     def attempt(index: int) -> tuple[str, str, str]:
-        with Sandbox.fork(store, base) as fork:
-            start.wait(timeout=30)
-            fork.run(f"echo {index} > own{index} && sleep 0.2")
-            checkpoint = fork.checkpoint()
+        try:
+            with Sandbox.fork(store, base) as fork:
+                start.wait()  # all eight are open at once, however long opening them takes
+                fork.run(f"echo {index} > own{index} && sleep 0.2")
+                checkpoint = fork.checkpoint()
+        except BaseException:
+            start.abort()  # the others stop waiting: the test fails with this error, at once
+            raise
         with Sandbox.fork(store, checkpoint) as again:
             return checkpoint, again.run("ls").output, again.run(f"cat own{index}").output
 

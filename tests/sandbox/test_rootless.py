@@ -148,7 +148,7 @@ def test_core_cases_as_an_unprivileged_user(nobody_env, nobody_dir, own_image, p
     assert ["/workspace/e/x", "added"] in out["changes"]
     assert ["/etc/hostname", "deleted"] in out["changes"]
     assert out["background"] == ["started\n", 0]
-    assert out["background_s"] < 5
+    assert out["background_s"] < 20, "it waited for its background child (or a 30 s timeout)"
     assert out["timeout"] == [True, None]
     assert procs.survivors(marker) == []
 

@@ -8,14 +8,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from sprout.cli import main
-from tests.conftest import require_host_image
-from tests.taskfolders import TRAPPED, two_edits_task
+from tests.conftest import ProcessWatch, require_host_image
+from tests.search.running import release, wait_for_rows, wait_until
+from tests.taskfolders import TRAPPED, TWO_EDITS_SOLVE, two_edits_task
 
 METHOD_KEYS = {
     "tasks",
@@ -153,9 +153,17 @@ def _turn_rows(db: Path) -> set[tuple[int, int, float]]:
         return set(connection.execute("SELECT attempt_id, idx, created FROM turns"))
 
 
-def test_a_killed_run_resumes_without_redoing_a_finished_turn(tmp_path: Path) -> None:
+def test_a_killed_run_resumes_without_redoing_a_finished_turn(
+    tmp_path: Path, procs: ProcessWatch, marker: str
+) -> None:
     require_host_image()
-    two_edits_task(tmp_path / "tasks", slow_step=0.4)
+    task = two_edits_task(tmp_path / "tasks")
+    solve = task / "solution" / "solve.sh"
+    # Step 2 sleeps first: roots fall into its trap and never run it; the branch whose
+    # starting turn names b.txt runs it and sleeps there until the test kills the run.
+    solve.write_text(
+        TWO_EDITS_SOLVE.replace("echo 2 > b.txt\n", f"sleep {marker}\necho 2 > b.txt\n")
+    )
     out = tmp_path / "run"
     args = [
         sys.executable,
@@ -174,31 +182,20 @@ def test_a_killed_run_resumes_without_redoing_a_finished_turn(tmp_path: Path) ->
     ]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, start_new_session=True)
     db = out / "sprout.db"
-    deadline = time.monotonic() + 60
     try:
-        while time.monotonic() < deadline:
-            time.sleep(0.1)
-            if db.exists():
-                try:
-                    with sqlite3.connect(db) as connection:
-                        branch_turns = connection.execute(
-                            "SELECT count(*) FROM turns JOIN attempts "
-                            "ON attempts.id = attempt_id WHERE kind = 'branch'"
-                        ).fetchone()[0]
-                except sqlite3.OperationalError:  # the run has not made its tables yet
-                    continue
-                if branch_turns:
-                    break
-        else:
-            pytest.fail("the run never reached a branch's first turn")
+        branch_turns = "SELECT count(*) FROM turns JOIN attempts ON attempts.id = attempt_id "
+        wait_for_rows(process, db, branch_turns + "WHERE kind = 'branch'", 1, "a branch's turn")
+        wait_until(lambda: procs.matching(marker), process, "the branch's step 2")
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
     before = _turn_rows(db)
-    assert not (out / "results.json").exists() or "resolved" in (out / "results.json").read_text()
+    assert not (out / "results.json").exists(), "killed mid-schedule: no schedule ended yet"
 
-    resumed = subprocess.run([*args, "--resume"], capture_output=True, text=True, timeout=120)
-    assert resumed.returncode == 0, resumed.stderr
+    with open(tmp_path / "resumed.err", "w") as errors:
+        resumed = subprocess.Popen([*args, "--resume"], stdout=subprocess.DEVNULL, stderr=errors)
+    release(procs, marker, resumed)  # the branch plays step 2 again: its sleep ends at once
+    assert resumed.wait(timeout=120) == 0, (tmp_path / "resumed.err").read_text()
     after = _turn_rows(db)
     assert before <= after, "every turn committed before the kill is kept as it was"
     content = json.loads((out / "results.json").read_text())
