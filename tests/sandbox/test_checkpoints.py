@@ -200,6 +200,26 @@ def test_changes_of_a_directory_removed_and_recreated(store):
     ]
 
 
+def test_changes_under_new_directories_are_added_and_the_rest_still_compared(store):
+    """Nothing under a directory the turn created is looked up below (it cannot be there),
+    which is what keeps an install of thousands of files cheap to record."""
+    with Sandbox.create(store) as sandbox:
+        sandbox.run("mkdir -p d/e && echo 1 > d/e/x && echo 1 > d-x")
+        sandbox.checkpoint()
+        sandbox.run("mkdir -p d/new/deep d.new && echo 22 > d/e/x && echo 3 > d/new/deep/y")
+        sandbox.run("echo 4 > d.new/z && echo 55 > d-x")
+        changes = sandbox.changes()
+    assert changes == [
+        Change("/workspace/d-x", "modified", 3),
+        Change("/workspace/d.new", "added", 0),
+        Change("/workspace/d.new/z", "added", 2),
+        Change("/workspace/d/e/x", "modified", 3),
+        Change("/workspace/d/new", "added", 0),
+        Change("/workspace/d/new/deep", "added", 0),
+        Change("/workspace/d/new/deep/y", "added", 2),
+    ]
+
+
 def test_changes_across_several_turns_net_out(store):
     with Sandbox.create(store) as sandbox:
         start = sandbox.parent

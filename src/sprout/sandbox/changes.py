@@ -8,6 +8,7 @@ never the size of the image.
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -34,9 +35,14 @@ def diff_layers(
         touched.update(f"{rel}/{name}" for name in names_below(below, image, rel, fmt))
     current = [*above, *below]
     changes = []
+    new_dirs: set[str] = set()
+    """Directories absent below: nothing under them needs looking up there (a turn that
+    installs a package adds thousands of paths under a few new directories)."""
     for rel in sorted(touched):
         now = lookup(current, image, rel, fmt)
-        before = lookup(below, image, rel, fmt)
+        before = None if _under(rel, new_dirs) else lookup(below, image, rel, fmt)
+        if before is None and now is not None and os.path.isdir(now):
+            new_dirs.add(rel)
         if now is None and before is None:
             continue
         if now is None:
@@ -48,6 +54,16 @@ def diff_layers(
         elif not (is_dir and os.path.isdir(before) and not os.path.islink(before)):
             changes.append(Change("/" + rel, "modified", 0 if is_dir else os.lstat(now).st_size))
     return changes
+
+
+def _under(rel: str, dirs: set[str]) -> bool:
+    """Whether a directory above `rel` is one of `dirs`."""
+    parent = posixpath.dirname(rel)
+    while parent:
+        if parent in dirs:
+            return True
+        parent = posixpath.dirname(parent)
+    return False
 
 
 def checkpoint_changes(store: LayerStore, since: str, checkpoint: str) -> list[Change]:
