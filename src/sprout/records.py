@@ -3,10 +3,16 @@
 Plain frozen data, shared by the tree (which reads and grows them) and the store
 (which persists them); neither module owns the other's half. `sprout.tree`
 re-exports them, so callers import them from there.
+
+Also the home of *prefix-once tokens*, the paper's way of counting a shared
+prefix once: `count_tokens` charges the model calls of a tree so (what
+`RolloutTree.tokens` reports), and `shares_prefix` is the test the learner uses
+to forward a branch's retained prefix once (`sprout.train.batching.families`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -133,3 +139,89 @@ class TokenTotals:
             "estimated": self.estimated,
             "by_role": dict(self.by_role),
         }
+
+
+def count_tokens(
+    calls: Sequence[ModelCallRecord],
+    attempt_of: Callable[[int], Attempt],
+    path_of: Callable[[Attempt], list[Turn]],
+) -> TokenTotals:
+    """Token totals over `calls`, by role, spent and with shared prefixes counted once.
+
+    Prefix-once counting: an actor call is charged its completion plus the
+    part of its prompt beyond the context the previous actor call on the
+    same path already held (the shared prefix of a branch is charged once,
+    to the attempt that produced it). The roots of one task and method share
+    their first prompt (the system prompt and the task): it is charged once,
+    to the first root. Analyst and reviewer calls share no prefix with the
+    tree and are charged in full, their reasoning included. `attempt_of` and
+    `path_of` are the tree's `attempt` and `path`.
+    """
+    paths: dict[int, list[Turn]] = {}
+
+    def path(attempt_id: int) -> list[Turn]:
+        if attempt_id not in paths:
+            paths[attempt_id] = path_of(attempt_of(attempt_id))
+        return paths[attempt_id]
+
+    first_prompts: dict[tuple[str, str], tuple[int, int]] = {}
+    spent = 0
+    prefix_once = 0
+    by_role: dict[str, int] = {}
+    estimated = False
+    for call in calls:
+        total = call.prompt_tokens + call.completion_tokens
+        spent += total
+        by_role[call.role] = by_role.get(call.role, 0) + total
+        estimated = estimated or call.estimated
+        if call.role == "actor" and call.attempt_id is not None and call.turn_index:
+            attempt = attempt_of(call.attempt_id)
+            held = _context_held(attempt, call.turn_index, path)
+            if attempt.parent_id is None and held == 0:  # a root's first call
+                key = (attempt.task_id, attempt.method)
+                owner, shared = first_prompts.setdefault(key, (attempt.id, call.prompt_tokens))
+                if owner != attempt.id:
+                    held = min(shared, call.prompt_tokens)
+            prefix_once += call.completion_tokens + max(call.prompt_tokens - held, 0)
+        else:
+            prefix_once += total
+    return TokenTotals(spent, prefix_once, estimated, by_role)
+
+
+def _context_held(attempt: Attempt, turn_index: int, path: Callable[[int], list[Turn]]) -> int:
+    """Tokens of this call's prompt that earlier calls in the tree already paid for.
+
+    On the path: the whole context of the previous actor call. For a
+    branch's first actor call, also the prompt of the parent's call right
+    after the boundary, which held the same messages up to the boundary's
+    observation.
+    """
+    own = path(attempt.id)
+    held = _context_before(own, turn_index)
+    first_own_actor = next(
+        (t.index for t in own if t.attempt_id == attempt.id and t.author == "actor"), None
+    )
+    if attempt.parent_id is not None and first_own_actor == turn_index:
+        after = [t for t in path(attempt.parent_id) if t.index == attempt.boundary + 1]
+        if after and after[0].author == "actor":
+            held = max(held, after[0].prompt_tokens)
+    return held
+
+
+def _context_before(path: list[Turn], turn_index: int) -> int:
+    """Tokens of context that the last actor call before `turn_index` on `path` had seen."""
+    for turn in reversed(path):
+        if (
+            turn.index < turn_index
+            and turn.author == "actor"
+            and (turn.prompt_tokens or turn.completion_tokens)
+        ):
+            return turn.prompt_tokens + turn.completion_tokens
+    return 0
+
+
+def shares_prefix(parent_ids: Sequence[int], child_ids: Sequence[int], length: int) -> bool:
+    """Whether a branch's first `length` token ids are its parent's (the token-exact
+    invariant): then that retained prefix was produced, counted and trained once, by the
+    parent, and the learner forwards it once. At least one token, and not the whole child."""
+    return 1 <= length < len(child_ids) and list(parent_ids[:length]) == list(child_ids[:length])

@@ -30,6 +30,7 @@ from sprout.records import (
     Role,
     TokenTotals,
     Turn,
+    count_tokens,
 )
 from sprout.store import Store
 from sprout.workspace import Change
@@ -364,73 +365,7 @@ class RolloutTree:
     ) -> TokenTotals:
         """Token totals over model calls, by role, spent and with shared prefixes counted once.
 
-        Prefix-once counting: an actor call is charged its completion plus the
-        part of its prompt beyond the context the previous actor call on the
-        same path already held (the shared prefix of a branch is charged once,
-        to the attempt that produced it). The roots of one task and method share
-        their first prompt (the system prompt and the task): it is charged once,
-        to the first root. Analyst and reviewer calls share no prefix with the
-        tree and are charged in full, their reasoning included.
+        The prefix-once rule is `sprout.records.count_tokens`'s.
         """
         calls = self._store.model_calls(task_id=task_id, attempt_id=attempt_id, method=method)
-        paths: dict[int, list[Turn]] = {}
-        first_prompts: dict[tuple[str, str], tuple[int, int]] = {}
-        spent = 0
-        prefix_once = 0
-        by_role: dict[str, int] = {}
-        estimated = False
-        for call in calls:
-            total = call.prompt_tokens + call.completion_tokens
-            spent += total
-            by_role[call.role] = by_role.get(call.role, 0) + total
-            estimated = estimated or call.estimated
-            if call.role == "actor" and call.attempt_id is not None and call.turn_index:
-                held = self._context_held(call.attempt_id, call.turn_index, paths)
-                attempt = self.attempt(call.attempt_id)
-                if attempt.parent_id is None and held == 0:  # a root's first call
-                    key = (attempt.task_id, attempt.method)
-                    owner, shared = first_prompts.setdefault(key, (attempt.id, call.prompt_tokens))
-                    if owner != attempt.id:
-                        held = min(shared, call.prompt_tokens)
-                prefix_once += call.completion_tokens + max(call.prompt_tokens - held, 0)
-            else:
-                prefix_once += total
-        return TokenTotals(spent, prefix_once, estimated, by_role)
-
-    def _context_held(self, attempt_id: int, turn_index: int, paths: dict[int, list[Turn]]) -> int:
-        """Tokens of this call's prompt that earlier calls in the tree already paid for.
-
-        On the path: the whole context of the previous actor call. For a
-        branch's first actor call, also the prompt of the parent's call right
-        after the boundary, which held the same messages up to the boundary's
-        observation.
-        """
-
-        def path_of(known: int) -> list[Turn]:
-            if known not in paths:
-                paths[known] = self.path(self.attempt(known))
-            return paths[known]
-
-        path = path_of(attempt_id)
-        held = _context_before(path, turn_index)
-        attempt = self.attempt(attempt_id)
-        first_own_actor = next(
-            (t.index for t in path if t.attempt_id == attempt_id and t.author == "actor"), None
-        )
-        if attempt.parent_id is not None and first_own_actor == turn_index:
-            after = [t for t in path_of(attempt.parent_id) if t.index == attempt.boundary + 1]
-            if after and after[0].author == "actor":
-                held = max(held, after[0].prompt_tokens)
-        return held
-
-
-def _context_before(path: list[Turn], turn_index: int) -> int:
-    """Tokens of context that the last actor call before `turn_index` on `path` had seen."""
-    for turn in reversed(path):
-        if (
-            turn.index < turn_index
-            and turn.author == "actor"
-            and (turn.prompt_tokens or turn.completion_tokens)
-        ):
-            return turn.prompt_tokens + turn.completion_tokens
-    return 0
+        return count_tokens(calls, self.attempt, self.path)

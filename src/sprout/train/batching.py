@@ -5,7 +5,8 @@ reuse its first tokens: with prefix sharing on, a child whose retained prefix
 is token-identical to the start of its parent's sequence is forwarded from the
 end of that prefix only, attending to the parent's keys and values. With it
 off, every sample is a family of its own and each child's prefix is forwarded
-again (what a plain Hugging Face trainer does).
+again (what a plain Hugging Face trainer does). Which prefix is shared is
+`sprout.records.shares_prefix`, the home of prefix-once tokens.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sprout.records import shares_prefix
 from sprout.train.credit import zero_variance
 
 if TYPE_CHECKING:
@@ -114,9 +116,9 @@ def families(samples: Sequence[Sample], *, share_prefixes: bool) -> list[Family]
         for index, sample in enumerate(samples):
             parent = by_attempt.get((sample.group_id, sample.parent_id))
             p = sample.prefix_tokens
-            if parent is None or parent == index or not 1 <= p < len(sample.input_ids):
+            if parent is None or parent == index or not trained_tokens(sample):
                 continue
-            if not trained_tokens(sample) or samples[parent].input_ids[:p] != sample.input_ids[:p]:
+            if not shares_prefix(samples[parent].input_ids, sample.input_ids, p):
                 continue
             children.setdefault(parent, []).append((index, p))
             is_child.add(index)
