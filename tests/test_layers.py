@@ -1,7 +1,11 @@
-"""The layers of DESIGN.md's module table: which package may import which.
+"""The layers of DESIGN.md's module table and docs/architecture.md: which package may import
+which.
 
 Each rule is a "must not" of the table, read from every `import` in src/sprout
-(also those inside functions, which is where commands import lazily).
+(also those inside functions, which is where commands import lazily). The direct rules
+hold for each import; the few that matter most (the sandbox under everything, models,
+roles and train never reaching the sandbox, the command line on top) also hold through
+any chain of imports.
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ import pytest
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "sprout"
 EVERYTHING = {
     "agent", "cli", "commands", "config", "durable", "edits", "fences", "images", "models",
-    "records", "roles", "runfolder", "sandbox", "search", "store", "task", "taskcheck", "tasks",
-    "templating", "train", "tree", "verify", "viewer", "workspace",
+    "pipeline", "records", "roles", "runfolder", "sandbox", "search", "store", "task",
+    "taskcheck", "tasks", "templating", "train", "tree", "verify", "viewer", "workspace",
 }  # fmt: skip
 ABOVE_TASKS = {"agent", "models", "roles", "search", "train", "viewer", "store", "tree", "verify"}
 NEUTRAL = {"durable", "workspace"}
@@ -41,10 +45,31 @@ FORBIDDEN: dict[str, set[str]] = {
     "tree": TREE_ONLY,
     "store": TREE_ONLY | {"tree"},  # the tree calls the store, never the other way
     "search": {"fences", "train", "viewer"},  # schedules do not parse model text
-    "train": {"viewer", "verify", "tasks", "sandbox", "store"},  # no sandbox: it runs nothing
+    # no sandbox, no rollouts: it learns from the tree (the pipeline plays the rollouts)
+    "train": {"viewer", "verify", "tasks", "sandbox", "store", "search", "runfolder"},
 }
 """Package (or top-level module) -> the sprout packages it must not import."""
 ONLY_FROM_THE_COMMAND_LINE = {"cli", "commands"}
+ONLY_FROM_ABOVE = {"pipeline": ONLY_FROM_THE_COMMAND_LINE}
+"""Orchestration above search and train, used by the command line alone."""
+NEVER_REACHED: dict[str, set[str]] = {
+    name: set(ONLY_FROM_THE_COMMAND_LINE) for name in EVERYTHING - ONLY_FROM_THE_COMMAND_LINE
+}
+"""Package -> the sprout packages it must not reach through any chain of imports: nothing
+below the command line reaches it, and:"""
+NEVER_REACHED["sandbox"] |= EVERYTHING - {"sandbox"} - NEUTRAL
+NEVER_REACHED["models"] |= {"sandbox"}
+NEVER_REACHED["roles"] |= {"sandbox"}  # what a turn changed is read from the tree
+NEVER_REACHED["train"] |= {"sandbox"}  # it learns from the tree; it runs nothing
+CONTEXT_HALF = {"models", "agent", "roles", "train", "tree", "store", "records"}
+FILESYSTEM_HALF = {"sandbox", "images", "tasks", "verify"}
+"""docs/architecture.md's two halves of a checkpoint: they meet only above both (search,
+the run folder, the pipeline, the command line); the actor reaches a sandbox through the
+`Workspace` protocol alone."""
+for name in CONTEXT_HALF:
+    NEVER_REACHED[name] |= FILESYSTEM_HALF
+for name in FILESYSTEM_HALF:
+    NEVER_REACHED[name] |= CONTEXT_HALF
 
 
 def imports(path: Path) -> list[tuple[str, str | None]]:
@@ -55,6 +80,10 @@ def imports(path: Path) -> list[tuple[str, str | None]]:
             found += [(alias.name, None) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found += [(node.module, alias.name) for alias in node.names]
+    # `from sprout import taskcheck` imports the module sprout.taskcheck
+    found = [
+        (f"sprout.{name}", None) if module == "sprout" else (module, name) for module, name in found
+    ]
     return [(module, name) for module, name in found if module.startswith("sprout.")]
 
 
@@ -81,6 +110,8 @@ def test_imports_follow_the_layers(path: Path):
         assert target not in ONLY_FROM_THE_COMMAND_LINE or mine in ONLY_FROM_THE_COMMAND_LINE, (
             f"{module} is the command line; nothing below it imports it"
         )
+        users = ONLY_FROM_ABOVE.get(target)
+        assert users is None or mine in users, f"{module} is imported only from {sorted(users)}"
 
 
 def module_of(path: Path) -> str:
@@ -90,32 +121,63 @@ def module_of(path: Path) -> str:
 
 @functools.cache
 def import_graph() -> dict[str, list[str]]:
-    """Each sprout module -> the sprout modules it imports."""
-    return {module_of(p): [m for m, _ in imports(p)] for p in SOURCE.rglob("*.py")}
+    """Each sprout module -> the sprout modules it imports (`from package import module`
+    counts as importing the module too)."""
+    modules = {module_of(p): p for p in SOURCE.rglob("*.py")}
+    return {
+        name: [m for module, what in imports(path) for m in (module, f"{module}.{what}")]
+        for name, path in modules.items()
+    }
 
 
-def reached(start: str) -> set[str]:
-    """Every sprout module that importing `start` can import, through any chain (packages'
-    `__init__` included, and imports inside functions)."""
+def chain_to(start: str, units: set[str]) -> list[str] | None:
+    """The shortest chain of imports from module `start` to a module of one of `units`
+    (packages' `__init__` included, and imports inside functions), or None."""
     graph = import_graph()
-    seen: set[str] = set()
+    came_from: dict[str, str | None] = {start: None}
     todo = [start]
     while todo:
-        module = todo.pop()
+        module = todo.pop(0)
+        if module != start and module.split(".")[1] in units:
+            path = [module]
+            while (previous := came_from[path[-1]]) is not None:
+                path.append(previous)
+            return path[::-1]
         parts = module.split(".")
-        for n in range(2, len(parts) + 1):  # importing a.b.c runs a.b's __init__ first
-            name = ".".join(parts[:n])
-            if name in graph and name not in seen:
-                seen.add(name)
-                todo += graph[name]
-    return seen
+        # importing a.b.c runs a.b's __init__ first
+        parents = [".".join(parts[:n]) for n in range(2, len(parts))]
+        for name in [*parents, *graph.get(module, [])]:
+            if name in graph and name not in came_from:
+                came_from[name] = module
+                todo.append(name)
+    return None
 
 
-def test_the_roles_never_reach_the_sandbox():
-    """Not even through another package: what a turn changed is read from the tree."""
-    for path in sorted((SOURCE / "roles").glob("*.py")):
-        found = sorted(m for m in reached(module_of(path)) if m.startswith("sprout.sandbox"))
-        assert not found, f"{module_of(path)} reaches {found[0]}"
+@pytest.mark.parametrize("unit_name", sorted(NEVER_REACHED))
+def test_no_chain_of_imports_crosses_a_layer(unit_name: str):
+    """Not even through another package: e.g. train -> runfolder -> sandbox is refused."""
+    forbidden = NEVER_REACHED[unit_name] - {unit_name}
+    for path in SOURCES:
+        if unit(path) == unit_name:
+            found = chain_to(module_of(path), forbidden)
+            assert found is None, f"{unit_name} must not reach: {' -> '.join(found)}"
+
+
+def test_the_check_follows_chains():
+    """The check itself: it sees through function-level imports and package __init__s."""
+    # a function-level `from sprout import taskcheck`
+    assert chain_to("sprout.commands.tasks", {"taskcheck"}) == [
+        "sprout.commands.tasks",
+        "sprout.taskcheck",
+    ]
+    # what train/export.py did before the run folder moved up to the pipeline
+    assert chain_to("sprout.pipeline.export", {"sandbox"}) == [
+        "sprout.pipeline.export",
+        "sprout.runfolder",
+        "sprout.sandbox",
+    ]
+    assert chain_to("sprout.search.run", {"sandbox"}) is not None
+    assert chain_to("sprout.durable", EVERYTHING - {"durable"}) is None
 
 
 def test_the_tree_is_the_only_writer():

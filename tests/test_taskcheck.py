@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sprout.commands.check_table import outcome, table_header, table_row, warning_lines
 from sprout.runfolder import RunFolder
 from sprout.sandbox.processes import process_start
 from sprout.taskcheck import (
@@ -19,14 +20,10 @@ from sprout.taskcheck import (
     check_task,
     load_failure,
     one_line,
-    outcome,
     remove_abandoned,
     scratch_run_folder,
-    table_header,
-    table_row,
     this_process,
     verifier_crash,
-    warning_lines,
 )
 from sprout.tasks import load_native
 from sprout.verify import diagnose

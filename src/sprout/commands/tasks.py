@@ -59,6 +59,7 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
     import tempfile
 
     from sprout import taskcheck
+    from sprout.commands import check_table as table
 
     if args.workers < 1:
         raise UsageError(f"--workers {args.workers}: expected at least 1")
@@ -66,9 +67,9 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
     results = [taskcheck.load_failure(line) for line in loaded.errors]
     names = [result.task_id for result in results] + [task.id for task in loaded.tasks]
     width = max([len("task"), *map(len, names)])
-    print(taskcheck.table_header(width))
+    print(table.table_header(width))
     for result in results:
-        print(taskcheck.table_row(result, width), flush=True)
+        print(table.table_row(result, width), flush=True)
     check_isolation(args.out or tempfile.gettempdir(), args.isolation, "tasks check")
     try:
         with _terminate_as_interrupt(), _run_folder(args.out) as out:
@@ -84,10 +85,10 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return INTERRUPTED
-    print(taskcheck.summary_line(results))
-    for line in taskcheck.detail_lines(results):
+    print(table.summary_line(results))
+    for line in table.detail_lines(results):
         print(line)
-    for line in taskcheck.warning_lines(results):
+    for line in table.warning_lines(results):
         print(f"warning: {line}", file=sys.stderr)
     if args.out:
         attempts = ", ".join(f"{r.task_id} {r.attempt_id}" for r in results if r.attempt_id)
@@ -111,6 +112,7 @@ def _check_all(
     from concurrent.futures import Future, ThreadPoolExecutor
 
     from sprout import taskcheck
+    from sprout.commands.check_table import table_row
 
     pool = ThreadPoolExecutor(max_workers=workers)
     futures: list[Future[CheckResult]] = []
@@ -119,7 +121,7 @@ def _check_all(
         for future in futures:
             result = future.result()
             results.append(result)
-            print(taskcheck.table_row(result, width), flush=True)
+            print(table_row(result, width), flush=True)
     except BaseException:
         running = sum(future.running() for future in futures)
         if running:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sprout.commands import train_step
 from sprout.commands.common import (
     BAD_INPUT,
     UsageError,
@@ -18,7 +19,6 @@ from sprout.commands.common import (
 )
 from sprout.commands.interrupt import INTERRUPTED, halting_on_ctrl_c
 from sprout.runfolder import RunFolder
-from sprout.train import step as train_step
 from sprout.train.batching import LearnerError
 from sprout.train.credit import CREDITS
 from sprout.train.export import FORMATS
@@ -87,8 +87,9 @@ def add_parsers(commands: Any) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from sprout.pipeline.export import export_run
     from sprout.train.credit import CreditError
-    from sprout.train.export import ExportError, export_run
+    from sprout.train.export import ExportError
     from sprout.train.samples import SampleError
 
     try:
@@ -128,9 +129,9 @@ def _train(args: argparse.Namespace) -> int:
     import transformers
 
     from sprout.agent import ActorConfig
+    from sprout.pipeline.training import TrainResumeError, TrainSettings, train
     from sprout.search import Progress
     from sprout.search.halt import Halt
-    from sprout.train.loop import TrainResumeError, TrainSettings, train
 
     if not args.model.startswith("hf/"):
         raise UsageError(f"--model {args.model}: training needs a local model, hf/PATH")

@@ -28,11 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sprout.durable import write_atomically
-from sprout.models.fingerprint import TOKENIZER_META
-from sprout.runfolder import RunFolder
-from sprout.train.credit import Credit
-from sprout.train.groups import GroupReport
-from sprout.train.samples import Overlong, Sample, build_samples
+from sprout.train.samples import Sample
 
 Format = Literal["jsonl", "verl", "trl"]
 FORMATS: tuple[Format, ...] = ("jsonl", "verl", "trl")
@@ -135,39 +131,6 @@ def check_groups(samples: Sequence[Sample], fmt: Format) -> None:
             f"--format trl: every group needs {sizes[usual]} samples, as {usual} has (TRL's "
             f"num_generations); these differ: {named}. Export one method (--method), or jsonl"
         )
-
-
-def export_run(
-    run: str | Path,
-    fmt: Format,
-    out: str | Path,
-    *,
-    methods: Sequence[str] | None = None,
-    credit: Credit = "grpo",
-    train_starting_turn: bool = True,
-    max_length: int | None = None,
-    overlong: Overlong = "error",
-) -> tuple[Path, GroupReport]:
-    """Build the samples of run folder `run` (see `build_samples`) and write them to `out`."""
-    if fmt not in FORMATS:
-        raise ExportError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    folder = RunFolder.open(run)
-    try:
-        batch = build_samples(
-            folder.tree,
-            methods=methods,
-            credit=credit,
-            train_starting_turn=train_starting_turn,
-            max_length=max_length,
-            overlong=overlong,
-        )
-        tokenizer = folder.tree.get_meta(TOKENIZER_META)
-    finally:
-        folder.close()
-    written = write_records(batch.samples, fmt, out)
-    meta = {"format": fmt, "samples": len(batch.samples), "tokenizer": tokenizer}
-    write_atomically(str(meta_path(written)), json.dumps(meta, indent=2) + "\n", durable=True)
-    return written, batch.report
 
 
 def meta_path(export: str | Path) -> Path:
