@@ -80,7 +80,7 @@ def overlay_store(tmp_path: Path) -> LayerStore:
         pytest.param("copy", marks=pytest.mark.filterwarnings(COPY_WARNING)),
     ]
 )
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> LayerStore:
+def layers(request: pytest.FixtureRequest, tmp_path: Path) -> LayerStore:
     """A fresh layer store of each backend, for behaviour both promise."""
     if request.param == "overlay":
         return _new_overlay_store(tmp_path / "store")

@@ -22,28 +22,28 @@ SPROUT = str(Path(sys.executable).with_name("sprout"))
 
 
 @pytest.fixture
-def sealed(store: LayerStore) -> str:
+def sealed(layers: LayerStore) -> str:
     """A checkpoint holding one file, with no sandbox left open."""
-    with Sandbox.create(store) as sandbox:
+    with Sandbox.create(layers) as sandbox:
         sandbox.run("echo precious > precious")
         return sandbox.checkpoint()
 
 
-def assert_still_forkable(store: LayerStore, checkpoint: str) -> None:
-    with Sandbox.fork(store, checkpoint) as fork:
+def assert_still_forkable(layers: LayerStore, checkpoint: str) -> None:
+    with Sandbox.fork(layers, checkpoint) as fork:
         assert fork.run("cat precious").output == "precious\n"
 
 
 @pytest.mark.parametrize("checkpoint", ["0123456789", "../../etc", "", "a/b", "ID WITH SPACE"])
-def test_unknown_checkpoint_is_named(store, sealed, checkpoint):
+def test_unknown_checkpoint_is_named(layers, sealed, checkpoint):
     with pytest.raises(UnknownCheckpoint) as caught:
-        Sandbox.fork(store, checkpoint)
+        Sandbox.fork(layers, checkpoint)
     assert repr(checkpoint) in str(caught.value)
-    assert store.path in str(caught.value)
+    assert layers.path in str(caught.value)
     assert isinstance(caught.value, KeyError)
     assert isinstance(caught.value, SandboxError)
     assert caught.value.argument == "checkpoint_id"
-    assert_still_forkable(store, sealed)
+    assert_still_forkable(layers, sealed)
 
 
 def test_store_of_another_mode_is_refused(tmp_path):
@@ -79,45 +79,45 @@ def test_overlay_store_refuses_copy_mode(overlay_store):
         ({"files": "/no/such/files/dir"}, "files"),
     ],
 )
-def test_create_names_the_bad_argument(store, sealed, kwargs, argument):
-    layers_before = {layer.id for layer in store.layers()}
+def test_create_names_the_bad_argument(layers, sealed, kwargs, argument):
+    layers_before = {layer.id for layer in layers.layers()}
     with pytest.raises(BadArgument) as caught:
-        Sandbox.create(store, **kwargs)
+        Sandbox.create(layers, **kwargs)
     assert caught.value.argument == argument
     assert str(caught.value).startswith(f"{argument}: ")
     if "image" in kwargs and isinstance(kwargs["image"], str) and kwargs["image"]:
         assert kwargs["image"] in str(caught.value)
-    assert {layer.id for layer in store.layers()} == layers_before
-    assert_still_forkable(store, sealed)
+    assert {layer.id for layer in layers.layers()} == layers_before
+    assert_still_forkable(layers, sealed)
 
 
-def test_image_path_with_option_separators_is_refused(store, tmp_path):
+def test_image_path_with_option_separators_is_refused(layers, tmp_path):
     image = tmp_path / "has:colon"
     image.mkdir()
     with pytest.raises(BadArgument, match="image"):
-        Sandbox.create(store, image=str(image))
+        Sandbox.create(layers, image=str(image))
 
 
 @pytest.mark.parametrize("command", [42, None, ["ls", "-l"], b"ls"])
-def test_non_string_command_is_refused(store, sealed, command):
-    with Sandbox.fork(store, sealed) as sandbox:
+def test_non_string_command_is_refused(layers, sealed, command):
+    with Sandbox.fork(layers, sealed) as sandbox:
         with pytest.raises(BadArgument) as caught:
             sandbox.run(command)
         assert caught.value.argument == "command"
         assert sandbox.run("cat precious").output == "precious\n"
-    assert_still_forkable(store, sealed)
+    assert_still_forkable(layers, sealed)
 
 
 @pytest.mark.parametrize("timeout", [0, -1, -0.5, True, "5", None, float("nan")])
-def test_non_positive_timeout_is_refused(store, sealed, timeout):
-    with Sandbox.fork(store, sealed) as sandbox:
+def test_non_positive_timeout_is_refused(layers, sealed, timeout):
+    with Sandbox.fork(layers, sealed) as sandbox:
         with pytest.raises(BadArgument) as caught:
             sandbox.run("echo hi", timeout=timeout)
         assert caught.value.argument == "timeout"
         assert repr(timeout) in str(caught.value)
         # a fractional timeout is taken, and long enough for any machine to run the call
         assert sandbox.run("echo hi", timeout=30.5).output == "hi\n"
-    assert_still_forkable(store, sealed)
+    assert_still_forkable(layers, sealed)
 
 
 def test_store_arguments_are_checked(tmp_path):
@@ -131,11 +131,11 @@ def test_store_arguments_are_checked(tmp_path):
         Limits(processes=-1)
 
 
-def test_changes_since_a_checkpoint_not_underneath(store, sealed):
-    with Sandbox.fork(store, sealed) as sandbox:
+def test_changes_since_a_checkpoint_not_underneath(layers, sealed):
+    with Sandbox.fork(layers, sealed) as sandbox:
         sandbox.run("echo side > side")
         side = sandbox.checkpoint()
-    with Sandbox.fork(store, sealed) as sandbox:
+    with Sandbox.fork(layers, sealed) as sandbox:
         with pytest.raises(BadArgument) as caught:
             sandbox.changes(since=side)
         assert caught.value.argument == "since"
@@ -143,15 +143,15 @@ def test_changes_since_a_checkpoint_not_underneath(store, sealed):
             sandbox.changes(since="0123456789")
 
 
-def test_closed_sandbox_refuses_calls(store, sealed):
-    sandbox = Sandbox.fork(store, sealed)
+def test_closed_sandbox_refuses_calls(layers, sealed):
+    sandbox = Sandbox.fork(layers, sealed)
     sandbox.close()
     sandbox.close()  # closing twice is harmless
     with pytest.raises(SandboxError, match="closed"):
         sandbox.run("true")
     with pytest.raises(SandboxError, match="closed"):
         sandbox.checkpoint()
-    assert_still_forkable(store, sealed)
+    assert_still_forkable(layers, sealed)
 
 
 def test_cli_gc_of_a_missing_store_exits_2_with_one_line(tmp_path):
@@ -164,25 +164,25 @@ def test_cli_gc_of_a_missing_store_exits_2_with_one_line(tmp_path):
     assert not missing.exists(), "gc must not create a store it was only asked to clean"
 
 
-def test_cli_gc_with_an_unknown_keep_exits_2_and_frees_nothing(store, sealed):
+def test_cli_gc_with_an_unknown_keep_exits_2_and_frees_nothing(layers, sealed):
     result = subprocess.run(
-        [SPROUT, "gc", store.path, "--keep", "0123456789"], capture_output=True, text=True
+        [SPROUT, "gc", layers.path, "--keep", "0123456789"], capture_output=True, text=True
     )
     assert result.returncode == 2
     assert len(result.stderr.splitlines()) == 1
     assert "0123456789" in result.stderr
-    assert_still_forkable(store, sealed)
+    assert_still_forkable(layers, sealed)
 
 
-def test_cli_gc_keeps_the_kept_checkpoint(store, sealed):
-    with Sandbox.fork(store, sealed) as sandbox:
+def test_cli_gc_keeps_the_kept_checkpoint(layers, sealed):
+    with Sandbox.fork(layers, sealed) as sandbox:
         sandbox.run("head -c 200000 /dev/zero > waste")
         waste = sandbox.checkpoint()
     result = subprocess.run(
-        [SPROUT, "gc", store.path, "--keep", sealed], capture_output=True, text=True
+        [SPROUT, "gc", layers.path, "--keep", sealed], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("freed 0.2 MB: 1 layers")
     with pytest.raises(UnknownCheckpoint):
-        LayerStore(store.path).layer(waste)
-    assert_still_forkable(LayerStore(store.path), sealed)
+        LayerStore(layers.path).layer(waste)
+    assert_still_forkable(LayerStore(layers.path), sealed)

@@ -26,10 +26,10 @@ def heredoc_of(size: int) -> tuple[str, str]:
     return head + payload + tail, payload + "\n"
 
 
-def layer_holds(store: LayerStore, checkpoint: str, needle: bytes) -> list[str]:
+def layer_holds(layers: LayerStore, checkpoint: str, needle: bytes) -> list[str]:
     """Paths in `checkpoint`'s own layer whose name or contents hold `needle`."""
     found = []
-    root = store.diff_dir(checkpoint)
+    root = layers.diff_dir(checkpoint)
     for directory, dirnames, filenames in os.walk(root):
         for name in (*dirnames, *filenames):
             path = os.path.join(directory, name)
@@ -42,32 +42,32 @@ def layer_holds(store: LayerStore, checkpoint: str, needle: bytes) -> list[str]:
     return found
 
 
-def test_a_1_mib_command_runs_and_its_effect_is_checkpointed(store):
+def test_a_1_mib_command_runs_and_its_effect_is_checkpointed(layers):
     command, written = heredoc_of(MIB)
     assert len(command.encode()) == MIB == Limits().command_bytes
-    with Sandbox.create(store) as sandbox:
+    with Sandbox.create(layers) as sandbox:
         observation = sandbox.run(command)
         assert (observation.exit_code, observation.output) == (0, f"{len(written)}\n")
         checkpoint = sandbox.checkpoint()
-    assert store.read(checkpoint, "/workspace/big.txt") == written.encode()
+    assert layers.read(checkpoint, "/workspace/big.txt") == written.encode()
 
 
-def test_one_argument_over_128_kib_runs(store):
-    with Sandbox.create(store) as sandbox:
+def test_one_argument_over_128_kib_runs(layers):
+    with Sandbox.create(layers) as sandbox:
         observation = sandbox.run("printf %s " + "a" * 300_000 + " | wc -c")
     assert (observation.exit_code, observation.output) == (0, "300000\n")
 
 
-def test_the_command_is_not_on_the_shells_command_line(store):
-    with Sandbox.create(store) as sandbox:
+def test_the_command_is_not_on_the_shells_command_line(layers):
+    with Sandbox.create(layers) as sandbox:
         observation = sandbox.run("# NOT-ON-ARGV\ntr '\\0' ' ' < /proc/$$/cmdline")
     assert observation.exit_code == 0
     assert "NOT-ON-ARGV" not in observation.output
     assert "/proc/self/fd/" in observation.output
 
 
-def test_a_command_over_the_bound_is_refused_before_it_runs(store):
-    with Sandbox.create(store, limits=Limits(command_bytes=100)) as sandbox:
+def test_a_command_over_the_bound_is_refused_before_it_runs(layers):
+    with Sandbox.create(layers, limits=Limits(command_bytes=100)) as sandbox:
         with pytest.raises(BadArgument) as caught:
             sandbox.run("touch ran # " + "x" * 100)
         assert caught.value.argument == "command"
@@ -79,17 +79,17 @@ def test_a_command_over_the_bound_is_refused_before_it_runs(store):
         assert sandbox.run("ls ran").exit_code != 0
 
 
-def test_the_default_bound_is_one_mib(store):
+def test_the_default_bound_is_one_mib(layers):
     command, _ = heredoc_of(MIB + 1)
-    with Sandbox.create(store) as sandbox:
+    with Sandbox.create(layers) as sandbox:
         with pytest.raises(BadArgument, match=r"is 1,048,577 bytes, over the limit of 1,048,576"):
             sandbox.run(command)
         assert sandbox.checkpoint() == sandbox.parent
 
 
-def test_a_zero_bound_leaves_the_size_unlimited(store):
+def test_a_zero_bound_leaves_the_size_unlimited(layers):
     command, written = heredoc_of(2 * MIB)
-    with Sandbox.create(store, limits=Limits(command_bytes=0)) as sandbox:
+    with Sandbox.create(layers, limits=Limits(command_bytes=0)) as sandbox:
         observation = sandbox.run(command)
     assert (observation.exit_code, observation.output) == (0, f"{len(written)}\n")
 
@@ -112,8 +112,8 @@ def test_the_bound_is_a_limit_like_the_others():
          "at offset 16"),
     ],
 )  # fmt: skip
-def test_text_the_shell_cannot_take_is_refused_before_it_runs(store, command, problem):
-    with Sandbox.create(store) as sandbox:
+def test_text_the_shell_cannot_take_is_refused_before_it_runs(layers, command, problem):
+    with Sandbox.create(layers) as sandbox:
         with pytest.raises(BadArgument) as caught:
             sandbox.run(command)
         assert caught.value.argument == "command"
@@ -121,14 +121,14 @@ def test_text_the_shell_cannot_take_is_refused_before_it_runs(store, command, pr
         assert sandbox.checkpoint() == sandbox.parent, "nothing ran"
 
 
-def test_non_ascii_text_runs(store):
-    with Sandbox.create(store) as sandbox:
+def test_non_ascii_text_runs(layers):
+    with Sandbox.create(layers) as sandbox:
         observation = sandbox.run("echo 'héllo ✓ 日本'")
     assert observation.output == "héllo ✓ 日本\n"
 
 
-def test_stdin_is_empty_and_never_the_script(store):
-    with Sandbox.create(store) as sandbox:
+def test_stdin_is_empty_and_never_the_script(layers):
+    with Sandbox.create(layers) as sandbox:
         observation = sandbox.run(
             'cat\necho after-cat\nread -r line; echo "read=$? [$line]"\n'
             "head -c 100; echo after-head"
@@ -136,18 +136,18 @@ def test_stdin_is_empty_and_never_the_script(store):
     assert observation.output == "after-cat\nread=1 []\nafter-head\n"
 
 
-def test_the_script_is_in_no_checkpoint(store):
+def test_the_script_is_in_no_checkpoint(layers):
     marker = b"SCRIPT-MARKER-7f3a9c"
-    with Sandbox.create(store) as sandbox:
+    with Sandbox.create(layers) as sandbox:
         assert sandbox.run(f"true # {marker.decode()}").exit_code == 0
         assert sandbox.checkpoint() == sandbox.parent, "a call that writes nothing adds no layer"
         assert sandbox.run(f"echo written > out.txt # {marker.decode()}").exit_code == 0
         checkpoint = sandbox.checkpoint()
-    assert layer_holds(store, checkpoint, marker) == []
-    assert layer_holds(store, checkpoint, b"written") == ["workspace/out.txt"]
+    assert layer_holds(layers, checkpoint, marker) == []
+    assert layer_holds(layers, checkpoint, b"written") == ["workspace/out.txt"]
 
 
-def test_the_script_cannot_be_changed_from_inside(store):
+def test_the_script_cannot_be_changed_from_inside(layers):
     attempts = (
         'echo "echo HACKED" > "$0"; echo "write=$?"\n'
         'echo "echo HACKED" >> "$0"; echo "append=$?"\n'
@@ -155,7 +155,7 @@ def test_the_script_cannot_be_changed_from_inside(store):
         '(exec 5<>"$0" && echo "echo HACKED" >&5); echo "rw=$?"\n'
         "echo still-the-script\n"
     )
-    with Sandbox.create(store) as sandbox:
+    with Sandbox.create(layers) as sandbox:
         observation = sandbox.run(attempts)
         after = sandbox.run("echo next-call")
     lines = observation.output.splitlines()
@@ -166,7 +166,7 @@ def test_the_script_cannot_be_changed_from_inside(store):
     assert after.output == "next-call\n"
 
 
-def test_an_unprivileged_user_inside_reads_but_cannot_write_the_script(store):
+def test_an_unprivileged_user_inside_reads_but_cannot_write_the_script(layers):
     if shutil.which("setpriv"):
         switch = "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c"
     elif shutil.which("su"):
@@ -178,7 +178,7 @@ def test_an_unprivileged_user_inside_reads_but_cannot_write_the_script(store):
         '\'id -u; head -n 1 "$0"; echo x >> "$0"; echo "append=$?"\' "$0"\n'
         "echo done"
     )
-    with Sandbox.create(store) as sandbox:
+    with Sandbox.create(layers) as sandbox:
         observation = sandbox.run(command)
     lines = observation.output.splitlines()
     assert lines[:2] == ["65534", "# READ-BY-NOBODY"], observation.output
@@ -197,8 +197,8 @@ def test_an_unprivileged_user_inside_reads_but_cannot_write_the_script(store):
         ("echo $PWD", "{workdir}\n", 0),
     ],
 )
-def test_status_and_workdir_are_as_with_dash_c(store, command, output, exit_code):
-    with Sandbox.create(store) as sandbox:
+def test_status_and_workdir_are_as_with_dash_c(layers, command, output, exit_code):
+    with Sandbox.create(layers) as sandbox:
         workdir = sandbox.run("pwd").output.strip()
         observation = sandbox.run(command)
     assert (observation.output, observation.exit_code) == (
@@ -207,9 +207,9 @@ def test_status_and_workdir_are_as_with_dash_c(store, command, output, exit_code
     )
 
 
-def test_a_long_command_that_times_out_leaves_nothing(store, procs, marker):
+def test_a_long_command_that_times_out_leaves_nothing(layers, procs, marker):
     padding = "# padding\n" * 20_000
-    with Sandbox.create(store) as sandbox:
+    with Sandbox.create(layers) as sandbox:
         observation = sandbox.run(f"{padding}sleep {marker} &\nsleep {marker}", timeout=1)
         assert observation.timed_out and observation.exit_code is None
         assert procs.survivors(marker) == []

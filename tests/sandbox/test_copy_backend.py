@@ -7,7 +7,7 @@ import os
 import pytest
 
 import sprout.sandbox.backends
-import sprout.sandbox.copy
+import sprout.sandbox.copy_backend
 from sprout.sandbox import Change, LayerStore, Sandbox
 
 pytestmark = pytest.mark.filterwarnings(
@@ -21,7 +21,7 @@ def copy_store(tmp_path) -> LayerStore:
 
 
 def test_copy_backend_warns_that_it_does_not_isolate(copy_store, monkeypatch):
-    monkeypatch.setattr(sprout.sandbox.copy, "_warned", False)
+    monkeypatch.setattr(sprout.sandbox.copy_backend, "_warned", False)
     with pytest.warns(RuntimeWarning, match="NO isolation"), Sandbox.create(copy_store):
         pass
 

@@ -14,9 +14,9 @@ from sprout.sandbox import LayerStore, Sandbox
 pytestmark = pytest.mark.sandbox
 
 
-def built(store: LayerStore) -> str:
+def built(layers: LayerStore) -> str:
     """Two turns over the host image: the second deletes a file and replaces a folder."""
-    with Sandbox.create(store, workdir="/data") as sandbox:
+    with Sandbox.create(layers, workdir="/data") as sandbox:
         first = sandbox.run(
             "mkdir -p sub private && echo keep > keep && echo gone > gone && echo a > sub/a"
             " && chmod 700 private && ln -s /etc/hostname link && ln -s /data /via"

@@ -32,12 +32,12 @@ def tree_snapshot(root: str) -> dict[str, bytes | str]:
     return snapshot
 
 
-def test_forks_of_one_checkpoint_are_isolated(store):
-    with Sandbox.create(store) as original:
+def test_forks_of_one_checkpoint_are_isolated(layers):
+    with Sandbox.create(layers) as original:
         original.run("echo original > shared && mkdir dir && echo inner > dir/inner")
         checkpoint = original.checkpoint()
-        sealed_before = tree_snapshot(store.diff_dir(checkpoint))
-        with Sandbox.fork(store, checkpoint) as a, Sandbox.fork(store, checkpoint) as b:
+        sealed_before = tree_snapshot(layers.diff_dir(checkpoint))
+        with Sandbox.fork(layers, checkpoint) as a, Sandbox.fork(layers, checkpoint) as b:
             a.run("echo a > only_a && echo changed-by-a > shared && echo a >> dir/inner")
             b.run("echo b > only_b && rm shared && rm -r dir")
             original.run("echo later > only_original")
@@ -48,30 +48,30 @@ def test_forks_of_one_checkpoint_are_isolated(store):
             assert original.run("cat shared dir/inner").output == "original\ninner\n"
             from_a, from_b = a.checkpoint(), b.checkpoint()
     assert len({checkpoint, from_a, from_b}) == 3
-    assert store.layer(from_a).parent == checkpoint
-    assert store.layer(from_b).parent == checkpoint
-    assert tree_snapshot(store.diff_dir(checkpoint)) == sealed_before
-    with Sandbox.fork(store, checkpoint) as again:
+    assert layers.layer(from_a).parent == checkpoint
+    assert layers.layer(from_b).parent == checkpoint
+    assert tree_snapshot(layers.diff_dir(checkpoint)) == sealed_before
+    with Sandbox.fork(layers, checkpoint) as again:
         assert again.run("ls; cat shared dir/inner").output == "dir\nshared\noriginal\ninner\n"
-    with Sandbox.fork(store, from_a) as again:
+    with Sandbox.fork(layers, from_a) as again:
         assert again.run("ls").output == "dir\nonly_a\nshared\n"
-    with Sandbox.fork(store, from_b) as again:
+    with Sandbox.fork(layers, from_b) as again:
         assert again.run("ls").output == "only_b\n"
 
 
-def test_fork_of_a_fork_stacks_on_both(store):
-    with Sandbox.create(store) as sandbox:
+def test_fork_of_a_fork_stacks_on_both(layers):
+    with Sandbox.create(layers) as sandbox:
         sandbox.run("echo 1 > one")
         first = sandbox.checkpoint()
-    with Sandbox.fork(store, first) as child:
+    with Sandbox.fork(layers, first) as child:
         child.run("echo 2 > two")
         second = child.checkpoint()
-    with Sandbox.fork(store, second) as grandchild:
+    with Sandbox.fork(layers, second) as grandchild:
         grandchild.run("rm one")
         third = grandchild.checkpoint()
-    assert store.ancestry(third)[:3] == [third, second, first]
+    assert layers.ancestry(third)[:3] == [third, second, first]
     for checkpoint, expected in ((first, "one\n"), (second, "one\ntwo\n"), (third, "two\n")):
-        with Sandbox.fork(store, checkpoint) as fork:
+        with Sandbox.fork(layers, checkpoint) as fork:
             assert fork.run("ls").output == expected
 
 
@@ -85,29 +85,29 @@ def test_fork_copies_nothing(overlay_store):
         assert os.listdir(overlay_store.diff_dir(fork.upper)) == []
 
 
-def test_eight_sandboxes_run_concurrently(store):
-    with Sandbox.create(store) as sandbox:
+def test_eight_sandboxes_run_concurrently(layers):
+    with Sandbox.create(layers) as sandbox:
         sandbox.run("echo base > base")
         base = sandbox.checkpoint()
     start = threading.Barrier(8)
 
     def attempt(index: int) -> tuple[str, str, str]:
         try:
-            with Sandbox.fork(store, base) as fork:
+            with Sandbox.fork(layers, base) as fork:
                 start.wait()  # all eight are open at once, however long opening them takes
                 fork.run(f"echo {index} > own{index} && sleep 0.2")
                 checkpoint = fork.checkpoint()
         except BaseException:
             start.abort()  # the others stop waiting: the test fails with this error, at once
             raise
-        with Sandbox.fork(store, checkpoint) as again:
+        with Sandbox.fork(layers, checkpoint) as again:
             return checkpoint, again.run("ls").output, again.run(f"cat own{index}").output
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(attempt, range(8)))
     assert len({checkpoint for checkpoint, _, _ in results}) == 8
     for index, (checkpoint, listing, content) in enumerate(results):
-        assert store.layer(checkpoint).parent == base
+        assert layers.layer(checkpoint).parent == base
         assert listing == f"base\nown{index}\n"
         assert content == f"{index}\n"
 

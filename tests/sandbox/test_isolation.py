@@ -56,8 +56,8 @@ def test_process_scan_sees_a_live_process(procs, marker):
 
 
 @pytest.mark.parametrize("variant", sorted(SAME_SESSION))
-def test_background_process_ends_with_its_call(store, procs, marker, variant):
-    with Sandbox.create(store) as sandbox:
+def test_background_process_ends_with_its_call(layers, procs, marker, variant):
+    with Sandbox.create(layers) as sandbox:
         observation = sandbox.run(SAME_SESSION[variant].format(m=marker), timeout=30)
     assert observation.output == "started\n"
     assert observation.exit_code == 0
@@ -77,9 +77,9 @@ def test_detached_process_ends_with_its_call(overlay_store, procs, marker, varia
         assert "sleep" not in sandbox.run("ps -e -o comm=").output
 
 
-def test_timeout_kills_the_whole_process_tree(store, procs, marker):
+def test_timeout_kills_the_whole_process_tree(layers, procs, marker):
     command = f"echo before; bash -c 'sleep {marker} & sleep {marker}' & sleep {marker}; echo after"
-    with Sandbox.create(store) as sandbox:
+    with Sandbox.create(layers) as sandbox:
         observation = sandbox.run(command, timeout=1)
         assert observation.timed_out
         assert observation.exit_code is None

@@ -18,26 +18,26 @@ from sprout.sandbox import Limits, Sandbox
         ("false || exit 200", 200),
     ],
 )
-def test_exit_codes(store, command, exit_code):
-    with Sandbox.create(store) as sandbox:
+def test_exit_codes(layers, command, exit_code):
+    with Sandbox.create(layers) as sandbox:
         observation = sandbox.run(command)
     assert observation.exit_code == exit_code
     assert not observation.timed_out
 
 
-def test_stdout_and_stderr_interleave_in_order(store):
+def test_stdout_and_stderr_interleave_in_order(layers):
     command = "for i in 1 2 3; do echo out$i; echo err$i >&2; done; printf tail"
-    with Sandbox.create(store) as sandbox:
+    with Sandbox.create(layers) as sandbox:
         observation = sandbox.run(command)
     assert observation.output == "out1\nerr1\nout2\nerr2\nout3\nerr3\ntail"
     assert observation.output_bytes == len(observation.output)
     assert not observation.truncated
 
 
-def test_large_output_keeps_head_and_tail(store):
+def test_large_output_keeps_head_and_tail(layers):
     command = "echo HEAD-MARK; head -c 1000000 /dev/zero | tr '\\0' x; echo; echo TAIL-MARK"
     written = len("HEAD-MARK\n") + 1_000_000 + len("\nTAIL-MARK\n")
-    with Sandbox.create(store) as sandbox:
+    with Sandbox.create(layers) as sandbox:
         observation = sandbox.run(command, timeout=60)
     cap = Limits().output_bytes
     assert observation.exit_code == 0
@@ -49,9 +49,9 @@ def test_large_output_keeps_head_and_tail(store):
     assert len(observation.output) < cap + 100
 
 
-def test_output_cap_follows_limits(store):
+def test_output_cap_follows_limits(layers):
     limits = Limits(output_bytes=100)
-    with Sandbox.create(store, limits=limits) as sandbox:
+    with Sandbox.create(layers, limits=limits) as sandbox:
         exact = sandbox.run("printf '%0100d' 0")
         over = sandbox.run("printf 'a%.0s' $(seq 60); printf 'b%.0s' $(seq 60)")
     assert not exact.truncated
@@ -61,22 +61,22 @@ def test_output_cap_follows_limits(store):
     assert over.output == "a" * 50 + "\n[... 20 bytes of output cut ...]\n" + "b" * 50
 
 
-def test_limits_carry_over_to_forks(store):
-    with Sandbox.create(store, limits=Limits(output_bytes=64)) as sandbox:
+def test_limits_carry_over_to_forks(layers):
+    with Sandbox.create(layers, limits=Limits(output_bytes=64)) as sandbox:
         sandbox.run("echo x > f")
         checkpoint = sandbox.checkpoint()
-    with Sandbox.fork(store, checkpoint) as fork:
+    with Sandbox.fork(layers, checkpoint) as fork:
         assert fork.run("head -c 1000 /dev/zero").truncated
-    with Sandbox.fork(store, checkpoint, limits=Limits()) as fork:
+    with Sandbox.fork(layers, checkpoint, limits=Limits()) as fork:
         assert not fork.run("head -c 1000 /dev/zero").truncated
 
 
-def test_environment_reaches_the_call(store):
-    with Sandbox.create(store, env={"GREETING": "hello there"}) as sandbox:
+def test_environment_reaches_the_call(layers):
+    with Sandbox.create(layers, env={"GREETING": "hello there"}) as sandbox:
         assert sandbox.run("echo $GREETING").output == "hello there\n"
         sandbox.run("touch f")
         checkpoint = sandbox.checkpoint()
-    with Sandbox.fork(store, checkpoint) as fork:
+    with Sandbox.fork(layers, checkpoint) as fork:
         assert fork.run("echo $GREETING").output == "hello there\n"
-    with Sandbox.fork(store, checkpoint, env={"GREETING": "other"}) as fork:
+    with Sandbox.fork(layers, checkpoint, env={"GREETING": "other"}) as fork:
         assert fork.run("echo $GREETING").output == "other\n"

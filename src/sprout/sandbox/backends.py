@@ -94,10 +94,10 @@ def default_mode() -> StoreMode:
 def backend_for(store: LayerStore) -> Backend:
     """The backend that runs calls over `store`'s layers."""
     if store.mode == "copy":
-        from sprout.sandbox.copy import CopyBackend
+        from sprout.sandbox.copy_backend import CopyBackend
 
         return CopyBackend()
-    from sprout.sandbox.overlay import OverlayBackend
+    from sprout.sandbox.overlay_backend import OverlayBackend
 
     return OverlayBackend(store)
 
