@@ -234,7 +234,10 @@ def _checkout_steps(record: SweBenchRecord, clone: Path) -> list[SetupStep]:
         SetupStep(
             kind="run",
             command=(
-                f"git init --quiet {WORKDIR} && {{ {fetch} || {{ {missing}; }}; }}"
+                # the fetch's output is printed before the hint, never after it: git's
+                # upload-pack child may still be writing when the fetch itself fails
+                f"git init --quiet {WORKDIR} && {{ out=$({fetch} 2>&1) || "
+                f"{{ printf '%s\\n' \"$out\" >&2; {missing}; }}; }}"
                 f" && git -C {WORKDIR} checkout --quiet --detach {commit}"
                 f" && rm -f {WORKDIR}/.git/FETCH_HEAD && rm -rf {COPIED_CLONE}"
             ),
