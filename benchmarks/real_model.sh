@@ -74,7 +74,7 @@ import sys
 from pathlib import Path
 
 from sprout.runfolder import RunFolder
-from sprout.search.report import write_results
+from sprout.search.summary import write_results
 
 out, model, status, methods = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
 run = RunFolder.open(out)

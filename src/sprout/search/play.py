@@ -51,15 +51,6 @@ class Search:
     def has_passed(self) -> bool:
         return any(passed(attempt) for attempt in self.attempts())
 
-    def roots(self) -> list[Attempt]:
-        """The method's roots, created up to `method.roots` (a resumed run reuses its own)."""
-        existing = [a for a in self.attempts() if a.kind == "root"]
-        for _ in range(self.method.roots - len(existing)):
-            existing.append(
-                self.tree.root(self.task.id, self.prefix, self.base, method=self.method.name)
-            )
-        return existing
-
     def play(self, attempts: Sequence[Attempt]) -> list[Attempt]:
         """Run and verify `attempts` concurrently; with stop-at-pass, a pass ends the others.
 

@@ -27,7 +27,6 @@ from sprout.search.halt import AttemptFault, Halt, Halted
 from sprout.search.methods import Method
 from sprout.search.play import Search
 from sprout.search.progress import Progress
-from sprout.search.report import results, write_results
 from sprout.search.schedules import (
     SearchError,
     run_entropy,
@@ -35,6 +34,7 @@ from sprout.search.schedules import (
     run_shepherd,
     run_sprout,
 )
+from sprout.search.summary import results, write_results
 from sprout.search.training import run_training
 from sprout.store import StoreError
 from sprout.task import Task, TaskError

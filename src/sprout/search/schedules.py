@@ -1,5 +1,8 @@
 """The schedules: which attempts to start, from where, and when to stop.
 
+Roots and rounds, which every schedule shares, live in `sprout.search.rounds`;
+a schedule says how each round's branches are planned.
+
 Every schedule is written so that calling it again on the same store
 continues where it stopped: roots, reviews and branches already recorded are
 reused, never recreated. That is all `sprout run --resume` needs.
@@ -7,12 +10,11 @@ reused, never recreated. That is all `sprout run --resume` needs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from sprout.roles import Analysis, Analyst, BranchPlan, Reviewer
-from sprout.search.methods import Method
 from sprout.search.play import Search, failed
+from sprout.search.rounds import play_rounds, roots
 from sprout.tree import Attempt
 
 
@@ -22,7 +24,7 @@ class SearchError(RuntimeError):
 
 def run_pass_at_k(search: Search) -> None:
     """`k` independent roots, all played: Pass@1 is their mean, Pass@k whether any passed."""
-    search.play(search.roots())
+    search.play(roots(search))
 
 
 def run_sprout(search: Search, analyst: Analyst, reviewer: Reviewer) -> None:
@@ -41,7 +43,7 @@ def run_sprout(search: Search, analyst: Analyst, reviewer: Reviewer) -> None:
         )
         return list(review.plans)
 
-    _rounds(search, plan)
+    play_rounds(search, plan)
 
 
 def run_shepherd(search: Search, supervisor: Reviewer) -> None:
@@ -59,7 +61,7 @@ def run_shepherd(search: Search, supervisor: Reviewer) -> None:
         )
         return list(review.plans)
 
-    _rounds(search, plan)
+    play_rounds(search, plan)
 
 
 def run_entropy(search: Search) -> None:
@@ -90,33 +92,7 @@ def run_entropy(search: Search) -> None:
             for value, parent, boundary in (fresh[i % len(fresh)] for i in range(size))
         ]
 
-    _rounds(search, plan)
-
-
-def _rounds(search: Search, plan: Callable[[int, int], list[BranchPlan]]) -> None:
-    """Roots, then `method.rounds` rounds of branches, each planned by `plan(round, size)`."""
-    method: Method = search.method
-    search.play(search.roots())
-    for number, size in enumerate(method.rounds, start=1):
-        search.halt.check()
-        attempts = search.attempts()
-        if method.stop_at_pass and search.has_passed():
-            return
-        if not any(failed(a) for a in attempts):
-            return
-        this_round = [a for a in attempts if a.kind == "branch" and a.round == number]
-        if len(this_round) < size:
-            for branch in plan(number, size)[len(this_round) : size]:
-                this_round.append(
-                    search.tree.branch(
-                        branch.parent_id,
-                        branch.boundary,
-                        branch.starting_turn,
-                        round=number,
-                        method=method.name,
-                    )
-                )
-        search.play(this_round)
+    play_rounds(search, plan)
 
 
 def _analyse(search: Search, analyst: Analyst, attempts: list[Attempt]) -> dict[int, Analysis]:

@@ -28,13 +28,14 @@ import random
 
 from sprout.roles import Analyst, BranchPlan, Reviewer, candidate_boundaries
 from sprout.search.play import Search, failed, passed
+from sprout.search.rounds import roots as start_roots
 from sprout.search.schedules import SearchError, _analyse
 from sprout.tree import Attempt
 
 
 def run_training(search: Search, analyst: Analyst, reviewer: Reviewer) -> None:
     """Roots; then each root's children, guided iff every root failed; all played."""
-    roots = search.play(search.roots())
+    roots = search.play(start_roots(search))
     guided = not any(passed(root) for root in roots)
     children: list[Attempt] = []
     for number, root in enumerate(roots, start=1):

@@ -7,7 +7,7 @@ its layer changed). Every value is plain JSON (str, int, float, bool, None, list
 dict), so a server can `json.dumps` it and report.html can embed it unchanged.
 
 Nothing here writes to the run: everything is read through the run's tree, and the
-figures come from `sprout.search.report` (so the page and results.json never disagree).
+figures come from `sprout.search.summary` (so the page and results.json never disagree).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from sprout.edits import is_noise
 from sprout.runfolder import RunFolder
 from sprout.sandbox.changes import checkpoint_changes
 from sprout.sandbox.errors import SandboxError
-from sprout.search.report import results
+from sprout.search.summary import results
 from sprout.tree import Attempt, Change, TreeError, Turn
 from sprout.verify.runner import file_diff
 
@@ -35,7 +35,7 @@ class ViewerError(ValueError):
 def run_summary(run: RunFolder) -> dict[str, Any]:
     """The run at a glance: its tasks, each method's figures, and a tokens-vs-solved curve.
 
-    The figures are `sprout.search.report.results` itself (not recomputed), so they equal
+    The figures are `sprout.search.summary.results` itself (not recomputed), so they equal
     results.json. Each method's curve has one point per (task, method) schedule, in the
     order the schedules finished (`"order": "finished"`, from the schedules table's finish
     times); when a schedule has no finish time yet (still running, or a store written
