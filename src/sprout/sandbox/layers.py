@@ -33,23 +33,22 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Literal, cast
 
 from sprout.durable import (
     HeldLock,
-    bytes_freed_by_removing,
-    describe_processes,
     flush_tree,
     hold_lock,
-    lock_holders,
-    try_lock,
     write_atomically,
 )
-from sprout.sandbox.errors import BadArgument, SandboxError, StoreModeMismatch, UnknownCheckpoint
+from sprout.sandbox import layer_gc
+from sprout.sandbox.errors import BadArgument, StoreModeMismatch, UnknownCheckpoint
 from sprout.sandbox.hostview import mask_layer
 from sprout.sandbox.idmap import IdRange, check_unclaimed, configured_range, give_to
+from sprout.sandbox.layer_gc import Freed
+from sprout.sandbox.layer_gc import StoreInUse as StoreInUse  # re-exported: callers import it here
 from sprout.sandbox.layerfmt import (
     LayerFormat,
     MarkerFormat,
@@ -63,7 +62,7 @@ from sprout.sandbox.layerfmt import (
     remove_tree,
     resolve,
 )
-from sprout.sandbox.processes import alive, process_start
+from sprout.sandbox.processes import process_start
 from sprout.sandbox.quota import create_subvolume, disk_cap_support, limit_exclusive_bytes
 from sprout.sandbox.types import SandboxConfig
 
@@ -116,36 +115,6 @@ class Layer:
             flat=cast("str | None", data.get("flat")),
             squash_of=cast("str | None", data.get("squash_of")),
         )
-
-
-class StoreInUse(SandboxError):
-    """GC asked of a store that another process has claimed (a run, a shell, a viewer)."""
-
-    def __init__(self, store: str, pids: list[int]) -> None:
-        super().__init__(
-            f"{store}: in use by {describe_processes(pids)}; GC could free layers it is "
-            "creating, so nothing was freed: run gc again when it has ended"
-        )
-        self.pids = pids
-
-
-@dataclass
-class Freed:
-    """What `collect` or `sweep` removed (or, with `dry_run`, would remove)."""
-
-    layers: list[str] = field(default_factory=list)
-    """Sealed layers that no kept checkpoint stacks on."""
-    debris: list[str] = field(default_factory=list)
-    """Unsealed layers and scratch folders that processes which died left behind (the
-    verifier's fork among them: hidden tests and their logs)."""
-    bytes_freed: int = 0
-    kept: int = 0
-    """Sealed layers left."""
-    missing: list[str] = field(default_factory=list)
-    """Checkpoints the references named that the store no longer holds."""
-
-    def __bool__(self) -> bool:
-        return bool(self.layers or self.debris)
 
 
 def current_user_mode() -> StoreMode:
@@ -564,27 +533,6 @@ class LayerStore:
             self._claim.release()
             self._claim = None
 
-    @contextlib.contextmanager
-    def _collecting(self) -> Iterator[None]:
-        """Held while GC runs: no other process has the store claimed, none can claim it."""
-        path = os.path.join(self.path, "lock")
-        try:
-            held = try_lock(path)
-        except OSError as error:
-            raise SandboxError(f"{self.path}: cannot lock it for GC ({error.strerror})") from None
-        if held is None:
-            holders = lock_holders(path)
-            others = [pid for pid in holders if pid != os.getpid()]
-            if others or os.getpid() not in holders:
-                raise StoreInUse(self.path, others)
-            # Only this process's own claims: its caller chose this moment to collect.
-            yield
-            return
-        try:
-            yield
-        finally:
-            held.release()
-
     def gc(self, keep: Iterable[str] = ()) -> int:
         """Free every layer that neither `keep` nor an open sandbox stacks on; return bytes freed.
 
@@ -610,157 +558,17 @@ class LayerStore:
         `forget`, which go), and what open sandboxes stack on. Refuses with StoreInUse
         while another process has the store claimed.
         """
-        with self._collecting():
-            roots = [self.layer(i).id for i in keep]
-            missing: list[str] = []
-            for layer_id in sorted(set(references()) if references is not None else ()):
-                (roots if self._is_sealed(layer_id) else missing).append(layer_id)
-            forgotten = {_ref_name(name) for name in forget}
-            for name in os.listdir(os.path.join(self.path, "r")):
-                if name.endswith(".tmp") or name in forgotten:
-                    continue
-                ref = self.ref(name)
-                if ref is not None:
-                    roots.append(ref)
-            sealed = set(self._sealed_ids())
-            entries = self._entries()  # listed before the holds: see `_debris`
-            live, dead = self._live_holds()
-            roots += [parent for parent in live.values() if parent is not None]
-            roots += [layer_id for layer_id in live if layer_id in sealed]  # sealing now
-            reachable = self._reachable(roots, missing)
-            doomed = sealed - reachable
-            freed = Freed(
-                layers=sorted(doomed),
-                debris=[i for i in self._debris(sealed, entries, live) if i not in doomed],
-                kept=len(sealed) - len(doomed),
-                missing=missing,
-            )
-            freed.bytes_freed = bytes_freed_by_removing(
-                self._disk_paths(freed.layers) + self._disk_paths(freed.debris, sealed=sealed)
-            )
-            if not dry_run:
-                for name in forgotten:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(os.path.join(self.path, "r", name))
-                for layer_id in freed.layers:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(os.path.join(self.path, "m", f"{layer_id}.json"))
-                    self._cache.pop(layer_id, None)
-                    self._remove_files(layer_id)
-                    remove_tree(self.scratch_dir(layer_id))
-                self._remove_debris(freed.debris, dead)
-        return freed
+        forgotten = {_ref_name(name) for name in forget}
+        return layer_gc.collect(
+            self, keep, references=references, forgotten=forgotten, dry_run=dry_run
+        )
 
     def sweep(self, *, dry_run: bool = False) -> Freed:
         """Remove what processes that died left in the store: unsealed layers (a killed
         turn's writes, a killed verifier's fork with the hidden tests and its logs), their
         scratch folders and holds. A layer whose owner still runs is never touched, so this
         is safe beside live users of the store; a run calls it when it starts or resumes."""
-        sealed = set(self._sealed_ids())
-        entries = self._entries()
-        live, dead = self._live_holds()
-        freed = Freed(debris=self._debris(sealed, entries, live), kept=len(sealed))
-        freed.bytes_freed = bytes_freed_by_removing(self._disk_paths(freed.debris, sealed=sealed))
-        if not dry_run:
-            self._remove_debris(freed.debris, dead)
-        return freed
-
-    def _is_sealed(self, layer_id: str) -> bool:
-        try:
-            self.layer(layer_id)
-        except UnknownCheckpoint:
-            return False
-        return True
-
-    def _reachable(self, roots: list[str], missing: list[str]) -> set[str]:
-        """Every layer the checkpoints `roots` stack on, with squashed copies; a parent whose
-        metadata is gone ends its chain (and is added to `missing`)."""
-        reachable: set[str] = set()
-        for root in roots:
-            current: str | None = root
-            while current is not None and current not in reachable:
-                try:
-                    found = self.layer(current)
-                except UnknownCheckpoint:
-                    missing.append(current)
-                    break
-                reachable.add(current)
-                if found.flat is not None:
-                    reachable.add(found.flat)
-                current = found.parent
-        return reachable
-
-    def _entries(self) -> set[str]:
-        """Ids with files, scratch or a subvolume in the store (unsealed ones among them)."""
-        found: set[str] = set()
-        for sub in ("l", "w", "s"):
-            with contextlib.suppress(FileNotFoundError):
-                found.update(os.listdir(os.path.join(self.path, sub)))
-        return {name for name in found if not name.endswith(".tmp")}
-
-    def _debris(
-        self, sealed: set[str], entries: set[str], live: dict[str, str | None]
-    ) -> list[str]:
-        """Ids whose unsealed files or scratch no live process owns.
-
-        `entries` must be listed before the holds are read: a live process writes an
-        unsealed layer's hold before its files, so any id listed there has its hold seen.
-        A sealed layer's scratch is debris too (a process killed between sealing and
-        cleaning up; the copy backend keeps a whole tree there); its files are GC's to
-        judge, not the sweep's.
-        """
-        return sorted(
-            layer_id
-            for layer_id in entries
-            if layer_id not in live
-            and (layer_id not in sealed or os.path.lexists(self.scratch_dir(layer_id)))
-        )
-
-    def _remove_debris(self, debris: list[str], dead: list[str]) -> None:
-        """Remove what `_debris` found, sealed files excepted (checked again here: a layer
-        sealed since it was listed has its metadata by now, as sealing precedes dropping
-        the hold), and the holds of dead processes."""
-        for layer_id in debris:
-            with contextlib.suppress(FileNotFoundError):
-                if not os.path.exists(os.path.join(self.path, "m", f"{layer_id}.json")):
-                    self._remove_files(layer_id)
-                    remove_tree(os.path.join(self.path, "s", layer_id))
-                remove_tree(self.scratch_dir(layer_id))
-        for layer_id in [*debris, *dead]:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(self.path, "h", layer_id))
-        self._remove_stale_temporaries()
-
-    def _remove_stale_temporaries(self) -> None:
-        """Half-written metadata, holds and names (`write_atomically`'s NAME.PID-TID.tmp)
-        of dead processes."""
-        for sub in ("h", "m", "r"):
-            folder = os.path.join(self.path, sub)
-            for name in os.listdir(folder):
-                if not name.endswith(".tmp"):
-                    continue
-                owner = name.rsplit(".", 2)[-2].split("-")[0]
-                if owner.isdigit() and not alive(int(owner)):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(os.path.join(folder, name))
-
-    def _disk_paths(self, layer_ids: list[str], *, sealed: set[str] | None = None) -> list[str]:
-        """What holds the bytes of `layer_ids` here: their files (or subvolumes) and scratch,
-        only the scratch of those in `sealed`; a layer linked from another store (`adopt`)
-        is that store's to count."""
-        paths = []
-        for layer_id in layer_ids:
-            files = self.diff_dir(layer_id)
-            subvolume = os.path.join(self.path, "s", layer_id)
-            if sealed is not None and layer_id in sealed:
-                pass
-            elif os.path.isdir(subvolume):
-                paths.append(subvolume)
-            elif os.path.isdir(files) and not os.path.islink(files):
-                paths.append(files)
-            if os.path.isdir(self.scratch_dir(layer_id)):
-                paths.append(self.scratch_dir(layer_id))
-        return paths
+        return layer_gc.sweep(self, dry_run=dry_run)
 
 
 def _ref_name(name: str) -> str:
