@@ -96,6 +96,13 @@ class Attempt:
     guided: bool = False
     """True when a reviewer wrote the starting turn."""
     starting_turn: str | None = None
+    """The *starting turn*: the turn that replaces the parent's turn `boundary + 1`, in the
+    actor's voice (reasoning, then shell calls); None for a root and an unguided branch.
+    Its life: the reviewer writes it (`sprout.roles.reviewer`, `BranchPlan.starting_turn`),
+    the tree stores it here (`RolloutTree.branch`), the actor plays its calls as the
+    branch's first turn, authored `reviewer`, and tokenises it as a reply
+    (`sprout.agent.actor`), and the learner trains it as an actor turn
+    (`sprout.train.samples`, `train_starting_turn`)."""
     prefix: tuple[Message, ...] = ()
     """Roots only: the messages before the first turn (system prompt, task)."""
     base_checkpoint: str | None = None

@@ -83,15 +83,7 @@ def collect(
     forgotten: Collection[str] = (),
     dry_run: bool = False,
 ) -> Freed:
-    """GC: free every sealed layer that no kept checkpoint stacks on, and the debris of
-    dead processes (see `sweep`); with `dry_run`, only say what would go.
-
-    Kept are `keep` (each must exist), the checkpoints `references()` names (read
-    once no other process can write: a run's database; those already gone are
-    reported in `missing`), the named checkpoints (`r/`, but not the names in
-    `forgotten`, which go), and what open sandboxes stack on. Refuses with StoreInUse
-    while another process has the store claimed.
-    """
+    """`LayerStore.collect`, with the names it was told to `forget` already checked."""
     with _collecting(store):
         roots = [store.layer(i).id for i in keep]
         missing: list[str] = []
@@ -134,10 +126,7 @@ def collect(
 
 
 def sweep(store: LayerStore, *, dry_run: bool = False) -> Freed:
-    """Remove what processes that died left in the store: unsealed layers (a killed
-    turn's writes, a killed verifier's fork with the hidden tests and its logs), their
-    scratch folders and holds. A layer whose owner still runs is never touched, so this
-    is safe beside live users of the store; a run calls it when it starts or resumes."""
+    """`LayerStore.sweep`: the debris of dead processes, nothing of a live one."""
     sealed = set(store._sealed_ids())
     entries = _entries(store)
     live, dead = store._live_holds()
