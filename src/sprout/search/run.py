@@ -133,76 +133,107 @@ def run_tasks(
     slots = threading.Semaphore(settings.workers)
     replays = spec_capabilities(settings.model).replays_solution
     shared = None if replays else _model(settings, None)
-    bases: dict[str, str | BaseException] = {}
-    base_locks = {task.id: threading.Lock() for task in tasks}
+    bases = _Bases(tasks, run, slots, replays=replays)
     done = {(s["task_id"], s["method"]) for s in run.tree.schedules() if s["status"] == "done"}
     for task in tasks:
         run.tree.add_task(task.id, task.model_dump(mode="json"))
 
-    def base_of(task: Task) -> str:
-        with base_locks[task.id]:
-            if task.id not in bases:
-                try:
-                    with slots:
-                        base = base_checkpoint(task, run.layers)
-                        if replays:  # only a model that replays the solution sees it
-                            base = solution_checkpoint(task, run.layers, base)
-                        bases[task.id] = base
-                except (TaskError, SandboxError) as error:
-                    bases[task.id] = error
-            found = bases[task.id]
-        if isinstance(found, BaseException):
-            raise found
-        return found
-
     def one(task: Task, method: Method) -> None:
         if halt.is_set():
             return
-        tree = run.tree
-        tree.start_schedule(task.id, method.name)
-        retried = tree.reopen_attempts(task.id, method.name, RETRIED_FAULTS)
-        again = f"; {retried} attempts that a fault ended are continued" if retried else ""
-        progress.event(task.id, method.name, f"start: {method.describe()}{again}")
-        try:
-            search = _search(
-                task, method, run, settings, shared, slots, progress, halt, base_of(task)
-            )
-            _schedule(method, search, settings)
-        except Halted:
-            progress.event(task.id, method.name, "interrupted: --resume continues it")
-            return
-        except StoreError as error:  # the run folder cannot be written: stop everything
-            if halt.stop(str(error)):
-                progress.halting(str(error))
-            return
-        except AttemptFault as error:
-            tree.finish_schedule(task.id, method.name, resolved=None, error=str(error))
-            progress.event(task.id, method.name, f"ERROR: {error.count} (reason above)")
-        except (
-            TaskError,
-            SandboxError,
-            ModelError,
-            SearchError,
-            TreeError,
-            ResultsError,
-        ) as error:
-            tree.finish_schedule(task.id, method.name, resolved=None, error=str(error))
-            progress.event(task.id, method.name, f"ERROR: {error}")
-        except Exception as error:  # a bug of sprout's ends this pair, not the run
-            reason = crash_reason(error, "schedule")
-            tree.finish_schedule(task.id, method.name, resolved=None, error=reason)
-            progress.event(task.id, method.name, f"ERROR: {reason.partition(chr(10))[0]}")
-        else:
-            resolved = search.has_passed()
-            tree.finish_schedule(task.id, method.name, resolved=resolved, error=None)
-            progress.event(task.id, method.name, "resolved" if resolved else "not resolved")
-        _write_results(run, settings, progress)
+
+        def start() -> Search:
+            return _search(task, method, run, settings, shared, slots, progress, halt, bases(task))
+
+        if _play_pair(task, method, run, progress, halt, start, settings):
+            _write_results(run, settings, progress)
 
     pairs = [(t, m) for t in tasks for m in settings.methods if (t.id, m.name) not in done]
     with ThreadPoolExecutor(max_workers=settings.workers) as pool:
         for future in [pool.submit(one, task, method) for task, method in pairs]:
             future.result()
     return _write_results(run, settings, progress)
+
+
+class _Bases:
+    """Checkpoint 0 of each task, built once per run by the first pair that needs it (a
+    failure too: every pair of that task reports it); a model that replays the solution
+    gets the solution's checkpoint instead, and only it ever sees the solution."""
+
+    def __init__(
+        self, tasks: Sequence[Task], run: RunFolder, slots: threading.Semaphore, *, replays: bool
+    ) -> None:
+        self._run = run
+        self._slots = slots
+        self._replays = replays
+        self._found: dict[str, str | BaseException] = {}
+        self._locks = {task.id: threading.Lock() for task in tasks}
+
+    def __call__(self, task: Task) -> str:
+        with self._locks[task.id]:
+            if task.id not in self._found:
+                try:
+                    with self._slots:
+                        base = base_checkpoint(task, self._run.layers)
+                        if self._replays:
+                            base = solution_checkpoint(task, self._run.layers, base)
+                        self._found[task.id] = base
+                except (TaskError, SandboxError) as error:
+                    self._found[task.id] = error
+            found = self._found[task.id]
+        if isinstance(found, BaseException):
+            raise found
+        return found
+
+
+def _play_pair(
+    task: Task,
+    method: Method,
+    run: RunFolder,
+    progress: Progress,
+    halt: Halt,
+    start: Callable[[], Search],
+    settings: RunSettings,
+) -> bool:
+    """Play `method` on `task` to the end and record how it ended; False when it stopped
+    unfinished (halted, or the run folder cannot be written), for `--resume`."""
+    tree = run.tree
+    tree.start_schedule(task.id, method.name)
+    retried = tree.reopen_attempts(task.id, method.name, RETRIED_FAULTS)
+    again = f"; {retried} attempts that a fault ended are continued" if retried else ""
+    progress.event(task.id, method.name, f"start: {method.describe()}{again}")
+    try:
+        search = start()
+        _schedule(method, search, settings)
+    except Halted:
+        progress.event(task.id, method.name, "interrupted: --resume continues it")
+        return False
+    except StoreError as error:  # the run folder cannot be written: stop everything
+        if halt.stop(str(error)):
+            progress.halting(str(error))
+        return False
+    except AttemptFault as error:
+        tree.finish_schedule(task.id, method.name, resolved=None, error=str(error))
+        progress.event(task.id, method.name, f"ERROR: {error.count} (reason above)")
+    except (
+        TaskError,
+        SandboxError,
+        ModelError,
+        SearchError,
+        TreeError,
+        ResultsError,
+    ) as error:
+        tree.finish_schedule(task.id, method.name, resolved=None, error=str(error))
+        progress.event(task.id, method.name, f"ERROR: {error}")
+    except Exception as error:  # a bug of sprout's ends this pair, not the run
+        reason = crash_reason(error, "schedule")
+        tree.finish_schedule(task.id, method.name, resolved=None, error=reason)
+        progress.event(task.id, method.name, f"ERROR: {reason.partition(chr(10))[0]}")
+    else:
+        resolved = search.has_passed()
+        tree.finish_schedule(task.id, method.name, resolved=resolved, error=None)
+        progress.event(task.id, method.name, "resolved" if resolved else "not resolved")
+    return True
 
 
 def _write_results(run: RunFolder, settings: RunSettings, progress: Progress) -> dict[str, Any]:
