@@ -121,6 +121,45 @@ def diagnose(
         for test in tests
     )
     counts = {outcome: sum(t.outcome == outcome for t in tests) for outcome in _OUTCOME_ORDER}
+    summary = _summary(
+        tests,
+        counts,
+        exit_code=exit_code,
+        reward=reward,
+        required=required,
+        all_required=bool(required) and scored == 1.0,
+        missing=missing,
+        provenance=provenance,
+        notes=notes,
+    )
+    return Diagnostics(
+        reward=float(decided),
+        tests=kept,
+        passed=counts["passed"],
+        failed=counts["failed"],
+        errored=counts["error"],
+        skipped=counts["skipped"],
+        required_missing=missing,
+        source=provenance.to_json(),
+        log_tail=tail(decode(log), log_tail_cap),
+        summary=summary,
+    )
+
+
+def _summary(
+    tests: Sequence[TestResult],
+    counts: Mapping[str, int],
+    *,
+    exit_code: int | None,
+    reward: float | None,
+    required: Sequence[str] | None,
+    all_required: bool,
+    missing: Sequence[str],
+    provenance: Provenance,
+    notes: Sequence[str],
+) -> str:
+    """`Diagnostics.summary`: the counts, the failures, the required tests, what decided
+    the reward, then `notes`, joined by "; "."""
     parts = ["the verifier timed out, so the reward is 0"] if exit_code is None else []
     ran = counts["passed"] + counts["failed"] + counts["error"]
     if tests:
@@ -130,7 +169,7 @@ def diagnose(
         parts.extend(_failures(tests, "error", "errors"))
     elif reward is None:
         parts.append("no tests were collected")
-    if required and scored == 1.0:
+    if required and all_required:
         parts.append(f"all {len(required)} required tests passed")
     if missing:
         shown = ", ".join(missing[:10]) + (
@@ -142,18 +181,7 @@ def diagnose(
     if reward is not None and exit_code is not None and label:
         parts.append(f"reward {reward:g} from {label}")
     parts.extend(cap(note, 300) for note in notes)
-    return Diagnostics(
-        reward=float(decided),
-        tests=kept,
-        passed=counts["passed"],
-        failed=counts["failed"],
-        errored=counts["error"],
-        skipped=counts["skipped"],
-        required_missing=missing,
-        source=provenance.to_json(),
-        log_tail=tail(decode(log), log_tail_cap),
-        summary="; ".join(parts),
-    )
+    return "; ".join(parts)
 
 
 _OUTCOME_ORDER = ("passed", "failed", "error", "skipped")
@@ -253,18 +281,7 @@ def read_results(
             missing = f"no {format} results: {_WHERE[format]}"
             return done([], Provenance(format), reward=0.0, notes=[missing])
         return done(*found)
-    notes: list[str] = []
-    tests: list[TestResult] = []
-    test_source: Provenance | None = None
-    for name in PER_TEST_FORMATS:
-        try:
-            found = readers[name]()
-        except ResultsError as error:
-            notes.append(f"ignored unreadable {name} results: {error}")
-            continue
-        if found is not None:
-            tests, test_source = found
-            break
+    tests, test_source, notes = _first_per_test(readers)
     reward_path = _reward_file(files)
     if format in ("auto", "reward") and reward_path:
         try:
@@ -284,6 +301,24 @@ def read_results(
     if not tests:
         notes.insert(0, "no per-test results")
     return done(tests, source, reward=1.0 if exit_code == 0 else 0.0, notes=notes)
+
+
+def _first_per_test(
+    readers: Mapping[str, Callable[[], _Found]],
+) -> tuple[list[TestResult], Provenance | None, list[str]]:
+    """The results of the first per-test format present (in PER_TEST_FORMATS' order), with
+    notes naming those that were there but unreadable."""
+    notes: list[str] = []
+    for name in PER_TEST_FORMATS:
+        try:
+            found = readers[name]()
+        except ResultsError as error:
+            notes.append(f"ignored unreadable {name} results: {error}")
+            continue
+        if found is not None:
+            tests, source = found
+            return tests, source, notes
+    return [], None, notes
 
 
 _WHERE = {

@@ -20,7 +20,7 @@ from sprout.runfolder import RunFolder
 from sprout.sandbox.changes import checkpoint_changes
 from sprout.sandbox.errors import SandboxError
 from sprout.search.summary import results
-from sprout.tree import Attempt, Change, TreeError, Turn
+from sprout.tree import Attempt, CallRecord, Change, TreeError, Turn
 from sprout.verify.runner import file_diff
 
 
@@ -289,37 +289,9 @@ def turn_detail(
     `path`, the attempt's `RolloutTree.path`, saves rebuilding it for every turn of an
     attempt (report.html details them all).
     """
-    attempt = run.tree.find_attempt(attempt_id)
-    if attempt is None:
-        raise ViewerError(f"{run.path}: no attempt {attempt_id!r} in this run")
-    tree = run.tree
-    if path is None:
-        try:
-            path = tree.path(attempt)
-        except TreeError as error:
-            raise ViewerError(f"{run.path}: attempt {attempt_id}: {error}") from None
-    found = [t for t in path if t.index == index]
-    if not found:
-        last = path[-1].index if path else attempt.boundary
-        raise ViewerError(
-            f"{run.path}: attempt {attempt_id} has no turn {index!r} (its turns are 1..{last})"
-        )
-    turn = found[0]
-    owner = tree.attempt(turn.attempt_id)
-    calls = []
-    for call in turn.calls:
-        output, cut = _cap(call.output, max_output_chars)
-        calls.append(
-            {
-                "command": call.command,
-                "output": output,
-                "cut": cut,
-                "exit_code": call.exit_code,
-                "timed_out": call.timed_out,
-                "truncated": call.truncated,
-                "duration_s": call.duration_s,
-            }
-        )
+    turn = _turn_on_path(run, attempt_id, index, path)
+    owner = run.tree.attempt(turn.attempt_id)
+    calls = [_call_detail(call, max_output_chars) for call in turn.calls]
     detail: dict[str, Any] = {
         "run": str(run.path),
         "attempt_id": attempt_id,
@@ -341,6 +313,40 @@ def turn_detail(
     }
     detail.update(_turn_files(run, owner, turn, max_diff_chars))
     return detail
+
+
+def _turn_on_path(run: RunFolder, attempt_id: int, index: int, path: Sequence[Turn] | None) -> Turn:
+    """Turn `index` on attempt `attempt_id`'s path (`path`, or the tree's), or a ViewerError
+    naming what is missing."""
+    attempt = run.tree.find_attempt(attempt_id)
+    if attempt is None:
+        raise ViewerError(f"{run.path}: no attempt {attempt_id!r} in this run")
+    if path is None:
+        try:
+            path = run.tree.path(attempt)
+        except TreeError as error:
+            raise ViewerError(f"{run.path}: attempt {attempt_id}: {error}") from None
+    found = [t for t in path if t.index == index]
+    if not found:
+        last = path[-1].index if path else attempt.boundary
+        raise ViewerError(
+            f"{run.path}: attempt {attempt_id} has no turn {index!r} (its turns are 1..{last})"
+        )
+    return found[0]
+
+
+def _call_detail(call: CallRecord, max_output_chars: int) -> dict[str, Any]:
+    """One shell call of a turn, its output cut at `max_output_chars` (`cut`: how much)."""
+    output, cut = _cap(call.output, max_output_chars)
+    return {
+        "command": call.command,
+        "output": output,
+        "cut": cut,
+        "exit_code": call.exit_code,
+        "timed_out": call.timed_out,
+        "truncated": call.truncated,
+        "duration_s": call.duration_s,
+    }
 
 
 def _turn_files(run: RunFolder, owner: Attempt, turn: Turn, max_diff_chars: int) -> dict[str, Any]:
