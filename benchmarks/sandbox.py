@@ -44,7 +44,7 @@ import _stats as stats
 import sprout.sandbox
 from sprout.durable import flush_tree
 from sprout.sandbox import LayerStore, Observation, Sandbox
-from sprout.sandbox.layerfmt import disk_usage
+from sprout.sandbox.files import disk_usage
 
 summary = stats.summary
 timed = stats.timed

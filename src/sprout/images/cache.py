@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from sprout.durable import file_lock, write_atomically
+from sprout.sandbox.files import disk_usage
 from sprout.sandbox.helper import cache_dir
-from sprout.sandbox.layerfmt import disk_usage
 
 
 class ImageError(ValueError):

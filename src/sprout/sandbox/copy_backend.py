@@ -21,13 +21,8 @@ import warnings
 
 from sprout.sandbox.backends import BASE_ENV, OpenLayer
 from sprout.sandbox.errors import BadArgument
-from sprout.sandbox.layerfmt import (
-    MarkerFormat,
-    merge,
-    place_file,
-    remove_tree,
-    replace_with_copy,
-)
+from sprout.sandbox.files import place_file, remove_tree, replace_with_copy
+from sprout.sandbox.layerfmt import MarkerFormat, merge
 from sprout.sandbox.output import command_script, run_captured, script_path
 from sprout.sandbox.types import Observation
 

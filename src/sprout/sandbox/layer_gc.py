@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from sprout.durable import bytes_freed_by_removing, describe_processes, lock_holders, try_lock
 from sprout.sandbox.errors import SandboxError, UnknownCheckpoint
-from sprout.sandbox.layerfmt import remove_tree
+from sprout.sandbox.files import remove_tree
 from sprout.sandbox.processes import alive
 
 if TYPE_CHECKING:

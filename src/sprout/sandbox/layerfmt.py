@@ -16,15 +16,16 @@ goes through one ``LayerFormat`` so that both backends share one code path.
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
 import os
-import shutil
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
+
+from sprout.sandbox.files import copy_dir_attributes, place_file, remove_entry
+from sprout.sandbox.files import (
+    remove_tree as remove_tree,  # re-exported: taskcheck imports it here
+)
 
 EntryKind = Literal["whiteout", "dir", "opaque", "other"]
 
@@ -295,61 +296,6 @@ def is_empty(root: str) -> bool:
         return next(it, None) is None
 
 
-def disk_usage(root: str) -> int:
-    """Bytes a layer occupies on disk, each inode counted once."""
-    seen: set[int] = set()
-    total = 0
-    for directory, dirnames, filenames in os.walk(root):
-        for name in (*dirnames, *filenames):
-            st = os.lstat(os.path.join(directory, name))
-            if st.st_ino not in seen:
-                seen.add(st.st_ino)
-                total += st.st_blocks * 512
-    return total
-
-
-def remove_tree(path: str) -> None:
-    """Delete a directory tree, including the mode-000 directories overlayfs leaves in its
-    workdir, which an unprivileged owner must make writable before it can empty them."""
-
-    def make_writable_and_retry(function: object, failed: str, _error: object) -> None:
-        os.chmod(os.path.dirname(failed), 0o700)
-        if os.path.isdir(failed) and not os.path.islink(failed):
-            os.chmod(failed, 0o700)
-            shutil.rmtree(failed, onerror=make_writable_and_retry)
-        else:
-            os.unlink(failed)
-
-    if os.path.lexists(path):
-        shutil.rmtree(path, onerror=make_writable_and_retry)
-
-
-def replace_with_copy(source: str, target: str) -> None:
-    """Put a copy of local file or directory `source` at `target`, removing what was there."""
-    if os.path.isdir(target) and not os.path.islink(target):
-        remove_tree(target)
-    elif os.path.lexists(target):
-        os.unlink(target)
-    if os.path.isdir(source):
-        shutil.copytree(source, target, symlinks=True)
-    else:
-        shutil.copy2(source, target)
-
-
-def _remove(path: str) -> None:
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path)
-    elif os.path.lexists(path):
-        os.unlink(path)
-
-
-def _copy_dir_attributes(source: str, target: str) -> None:
-    st = os.lstat(source)
-    os.chmod(target, stat.S_IMODE(st.st_mode))
-    os.chown(target, st.st_uid, st.st_gid)
-    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
-
-
 def merge(
     layers: Sequence[str],
     target: str,
@@ -374,7 +320,7 @@ def merge(
         for rel, item in walk(layer, fmt):
             destination = os.path.join(target, rel)
             if item.kind == "whiteout":
-                _remove(destination)
+                remove_entry(destination)
                 if keep_markers and image is not None and os.path.lexists(os.path.join(image, rel)):
                     fmt.write_whiteout(destination)
             elif item.kind in ("dir", "opaque"):
@@ -382,48 +328,11 @@ def merge(
                     os.path.isdir(destination) and not os.path.islink(destination)
                 )
                 if replace:
-                    _remove(destination)
+                    remove_entry(destination)
                     os.mkdir(destination)
                     if keep_markers and item.kind == "opaque":
                         fmt.write_opaque(destination)
-                _copy_dir_attributes(item.path, destination)
+                copy_dir_attributes(item.path, destination)
             else:
-                _remove(destination)
+                remove_entry(destination)
                 place_file(item.path, destination, link_files)
-
-
-FICLONE = 0x40049409
-"""_IOW(0x94, 9, int): share the source's blocks (btrfs, XFS) instead of copying them."""
-
-
-def _clone_or_copy(source: str, destination: str) -> None:
-    with open(source, "rb") as src, open(destination, "wb") as dst:
-        try:
-            fcntl.ioctl(dst.fileno(), FICLONE, src.fileno())
-        except OSError:
-            shutil.copyfileobj(src, dst)
-    shutil.copystat(source, destination, follow_symlinks=False)
-
-
-def place_file(source: str, destination: str, link: bool) -> None:
-    """Put a non-directory entry of a layer at `destination`, keeping its owner and mode.
-
-    `link` hard-links it; across btrfs subvolumes (where links cannot go) the file
-    is cloned, which shares its blocks just the same."""
-    if link:
-        try:
-            os.link(source, destination, follow_symlinks=False)
-            return
-        except OSError as error:
-            if error.errno != errno.EXDEV:
-                raise
-    st = os.lstat(source)
-    if stat.S_ISLNK(st.st_mode):
-        os.symlink(os.readlink(source), destination)
-    elif stat.S_ISREG(st.st_mode):
-        _clone_or_copy(source, destination)
-    else:  # fifos, sockets, devices: recreate rather than read from them
-        os.mknod(destination, st.st_mode, st.st_rdev)
-    # Only root can give a file away; an unprivileged copy keeps its own uid.
-    with contextlib.suppress(PermissionError):
-        os.lchown(destination, st.st_uid, st.st_gid)

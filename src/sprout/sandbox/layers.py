@@ -45,6 +45,7 @@ from sprout.durable import (
 )
 from sprout.sandbox import layer_gc
 from sprout.sandbox.errors import BadArgument, StoreModeMismatch, UnknownCheckpoint
+from sprout.sandbox.files import disk_usage, place_file, remove_tree
 from sprout.sandbox.hostview import mask_layer
 from sprout.sandbox.idmap import IdRange, check_unclaimed, configured_range, give_to
 from sprout.sandbox.layer_gc import Freed
@@ -53,13 +54,10 @@ from sprout.sandbox.layerfmt import (
     LayerFormat,
     MarkerFormat,
     OverlayFormat,
-    disk_usage,
     lookup,
     merge,
     names_below,
-    place_file,
     read_regular_file,
-    remove_tree,
     resolve,
 )
 from sprout.sandbox.processes import process_start

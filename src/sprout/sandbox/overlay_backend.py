@@ -13,8 +13,9 @@ import subprocess
 from sprout.sandbox import cgroups
 from sprout.sandbox.backends import BASE_ENV, OpenLayer, shell_for
 from sprout.sandbox.errors import BadArgument, SandboxSetupFailed
+from sprout.sandbox.files import replace_with_copy
 from sprout.sandbox.helper import helper_build
-from sprout.sandbox.layerfmt import lookup, replace_with_copy, resolve
+from sprout.sandbox.layerfmt import lookup, resolve
 from sprout.sandbox.layers import LayerStore
 from sprout.sandbox.output import command_script, run_captured
 from sprout.sandbox.types import Observation
