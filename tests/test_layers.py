@@ -176,7 +176,7 @@ def test_the_check_follows_chains():
         "sprout.runfolder",
         "sprout.sandbox",
     ]
-    assert chain_to("sprout.search.run", {"sandbox"}) is not None
+    assert chain_to("sprout.search.runner", {"sandbox"}) is not None
     assert chain_to("sprout.durable", EVERYTHING - {"durable"}) is None
 
 

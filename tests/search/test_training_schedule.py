@@ -11,7 +11,7 @@ from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.search.methods import MethodError, training_method
 from sprout.search.play import Search
-from sprout.search.run import RunSettingsError, check_settings
+from sprout.search.runner import RunSettingsError, check_settings
 from sprout.tasks import load_native
 from sprout.tree import Attempt
 from tests.conftest import require_host_image

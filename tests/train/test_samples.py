@@ -226,7 +226,7 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
     from sprout.search import Progress, RunSettings
     from sprout.search.halt import Halt
     from sprout.search.methods import training_method
-    from sprout.search.run import _schedule, _search
+    from sprout.search.runner import _schedule, _search
     from sprout.tasks import base_checkpoint, load_native
     from tests.taskfolders import two_edits_task
 

@@ -137,7 +137,7 @@ def _run(args: argparse.Namespace) -> int:
         table,
     )
     from sprout.search.halt import Halt
-    from sprout.search.run import check_settings
+    from sprout.search.runner import check_settings
 
     methods = parse_methods(
         args.method,

@@ -3,7 +3,7 @@ and `sprout run` over many tasks."""
 
 from sprout.search.methods import Method, MethodError, parse_methods, parse_rounds
 from sprout.search.progress import Progress
-from sprout.search.run import RunSettings, RunSettingsError, open_run, run_tasks
+from sprout.search.runner import RunSettings, RunSettingsError, open_run, run_tasks
 from sprout.search.schedules import SearchError
 from sprout.search.summary import results, table, write_results
 

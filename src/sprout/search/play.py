@@ -112,8 +112,9 @@ class Search:
         """Store the verifier's reward, diagnostics and patch; a verifier that cannot run
         scores 0 with the reason as its diagnostics, and the search goes on."""
         checkpoint = self.tree.checkpoint(attempt)
+        base = self.tree.checkpoint(attempt, 0)  # its own root's, even if the task changed
         try:
-            verdict = run_verifier(self.task, self.layers, checkpoint, self.base)
+            verdict = run_verifier(self.task, self.layers, checkpoint, base)
         except (SandboxError, ResultsError) as error:
             self.tree.set_outcome(attempt.id, 0.0, verifier_failure(str(error)), None)
             return
