@@ -226,8 +226,8 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
     from sprout.search import Progress, RunSettings
     from sprout.search.halt import Halt
     from sprout.search.methods import training_method
-    from sprout.search.runner import _schedule, _search
-    from sprout.tasks import base_checkpoint, load_native
+    from sprout.search.runner import _Bases, _RunContext, _schedule, _search
+    from sprout.tasks import load_native
     from tests.taskfolders import two_edits_task
 
     task = load_native(two_edits_task(tmp_path / "tasks"))
@@ -236,18 +236,17 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
     method = training_method(roots=2, children=1, selector="uniform")
     settings = RunSettings(f"hf/{tiny_model_path}", (method,), actor=ActorConfig(max_turns=2))
     model = HFModel(tiny_model_path, max_new_tokens=12, seed=0)
-    base = base_checkpoint(task, run.layers)
-    search = _search(
-        task,
-        method,
-        run,
-        settings,
-        model,
-        threading.Semaphore(2),
-        Progress(quiet=True),
-        Halt(),
-        base,
+    slots = threading.Semaphore(2)
+    context = _RunContext(
+        run=run,
+        settings=settings,
+        progress=Progress(quiet=True),
+        halt=Halt(),
+        slots=slots,
+        shared=model,
+        bases=_Bases([task], run, slots, replays=False),
     )
+    search = _search(context, task, method)
     _schedule(method, search, settings)
     root = next(a for a in search.attempts() if a.kind == "root")
     guided = run.tree.branch(root, 1, STARTING, round=9, method=method.name)

@@ -128,24 +128,24 @@ def run_tasks(
 
     With `halt` set (by Ctrl-C, or by the model-fault breaker) nothing new starts,
     and the pairs in flight stay unfinished for `--resume`; `halt.reason` says why."""
-    halt = halt or Halt()
     check_settings(settings)
     slots = threading.Semaphore(settings.workers)
     replays = spec_capabilities(settings.model).replays_solution
-    shared = None if replays else _model(settings, None)
-    bases = _Bases(tasks, run, slots, replays=replays)
+    context = _RunContext(
+        run=run,
+        settings=settings,
+        progress=progress,
+        halt=halt or Halt(),
+        slots=slots,
+        shared=None if replays else _model(settings, None),
+        bases=_Bases(tasks, run, slots, replays=replays),
+    )
     done = {(s["task_id"], s["method"]) for s in run.tree.schedules() if s["status"] == "done"}
     for task in tasks:
         run.tree.add_task(task.id, task.model_dump(mode="json"))
 
     def one(task: Task, method: Method) -> None:
-        if halt.is_set():
-            return
-
-        def start() -> Search:
-            return _search(task, method, run, settings, shared, slots, progress, halt, bases(task))
-
-        if _play_pair(task, method, run, progress, halt, start, settings):
+        if not context.halt.is_set() and _play_pair(context, task, method):
             _write_results(run, settings, progress)
 
     pairs = [(t, m) for t in tasks for m in settings.methods if (t.id, m.name) not in done]
@@ -186,25 +186,32 @@ class _Bases:
         return found
 
 
-def _play_pair(
-    task: Task,
-    method: Method,
-    run: RunFolder,
-    progress: Progress,
-    halt: Halt,
-    start: Callable[[], Search],
-    settings: RunSettings,
-) -> bool:
+@dataclass(frozen=True)
+class _RunContext:
+    """What every (task, method) pair of one `run_tasks` shares."""
+
+    run: RunFolder
+    settings: RunSettings
+    progress: Progress
+    halt: Halt
+    slots: threading.Semaphore
+    """Sandboxes that may run at once across the whole run (`--workers`)."""
+    shared: Model | None
+    """The model every pair uses; None for models built per task (they replay its solution)."""
+    bases: _Bases
+
+
+def _play_pair(context: _RunContext, task: Task, method: Method) -> bool:
     """Play `method` on `task` to the end and record how it ended; False when it stopped
     unfinished (halted, or the run folder cannot be written), for `--resume`."""
-    tree = run.tree
+    tree, progress, halt = context.run.tree, context.progress, context.halt
     tree.start_schedule(task.id, method.name)
     retried = tree.reopen_attempts(task.id, method.name, RETRIED_FAULTS)
     again = f"; {retried} attempts that a fault ended are continued" if retried else ""
     progress.event(task.id, method.name, f"start: {method.describe()}{again}")
     try:
-        search = start()
-        _schedule(method, search, settings)
+        search = _search(context, task, method)
+        _schedule(method, search, context.settings)
     except Halted:
         progress.event(task.id, method.name, "interrupted: --resume continues it")
         return False
@@ -266,20 +273,12 @@ def _model(settings: RunSettings, task: Task | None) -> Model:
     )
 
 
-def _search(
-    task: Task,
-    method: Method,
-    run: RunFolder,
-    settings: RunSettings,
-    shared: Model | None,
-    slots: threading.Semaphore,
-    progress: Progress,
-    halt: Halt,
-    base: str,
-) -> Search:
+def _search(context: _RunContext, task: Task, method: Method) -> Search:
     """The search of `method` on `task`; oracle models get an instance per pair, so each
     method sees the same draws for the same contexts."""
-    model = shared if shared is not None else _model(settings, task)
+    run, settings = context.run, context.settings
+    base = context.bases(task)
+    model = context.shared if context.shared is not None else _model(settings, task)
     config = settings.actor
     if method.needs_logprobs and not config.logprobs:
         config = config.model_copy(update={"logprobs": True})
@@ -292,10 +291,10 @@ def _search(
         actor=actor,
         base=base,
         prefix=actor.prefix(task.instruction, task.workdir),
-        slots=slots,
+        slots=context.slots,
         workers=settings.workers,
-        progress=progress,
-        halt=halt,
+        progress=context.progress,
+        halt=context.halt,
     )
 
 
