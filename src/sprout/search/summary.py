@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from sprout.durable import write_atomically
+from sprout.models import ModelError
+from sprout.models.resolve import spec_capabilities
 from sprout.runfolder import RunFolder
 from sprout.tree import Attempt, RolloutTree
 
@@ -199,11 +201,22 @@ def table(content: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _writes_role_output(model: object) -> bool:
+    """Whether `model` (a --model string) writes analyses and reviews itself, so that a
+    heuristic answer is a fallback; models that cannot are served by the heuristics."""
+    if not isinstance(model, str):
+        return False
+    try:
+        return spec_capabilities(model).structured_output
+    except ModelError:
+        return False
+
+
 def _notes(content: dict[str, Any]) -> list[str]:
     """What the table's figures leave out: pairs that ended in error or are unfinished (they
     count as not resolved above), and the roles' fallbacks with a served model."""
     notes = []
-    scripted = str(content.get("model", "")).split(":", 1)[0] in ("oracle", "oracle-noise")
+    answers_roles = _writes_role_output(content.get("model"))
     for name, m in content["methods"].items():
         said = []
         if m.get("errors"):
@@ -214,7 +227,7 @@ def _notes(content: dict[str, Any]) -> list[str]:
             )
         if m.get("incomplete"):
             said.append(f"{m['incomplete']} unfinished")
-        if not scripted:
+        if answers_roles:
             for role, by in sorted(m.get("role_sources", {}).items()):
                 if by.get("heuristic"):
                     said.append(
