@@ -12,10 +12,10 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from sprout.search.halt import Halt
@@ -30,31 +30,48 @@ class CtrlC:
     pressed = False
 
 
+Handler = Callable[[int, FrameType | None], None]
+
+
+@contextmanager
+def handling(signals: Sequence[signal.Signals], handler: Handler) -> Iterator[None]:
+    """`handler` for `signals` within the block, the previous handlers after it. Signals
+    reach the main thread only: elsewhere this does nothing, and the caller's caller
+    handles them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.signal(number, handler) for number in signals}
+    try:
+        yield
+    finally:
+        for number, handler_before in previous.items():
+            signal.signal(number, signal.SIG_DFL if handler_before is None else handler_before)
+
+
+def stop_at_once(command: str, then: str = "") -> NoReturn:
+    """Exit 130 now, as a kill would: worker threads may be inside a sandbox call, so
+    nothing unwinds; what a next start sweeps (debris, a temporary folder) is left to it."""
+    print(f"\nsprout {command}: stopped at once{then}", file=sys.stderr, flush=True)
+    os._exit(INTERRUPTED)
+
+
 @contextmanager
 def halting_on_ctrl_c(halt: Halt, command: str) -> Iterator[CtrlC]:
     """Within the block, Ctrl-C halts `halt` (once) and then aborts the process."""
     seen = CtrlC()
-    if threading.current_thread() is not threading.main_thread():
-        yield seen  # signals reach the main thread only; its caller handles them
-        return
 
     def handle(signum: int, frame: FrameType | None) -> None:
-        if not seen.pressed:
-            seen.pressed = True
-            halt.stop("interrupted (Ctrl-C)")
-            print(
-                f"\nsprout {command}: Ctrl-C: letting running turns finish and commit; "
-                "press Ctrl-C again to stop at once (--resume continues either way)",
-                file=sys.stderr,
-                flush=True,
-            )
-            return
-        print(f"\nsprout {command}: stopped at once; --resume continues", file=sys.stderr)
-        sys.stderr.flush()
-        os._exit(INTERRUPTED)  # worker threads may be inside a sandbox call: no unwinding
+        if seen.pressed:
+            stop_at_once(command, "; --resume continues")
+        seen.pressed = True
+        halt.stop("interrupted (Ctrl-C)")
+        print(
+            f"\nsprout {command}: Ctrl-C: letting running turns finish and commit; "
+            "press Ctrl-C again to stop at once (--resume continues either way)",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    previous = signal.signal(signal.SIGINT, handle)
-    try:
+    with handling((signal.SIGINT,), handle):
         yield seen
-    finally:
-        signal.signal(signal.SIGINT, previous)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import signal
 import sys
-import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +16,7 @@ from sprout.commands.common import (
     check_isolation,
     load_task_arguments,
 )
+from sprout.commands.interrupt import INTERRUPTED, handling, stop_at_once
 from sprout.runfolder import RunFolder
 
 if TYPE_CHECKING:
@@ -97,9 +96,8 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
     return 0 if all(result.ok for result in results) else 1
 
 
-INTERRUPTED = 130
-"""The exit code of a check stopped by Ctrl-C (or SIGTERM), as a shell reports SIGINT."""
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""While the checks under way are waited for, either exits at once."""
 
 
 def _check_all(
@@ -131,7 +129,7 @@ def _check_all(
                 file=sys.stderr,
                 flush=True,
             )
-        with _second_interrupt_exits():
+        with handling(SIGNALS, lambda _signal, _frame: stop_at_once("tasks check")):
             pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
@@ -149,40 +147,11 @@ def _run_folder(out: str | None) -> Iterator[str]:
         yield str(folder)
 
 
-@contextlib.contextmanager
-def _second_interrupt_exits() -> Iterator[None]:
-    """While checks under way are waited for, Ctrl-C (or SIGTERM) exits at once: worker
-    threads may be inside a sandbox call, so nothing unwinds, and a temporary run folder
-    is left for the next check to remove (its owner file says this process is gone)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def exit_now(_signal: int, _frame: object) -> None:
-        print("sprout tasks check: stopped at once", file=sys.stderr, flush=True)
-        os._exit(INTERRUPTED)
-
-    previous = {number: signal.signal(number, exit_now) for number in SIGNALS}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, signal.SIG_DFL if handler is None else handler)
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
+def _terminate_as_interrupt() -> contextlib.AbstractContextManager[None]:
     """SIGTERM ends the check as Ctrl-C does (its temporary folder removed), while the
-    block runs; only the main thread can take signals."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    block runs."""
 
     def interrupt(_signal: int, _frame: object) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+    return handling((signal.SIGTERM,), interrupt)
