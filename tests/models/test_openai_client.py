@@ -96,6 +96,15 @@ def test_a_body_that_is_no_completion_is_malformed(server, raw, content_type):
     assert len(str(error.value)) < 500 and "\n" not in str(error.value)
 
 
+def test_a_completion_with_a_null_message_is_malformed_not_a_crash(server):
+    body = completion_body()
+    body["choices"][0]["message"] = None
+    server.replies.append(Reply(body=body))
+    with pytest.raises(ModelError) as error:
+        model_for(server).complete(MESSAGES)
+    assert error.value.kind == "malformed" and server.base_url in str(error.value)
+
+
 def test_each_retry_is_told_as_it_happens(server):
     told: list[str] = []
     page = b"<html>" + b"x" * 5000 + b"</html>"

@@ -132,7 +132,13 @@ class OpenAIModel:
                 self.on_retry(f"{error}; retry {number + 1} of {retries} in {delay:.1f} s")
                 time.sleep(delay)
                 continue
-            return _to_completion(self.base_url, response, time.monotonic() - started)
+            try:
+                return _to_completion(self.base_url, response, time.monotonic() - started)
+            except (AttributeError, TypeError, ValueError) as error:  # a field null or odd
+                raise ModelError(
+                    "malformed",
+                    f"{self.base_url}: the reply is not a chat completion ({_short(str(error))})",
+                ) from None
         raise AssertionError("unreachable: the last try returns or raises")
 
     def _create(self, request: dict[str, Any]) -> Any:
