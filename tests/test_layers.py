@@ -196,3 +196,16 @@ def test_the_tree_is_the_only_writer():
                 n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "_store"
             ]
             assert not reads, f"{path.relative_to(SOURCE)} reaches into the tree's store"
+
+
+def test_only_the_tree_and_the_run_folder_import_the_store():
+    """Below the command line, the store is the tree's (the run folder opens it and hands it
+    over): search, the viewer and the rest reach the run, and the store's `StoreError`, only
+    through the tree, so the store's schema can change under one caller."""
+    importers = {
+        path.relative_to(SOURCE).as_posix()
+        for path in SOURCES
+        if unit(path) not in ONLY_FROM_THE_COMMAND_LINE
+        and any(module == "sprout.store" for module, _ in imports(path))
+    }
+    assert importers == {"tree.py", "runfolder.py"}

@@ -8,7 +8,9 @@ list, is derived from the stored turns; nothing is ever re-executed to get it.
 The tree is the only writer of a run: the actor commits turns and model calls
 through its verbs, the schedules attempts, outcomes and their own bookkeeping,
 the roles analyses and reviews. The store under it (`sprout.store`) is private:
-it is the only code that writes SQL, and the tree the only code that calls it.
+it is the only code that writes SQL, and the tree the only code that calls it. Its
+error (`StoreError`: the database file cannot be used) reaches the tree's callers, so the
+tree re-exports it for them.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from sprout.records import (
     Turn,
     count_tokens,
 )
-from sprout.store import Store
+from sprout.store import Store, StoreError
 from sprout.workspace import Change
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "ModelCallRecord",
     "Role",
     "RolloutTree",
+    "StoreError",
     "TokenTotals",
     "TreeError",
     "Turn",

@@ -36,10 +36,9 @@ from sprout.search.schedules import (
 )
 from sprout.search.summary import results, write_results
 from sprout.search.training import run_training
-from sprout.store import StoreError
 from sprout.task import Task, TaskError
 from sprout.tasks import base_checkpoint, solution_checkpoint
-from sprout.tree import TreeError
+from sprout.tree import StoreError, TreeError
 from sprout.verify import ResultsError
 
 RETRIED_FAULTS = ("model", "sandbox")

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from sprout.runfolder import RunFolder, RunFolderError
-from sprout.store import StoreError
+from sprout.tree import StoreError
 from sprout.viewer.data import ViewerError, run_summary, task_tree, turn_detail
 
 HOST = "127.0.0.1"
