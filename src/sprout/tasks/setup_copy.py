@@ -41,7 +41,7 @@ from sprout.tasks.buildcontext import (
     special_file,
     walk,
 )
-from sprout.tasks.dockerfile import is_root
+from sprout.tasks.dockerfile_state import is_root
 from sprout.tasks.files import os_problem
 from sprout.tasks.setup_users import resolve_owner
 

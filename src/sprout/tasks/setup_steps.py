@@ -27,7 +27,7 @@ from sprout.tasks.buildcontext import (
     matches,
     walk,
 )
-from sprout.tasks.dockerfile import is_root
+from sprout.tasks.dockerfile_state import is_root
 from sprout.tasks.files import os_problem
 from sprout.tasks.setup_copy import run_copy
 from sprout.tasks.setup_users import resolve_user
