@@ -1,0 +1,42 @@
+"""SQLite persistence of a run: one file (WAL), a schema version, and migrations.
+
+The only code that writes SQL, and only the rollout tree (`sprout.tree`) calls it. One
+module per job: `schema` (the migrations), `database` (opening the file, versions,
+transactions), `errors` (a file that cannot be used, in one line), `rows` (records as
+plain JSON columns and back), and the tables: `attempts` (tasks, attempts, turns),
+`calls` (model calls, analyses, reviews), `progress` (settings, schedules, times).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from sprout.store.attempts import AttemptTables
+from sprout.store.calls import CallTables
+from sprout.store.errors import StoreError, explain
+from sprout.store.progress import ProgressTables
+from sprout.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Store", "StoreError", "referenced_checkpoints"]
+
+
+class Store(AttemptTables, CallTables, ProgressTables):
+    """One run's rollout tree in SQLite, safe to share between threads: every table on one
+    connection (`Database`).
+
+    `readonly` opens an existing store without writing anything (no migration): what GC
+    reads a run's checkpoints with.
+    """
+
+
+def referenced_checkpoints(path: str | Path) -> set[str]:
+    """The checkpoints the run in database `path` references (`Store.checkpoints`), read
+    without writing the file; StoreError when it cannot be read."""
+    store = Store(path, readonly=True)
+    try:
+        return store.checkpoints() if store.version else set()
+    except sqlite3.Error as error:
+        raise explain(store.path, error) from None
+    finally:
+        store.close()
