@@ -7,6 +7,7 @@ sandbox, the SQLite store, the tree) is the real thing.
 from __future__ import annotations
 
 import json
+import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sprout.agent import Actor, ActorConfig
+from sprout.agent.state import Clock
 from sprout.models import Choice, Completion, Message, TokenLogprob, ToolCall
 from sprout.sandbox import LayerStore, Limits, Sandbox, SandboxWorkspace
 from sprout.store import Store
@@ -88,6 +90,32 @@ class ScriptedModel:
 
 
 @dataclass
+class FakeClock:
+    """A clock that stands still until a test moves it: time passes only where the test says
+    (a model that thinks for ten seconds), never with the machine's speed."""
+
+    now: float = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class SlowModel(ScriptedModel):
+    """A scripted model that takes `seconds` of `clock` over every reply."""
+
+    def __init__(
+        self, replies: Iterable[str | Completion | BaseException], clock: FakeClock, seconds: float
+    ) -> None:
+        super().__init__(replies)
+        self.clock = clock
+        self.seconds = seconds
+
+    def complete(self, messages: list[Message], **options: Any) -> Completion:
+        self.clock.now += self.seconds
+        return super().complete(messages, **options)
+
+
+@dataclass
 class World:
     """One run's layer store, SQLite store and tree, with one task's untouched checkpoint."""
 
@@ -98,8 +126,10 @@ class World:
     task_id: str
     workdir: str = "/workspace"
 
-    def actor(self, model: Any, config: ActorConfig | None = None) -> Actor:
-        return Actor(model, self.tree, SandboxWorkspace(self.layers), config)
+    def actor(
+        self, model: Any, config: ActorConfig | None = None, clock: Clock = time.monotonic
+    ) -> Actor:
+        return Actor(model, self.tree, SandboxWorkspace(self.layers), config, clock=clock)
 
     def root(self, actor: Actor, instruction: str = "Fix it.") -> Attempt:
         """A new root attempt of the world's task, with `actor`'s prompts."""

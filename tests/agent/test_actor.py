@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 
@@ -12,7 +11,16 @@ from sprout.agent import ActorConfig
 from sprout.models import TokenLogprob, ToolCall
 from sprout.sandbox import Limits
 from sprout.tree import Attempt
-from tests.agent.helpers import ScriptedModel, World, bash, make_world, reply, submit
+from tests.agent.helpers import (
+    FakeClock,
+    ScriptedModel,
+    SlowModel,
+    World,
+    bash,
+    make_world,
+    reply,
+    submit,
+)
 
 pytestmark = pytest.mark.sandbox
 
@@ -178,16 +186,33 @@ def test_context_limit(world):
 
 
 def test_wall_time_limit(world):
-    # A turn takes its model call's latency plus the time its calls run. Each reply reports
-    # 9.8 s of latency and its call sleeps 0.3 s: a turn counts 10.1 s plus the sandbox's own
-    # time, so two turns (never one, on any machine) pass the 20 s limit.
-    slow = dataclasses.replace(reply(bash("sleep 0.3")), latency_s=9.8)
-    attempt, model = world.play([slow] * 5, ActorConfig(max_wall_s=20))
+    # The model takes 10.1 s of a fake clock over each reply and the calls take none of it: a
+    # turn lasts exactly 10.1 s, so the second turn (never the first) passes the 20 s limit.
+    clock = FakeClock()
+    model = SlowModel([bash("true")] * 5, clock, seconds=10.1)
+    actor = world.actor(model, ActorConfig(max_wall_s=20), clock=clock)
+    attempt = actor.run(world.root(actor))
+
     assert attempt.status == "limit"
     assert len(model.seen) == 2
-    assert "wall-time limit" in attempt.end_reason
+    assert [t.duration_s for t in world.tree.own_turns(attempt)] == pytest.approx([10.1, 10.1])
     # the reason says which limit was hit, like the other limits do ("N of LIMIT")
-    assert "s of 20 s" in attempt.end_reason, attempt.end_reason
+    assert attempt.end_reason == "wall-time limit (max_wall_s): 20.2 s of 20 s"
+
+
+def test_the_wall_time_limit_counts_the_turns_before_a_resume(world):
+    """A resumed attempt's time starts from its stored turns, whatever the new clock says."""
+    config = ActorConfig(max_wall_s=20)
+    first = SlowModel([bash("true")] * 2, FakeClock(), seconds=15)
+    actor = world.actor(first, config, clock=first.clock)
+    stopped = actor.run(world.root(actor), interrupted=lambda: len(first.seen) == 1)
+    assert stopped.status == "running"
+
+    second = SlowModel([bash("true")] * 2, FakeClock(now=1000.0), seconds=10)
+    attempt = world.actor(second, config, clock=second.clock).run(stopped)
+
+    assert len(second.seen) == 1, "15 s stored + 10 s played passes the limit after one call"
+    assert attempt.end_reason == "wall-time limit (max_wall_s): 25.0 s of 20 s"
 
 
 def test_observation_carries_exit_code_and_capped_output(overlay_store, tmp_path):

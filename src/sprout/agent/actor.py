@@ -11,7 +11,8 @@ it added to the context, and the model is given the stored ids of the path so
 far: a branch continues from its parent's exact tokens, never re-rendered.
 
 The actor knows the sandbox only as a `Workspace` (fork, check and run a call,
-seal), and the run only as the tree's verbs.
+seal), and the run only as the tree's verbs. It times its turns with the `Clock` it is
+given, so a test drives the wall-time limit with a fake clock instead of sleeping.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sprout.agent.config import ActorConfig
-from sprout.agent.parse import FormatError, parse_calls
+from sprout.agent.parse import BASH_TOOL, FormatError, check_commands, parse_calls
 from sprout.agent.prompts import render
-from sprout.agent.state import AttemptState, Reply, TurnIds
+from sprout.agent.state import AttemptState, Clock, Reply, TurnIds
 from sprout.models import Completion, Model, ModelError, token_model
 from sprout.models.fingerprint import TOKENIZER_META, check_tokenizer
 from sprout.tree import (
@@ -39,20 +40,7 @@ from sprout.tree import (
     TreeError,
     Turn,
 )
-from sprout.workspace import Fork, Workspace, WorkspaceError
-
-BASH_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "bash",
-        "description": "Run one non-interactive bash command in the repository's directory.",
-        "parameters": {
-            "type": "object",
-            "properties": {"command": {"type": "string", "description": "the command"}},
-            "required": ["command"],
-        },
-    },
-}
+from sprout.workspace import CallOutput, Fork, Sealed, Workspace, WorkspaceError
 
 
 class AttemptEnded(Exception):
@@ -80,13 +68,17 @@ class Actor:
         tree: RolloutTree,
         workspace: Workspace,
         config: ActorConfig | None = None,
+        *,
+        clock: Clock = time.monotonic,
     ) -> None:
         """`workspace` is where calls run: `sprout.sandbox.SandboxWorkspace` over the run's
-        layers, or any other `sprout.workspace.Workspace`."""
+        layers, or any other `sprout.workspace.Workspace`. `clock` times each turn, its
+        model call included, against `config.max_wall_s`."""
         self.model = model
         self.tree = tree
         self.workspace = workspace
         self.config = config or ActorConfig()
+        self.clock = clock
         self.tokens = token_model(model)
         """The model again when it keeps token ids exact, else None."""
         if self.tokens is not None:
@@ -157,18 +149,14 @@ class Actor:
             self._count_stored(state, own)
             with self.workspace.fork(self.tree.checkpoint(attempt, state.index)) as fork:
                 if attempt.starting_turn is not None and state.index == attempt.boundary:
-                    text = attempt.starting_turn
-                    ids = self._reviewer_ids(state.messages, state.ids, text)
-                    self._play(fork, state, Reply("reviewer", text, ids=ids))
+                    self._play(fork, state, self._starting_reply(state, attempt.starting_turn))
                 while True:
                     if interrupted is not None and interrupted():
                         raise Interrupted()
                     if should_stop is not None and should_stop():
                         raise AttemptEnded("stopped", "stopped: another attempt passed")
                     self._check_limits(state)
-                    completion = self._ask(state)
-                    ids = self._actor_ids(completion, state.ids)
-                    self._play(fork, state, Reply("actor", completion.text, completion, ids))
+                    self._play(fork, state, self._next_reply(state))
         except Interrupted:
             pass
         except AttemptEnded as ended:
@@ -187,6 +175,18 @@ class Actor:
         asked = [t for t in self.tree.path(state.attempt) if t.prompt_tokens or t.completion_tokens]
         state.context = asked[-1].prompt_tokens + asked[-1].completion_tokens if asked else 0
         state.elapsed = sum(turn.duration_s for turn in own)
+
+    def _starting_reply(self, state: AttemptState, text: str) -> Reply:
+        """A branch's starting turn, played as the reviewer wrote it, in the actor's voice."""
+        ids = self._reviewer_ids(state.messages, state.ids, text)
+        return Reply("reviewer", text, self.clock(), ids=ids)
+
+    def _next_reply(self, state: AttemptState) -> Reply:
+        """The model's next turn, timed from before its call: the model's time is the turn's."""
+        started = self.clock()
+        completion = self._ask(state)
+        ids = self._actor_ids(completion, state.ids)
+        return Reply("actor", completion.text, started, completion, ids)
 
     def _stored_ids(self, attempt: Attempt, index: int) -> list[int] | None:
         """The context's token ids up to turn `index`'s reply, from the store."""
@@ -286,45 +286,52 @@ class Actor:
 
     def _play(self, fork: Fork, state: AttemptState, reply: Reply) -> None:
         """Run one turn's calls in `fork`, seal its checkpoint and commit it."""
-        started = time.monotonic()
+        records, added = self._run_calls(fork, reply)
+        sealed = fork.seal()
+        turn = self._turn(state, reply, records, added, sealed)
+        self.tree.commit_turn(turn)
+        state.played(turn, added, reply.ids)
+        self._check_submitted(turn)
+
+    def _run_calls(self, fork: Fork, reply: Reply) -> tuple[list[CallRecord], list[Message]]:
+        """The records of `reply`'s calls, run in `fork`, and the messages the turn adds: the
+        reply and its observations, or, when no call can run, the reply and the format error
+        the model is shown instead (nothing runs, so the checkpoint stays its parent's)."""
         config = self.config
-        completion = reply.completion
-        index = state.index + 1
         message: Message = {"role": "assistant", "content": reply.text}
-        records: list[CallRecord] = []
         try:
             calls = parse_calls(
-                completion,
+                reply.completion,
                 reply.text,
                 call_format=config.call_format,
                 max_calls=config.max_calls_per_turn,
             )
-            _check_commands(fork, [command for command, _ in calls])
+            check_commands(fork, [command for command, _ in calls])
         except FormatError as error:
-            added = [
-                message,
-                {"role": "user", "content": self._render("format_error", problem=str(error))},
-            ]
-        else:
-            for command, _ in calls:
-                observation = fork.run(command, timeout=config.call_timeout_s)
-                records.append(
-                    CallRecord(
-                        command,
-                        observation.output,
-                        observation.exit_code,
-                        observation.timed_out,
-                        observation.truncated,
-                        observation.duration_s,
-                    )
-                )
-            added = self._observation_messages(message, calls, records)
-        sealed = fork.seal()
+            problem = self._render("format_error", problem=str(error))
+            return [], [message, {"role": "user", "content": problem}]
+        records = [
+            _record(command, fork.run(command, timeout=config.call_timeout_s))
+            for command, _ in calls
+        ]
+        return records, self._observation_messages(message, calls, records)
+
+    def _turn(
+        self,
+        state: AttemptState,
+        reply: Reply,
+        records: list[CallRecord],
+        added: list[Message],
+        sealed: Sealed,
+    ) -> Turn:
+        """The turn to commit: what `reply` ran and added, its tokens as the model reported
+        them, and its duration by the actor's clock from the model call to the seal."""
+        completion = reply.completion
         tokens = completion.logprobs if completion is not None else None
         ids = reply.ids
-        turn = Turn(
+        return Turn(
             attempt_id=state.attempt.id,
-            index=index,
+            index=state.index + 1,
             author=reply.author,
             text=reply.text,
             calls=tuple(records),
@@ -335,16 +342,13 @@ class Actor:
             cached_tokens=completion.cached_tokens if completion else None,
             estimated=completion.estimated if completion else False,
             entropy=sum(t.entropy() for t in tokens) / len(tokens) if tokens else None,
-            duration_s=time.monotonic() - started + reply.latency_s,
+            duration_s=self.clock() - reply.started,
             format_error=not records,
             context_ids=ids[0] if ids else None,
             completion_ids=ids[1] if ids else None,
             completion_logprobs=ids[2] if ids else None,
             changes=sealed.changes,
         )
-        self.tree.commit_turn(turn)
-        state.played(turn, added, ids)
-        self._check_submitted(turn)
 
     def _check_submitted(self, turn: Turn) -> None:
         """End the attempt when `turn` printed the submit sentinel first in a call's output."""
@@ -376,14 +380,16 @@ class Actor:
         return [reply, {"role": "user", "content": self._render("observation", calls=records)}]
 
 
-def _check_commands(fork: Fork, commands: list[str]) -> None:
-    """FormatError, before any call runs, when the workspace would refuse one of `commands`
-    (a NUL byte, text that is not Unicode, over `limits.command_bytes`): the model wrote
-    it, so the model is told, and the turn is recorded like any other format error."""
-    for number, command in enumerate(commands, start=1):
-        problem = fork.check_command(command)
-        if problem is not None:
-            raise FormatError(f"command {number} {problem}")
+def _record(command: str, observation: CallOutput) -> CallRecord:
+    """What the tree keeps of one call that ran."""
+    return CallRecord(
+        command,
+        observation.output,
+        observation.exit_code,
+        observation.timed_out,
+        observation.truncated,
+        observation.duration_s,
+    )
 
 
 def crash_reason(error: BaseException, where: str) -> str:

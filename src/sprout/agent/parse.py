@@ -1,9 +1,26 @@
-"""Reading shell calls out of a model reply."""
+"""Reading shell calls out of a model reply: fenced blocks, or calls to the one bash tool
+the model is offered."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sprout.fences import shell_blocks
 from sprout.models import Completion
+from sprout.workspace import Fork
+
+BASH_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "bash",
+        "description": "Run one non-interactive bash command in the repository's directory.",
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string", "description": "the command"}},
+            "required": ["command"],
+        },
+    },
+}
 
 
 class FormatError(Exception):
@@ -34,3 +51,13 @@ def parse_calls(
     if len(calls) > max_calls:
         raise FormatError(f"the reply runs {len(calls)} commands; at most {max_calls} per turn")
     return calls
+
+
+def check_commands(fork: Fork, commands: list[str]) -> None:
+    """FormatError, before any call runs, when the workspace would refuse one of `commands`
+    (a NUL byte, text that is not Unicode, over `limits.command_bytes`): the model wrote
+    it, so the model is told, and the turn is recorded like any other format error."""
+    for number, command in enumerate(commands, start=1):
+        problem = fork.check_command(command)
+        if problem is not None:
+            raise FormatError(f"command {number} {problem}")

@@ -3,7 +3,7 @@ totals, and the reply of the turn being played."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sprout.models import Completion
@@ -12,21 +12,23 @@ from sprout.tree import Attempt, Author, Message, Turn
 TurnIds = tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...] | None]
 """A turn's (context_ids, completion_ids, completion_logprobs)."""
 
+Clock = Callable[[], float]
+"""Seconds from an arbitrary origin that never goes back (`time.monotonic`): the actor times
+turns with one it is given, so tests can drive its wall-time limit with a fake one."""
+
 
 @dataclass(frozen=True)
 class Reply:
-    """One turn's reply before its calls run: who wrote it, its text and, for the actor's
-    turns, the completion it came in and its token ids."""
+    """One turn's reply before its calls run: who wrote it, its text, when the turn started
+    and, for the actor's turns, the completion it came in and its token ids."""
 
     author: Author
     text: str
+    started: float
+    """The actor's clock when the turn began: before its model call (a reviewer's starting
+    turn has none), so the turn's duration counts the model's time too."""
     completion: Completion | None = None
     ids: TurnIds | None = None
-
-    @property
-    def latency_s(self) -> float:
-        """The model's time on this reply (a reviewer's starting turn has none)."""
-        return self.completion.latency_s if self.completion is not None else 0.0
 
 
 @dataclass
