@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sprout.images import ImageCache
+from sprout.images import ImageCache, network
 from sprout.images.bases import shared_store
 from sprout.images.gc import Collected, collect
+from sprout.images.network import CA_BUNDLE
 from sprout.images.oci import import_image
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.tasks import base_checkpoint, load_native
@@ -31,12 +32,12 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minimal_rootfs: Path)
     return ImageCache()
 
 
-def make_task(root: Path) -> Path:
+def make_task(root: Path, toml: str = 'version = "1.0"\n') -> Path:
     return write_task(
         root,
         "greet",
         instruction="Greet.\n",
-        toml='version = "1.0"\n',
+        toml=toml,
         dockerfile="FROM acme/tool:1\nWORKDIR /app\nCOPY hello.txt .\n"
         "RUN cat hello.txt hello.txt > twice\n",
         environment={"hello.txt": "hello\n"},
@@ -133,4 +134,61 @@ def test_a_base_layer_trusts_what_this_machine_trusts(
     bundle = store.read(base, "/etc/ssl/certs/ca-certificates.crt")
     assert bundle is not None and proxy_ca.strip() in bundle
     with Sandbox.fork(store, base) as sandbox:
-        assert sandbox.run("echo $SSL_CERT_FILE").output == "\n", "the agent gets no index env"
+        assert sandbox.run("echo $SSL_CERT_FILE").output == f"{CA_BUNDLE}\n", "the agent's too"
+
+
+def test_the_agent_gets_the_machines_index_settings_and_still_no_network(
+    cache: ImageCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The agent's pip and uv ask the registry the machine asks (a task with no network
+    gets the same variables, which reach nothing), never with a token of sprout's own
+    environment; the task's own variables win."""
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(tmp_path / "none.conf"))
+    monkeypatch.setenv("PIP_INDEX_URL", "https://mirror.example/simple")
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "https://bot:env-token@private.example/simple")
+    monkeypatch.setenv("PIP_TRUSTED_HOST", "mirror.example")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    toml = (
+        'version = "1.0"\n[sprout]\nnetwork = false\n'
+        'env = { UV_DEFAULT_INDEX = "https://own.example" }\n'
+    )
+    task = load_native(make_task(tmp_path / "tasks", toml))
+    store = LayerStore(tmp_path / "run")
+    with Sandbox.fork(store, base_checkpoint(task, store)) as agent:
+        env = dict(
+            line.split("=", 1) for line in agent.run("env").output.splitlines() if "=" in line
+        )
+        interfaces = agent.run("cat /proc/net/dev").output
+    assert env["PIP_INDEX_URL"] == "https://mirror.example/simple"
+    assert env["UV_DEFAULT_INDEX"] == "https://own.example", "the task's own wins"
+    assert env["PIP_TRUSTED_HOST"] == env["UV_INSECURE_HOST"] == "mirror.example"
+    assert env["HTTPS_PROXY"] == "http://proxy.example:3128"
+    assert env["SSL_CERT_FILE"] == CA_BUNDLE
+    assert "PIP_EXTRA_INDEX_URL" not in env and "env-token" not in str(env)
+    names = {line.split(":")[0].strip() for line in interfaces.splitlines() if ":" in line}
+    assert names == {"lo"}, "network = false: loopback only"
+
+
+def test_a_base_layer_is_built_again_only_when_what_its_set_up_saw_changes(
+    cache: ImageCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    resolv = tmp_path / "resolv.conf"
+    resolv.write_text("nameserver 10.0.0.1\n")
+    bundle = tmp_path / "machine.pem"
+    bundle.write_bytes(b"-----BEGIN CERTIFICATE-----\nT05F\n-----END CERTIFICATE-----\n")
+    monkeypatch.setattr(network, "RESOLV_CONF", resolv)
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    task = load_native(make_task(tmp_path / "tasks"))
+    store = LayerStore(tmp_path / "run")
+    base = base_checkpoint(task, store)
+    assert base_checkpoint(task, LayerStore(tmp_path / "other")) == base, "nothing changed"
+    bundle.write_bytes(b"-----BEGIN CERTIFICATE-----\nVFdP\n-----END CERTIFICATE-----\n")
+    with_new_authority = base_checkpoint(task, store)
+    assert with_new_authority != base
+    assert b"VFdP" in (store.read(with_new_authority, CA_BUNDLE) or b"")
+    resolv.write_text("nameserver 10.0.0.2\n")
+    with_new_resolver = base_checkpoint(task, store)
+    assert with_new_resolver not in (base, with_new_authority)
+    assert store.read(with_new_resolver, "/etc/resolv.conf") == b"nameserver 10.0.0.2\n"
+    monkeypatch.setenv("PIP_INDEX_URL", "https://mirror.example/simple")
+    assert base_checkpoint(task, store) not in (base, with_new_authority, with_new_resolver)

@@ -6,9 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from sprout.commands.common import usable_tasks
 from sprout.images import ImageCache, ImageError
 from sprout.images.debian import DebianRecipe, mmdebstrap_command
 from sprout.images.names import ensure_image, image_for, normalize, resolve_from
+from sprout.tasks import load_tasks
+from tests.taskfolders import write_task
 
 
 @pytest.mark.parametrize(
@@ -77,3 +80,26 @@ def test_mmdebstrap_runs_unshared_for_a_user(monkeypatch: pytest.MonkeyPatch, tm
     assert command[-3:] == ["trixie", str(tmp_path / "rootfs"), recipe.mirror]
     monkeypatch.setattr("os.geteuid", lambda: 0)
     assert "--mode=unshare" not in mmdebstrap_command(recipe, tmp_path / "rootfs")
+
+
+def test_python_3_12_is_trixies_3_13_said_once_per_run_and_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """Debian has no Python 3.12: 3.13 runs what 3.12 code runs (3.11 lacks its syntax), so
+    `python:3.12*` is the `python:3.13*` image, and a run says so once for all its tasks."""
+    monkeypatch.setenv("SPROUT_CACHE", str(tmp_path / "cache"))
+    for name in ("one", "two"):
+        write_task(
+            tmp_path / "tasks",
+            name,
+            instruction="Do it.\n",
+            toml='version = "1.0"\n',
+            dockerfile="FROM python:3.12-slim\nWORKDIR /app\n",
+            tests={"test.sh": "exit 0\n"},
+        )
+    loaded = usable_tasks(load_tasks([tmp_path / "tasks"]), "run")
+    said = "python:3.12-slim is approximated by Debian trixie with its Python 3.13, not 3.12"
+    assert [task.warnings for task in loaded.tasks] == [(f"{said} (Debian has none)",)] * 2
+    assert capsys.readouterr().err.splitlines() == [f"warning: {said} (Debian has none) (one, two)"]
+    twelve, thirteen = resolve_from("python:3.12-slim"), resolve_from("python:3.13-slim")
+    assert twelve is not None and thirteen is not None and twelve.recipe == thirteen.recipe

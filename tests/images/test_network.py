@@ -1,14 +1,19 @@
-"""The machine's package-index settings, as the verifier's sandbox gets them (no network)."""
+"""The machine's package-index settings, as set-up steps, the agent and the verifier get
+them (no network)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import pytest
+
+from sprout.images import network
 from sprout.images.network import (
     CA_BUNDLE,
     IndexSettings,
     index_settings,
+    machine_inputs,
     merged_pem,
     pip_config_files,
     read_pip_config,
@@ -101,6 +106,77 @@ def test_the_verifier_environment_names_both_clients_settings() -> None:
         "HTTPS_PROXY": "http://proxy:3128",
     }
     assert IndexSettings().env() == {"UV_PYTHON_PREFERENCE": "system"}
+
+
+def test_trusted_hosts_reach_both_clients(tmp_path: Path) -> None:
+    config = write(tmp_path / "pip.conf", "[global]\ntrusted-host = a.example\n  b.example\n")
+    settings = index_settings({}, [config], None)
+    assert settings.trusted_hosts == ("a.example", "b.example")
+    assert (
+        settings.env()["PIP_TRUSTED_HOST"]
+        == settings.env()["UV_INSECURE_HOST"]
+        == ("a.example b.example")
+    )
+    assert index_settings({"PIP_TRUSTED_HOST": "c.example"}, [config], None).trusted_hosts == (
+        "c.example",
+    )
+
+
+def test_the_agent_gets_no_credentials_that_pips_config_does_not_hold(tmp_path: Path) -> None:
+    """A token in a variable of sprout's process is the user's secret: the agent's sandbox
+    gets no setting that carries one. One in pip's config files every process reads already."""
+    config = write(
+        tmp_path / "pip.conf",
+        "[global]\nextra-index-url = https://u:config-token@extra.example/simple\n"
+        "trusted-host = extra.example\n",
+    )
+    environ = {
+        "PIP_INDEX_URL": "https://bot:env-token@mirror.example/simple",
+        "HTTPS_PROXY": "http://user:proxy-password@proxy.example:3128",
+        "HTTP_PROXY": "http://proxy.example:3128",
+        "NO_PROXY": "localhost,.internal",
+    }
+    settings = index_settings(environ, [config], None)
+    assert settings.env()["PIP_INDEX_URL"] == environ["PIP_INDEX_URL"], "set-up gets it all"
+    agent = settings.agent_env()
+    assert "env-token" not in str(agent) and "proxy-password" not in str(agent)
+    assert "PIP_INDEX_URL" not in agent and "UV_DEFAULT_INDEX" not in agent
+    assert agent["PIP_EXTRA_INDEX_URL"] == "https://u:config-token@extra.example/simple"
+    assert agent["UV_INSECURE_HOST"] == "extra.example"
+    assert agent["HTTP_PROXY"] == "http://proxy.example:3128" and "HTTPS_PROXY" not in agent
+    assert agent["NO_PROXY"] == "localhost,.internal"
+
+    # an extra list with one secret of its own is left out whole: the verifier, whose fork
+    # carries the agent's variables over its own, then still gets the full list
+    mixed = index_settings(
+        {"PIP_EXTRA_INDEX_URL": "https://open.example/simple https://t:k@closed.example/simple"},
+        [],
+        None,
+    )
+    assert "PIP_EXTRA_INDEX_URL" not in mixed.agent_env()
+    assert (
+        IndexSettings("https://mirror.example/simple").agent_env()
+        == IndexSettings("https://mirror.example/simple").env()
+    ), "no credentials: the agent gets what set-up steps get"
+
+
+def test_what_set_up_saw_of_the_machine_changes_only_with_the_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resolv = write(tmp_path / "resolv.conf", "nameserver 10.0.0.1\n")
+    bundle = write(tmp_path / "ca.pem", "one authority\n")
+    monkeypatch.setattr(network, "RESOLV_CONF", resolv)
+    settings = IndexSettings("https://mirror.example/simple", cert=str(bundle))
+    seen = machine_inputs(settings)
+    assert machine_inputs(IndexSettings("https://mirror.example/simple", cert=str(bundle))) == seen
+    bundle.write_text("another authority\n")
+    assert machine_inputs(settings) != seen
+    bundle.write_text("one authority\n")
+    resolv.write_text("nameserver 10.0.0.2\n")
+    assert machine_inputs(settings) != seen
+    resolv.write_text("nameserver 10.0.0.1\n")
+    assert machine_inputs(settings) == seen
+    assert machine_inputs(IndexSettings("https://other.example/simple", cert=str(bundle))) != seen
 
 
 def pem(body: str) -> bytes:

@@ -3,8 +3,9 @@
 An image imported under that name (`sprout image import`) is used as it is.
 Otherwise a few common names are built from Debian's archive, each an
 approximation that says so: `python:3.11-slim` is Debian bookworm with its
-Python 3.11, `python:3.13-slim` trixie with 3.13, `ubuntu:24.04` the nearest
-Debian (trixie). Anything else must be imported or mapped (`--images`).
+Python 3.11, `python:3.13-slim` trixie with 3.13, `python:3.12-slim` the same
+trixie (no Debian has 3.12), `ubuntu:24.04` the nearest Debian (trixie).
+Anything else must be imported or mapped (`--images`).
 """
 
 from __future__ import annotations
@@ -60,8 +61,11 @@ BUILTIN: list[tuple[str, Callable[[re.Match[str]], tuple[DebianRecipe, str]]]] =
     ),
     (
         r"python:3\.12(\.\d+)?(-slim)?(-(bookworm|trixie))?",
-        lambda m: (_python("trixie"), "Debian trixie with its Python 3.13, not 3.12"),
-    ),
+        lambda m: (
+            _python("trixie"),
+            "Debian trixie with its Python 3.13, not 3.12 (Debian has none)",
+        ),
+    ),  # 3.13 runs what 3.12 runs but a few removed modules; 3.11 lacks 3.12's syntax
     (r"debian:(bookworm|12)(-slim)?", lambda m: (DebianRecipe("bookworm"), "")),
     (r"debian:(trixie|13|latest|stable)(-slim)?", lambda m: (DebianRecipe("trixie"), "")),
     (

@@ -7,18 +7,22 @@ set-up step or a verifier that installs something (`pip install`, `uvx -w
 pytest`) works only if it asks the registry this machine uses, the way this
 machine asks it: so the base layer's certificate bundle also holds the
 authorities this machine trusts beyond the image's, and set-up steps and
-verifiers get this machine's index URLs under pip's names and uv's. Only
-http(s) URLs travel: a `file://` index is a path on this machine, not inside
-the sandbox.
+verifiers get this machine's index URLs under pip's names and uv's; so does
+the agent, less any URL whose credentials pip's config files do not already
+give every process on the machine. Only http(s) URLs travel: a `file://`
+index is a path on this machine, not inside the sandbox.
 """
 
 from __future__ import annotations
 
 import configparser
+import dataclasses
+import json
 import os
 import re
 import sys
 import tempfile
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +31,8 @@ from sprout.sandbox import Sandbox
 
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 """Where a base layer holds the image's certificate authorities plus this machine's."""
+RESOLV_CONF = Path("/etc/resolv.conf")
+"""This machine's resolver, which every base layer gets."""
 LOCALHOST = b"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 PIP_SECTIONS = ("global", "install")
 """pip reads [global], then the section of the command it runs; the verifier installs."""
@@ -48,6 +54,11 @@ class IndexSettings:
     Debian's): the roots of a proxy that re-signs TLS among them."""
     proxies: tuple[tuple[str, str], ...] = ()
     """This machine's HTTP(S)_PROXY / NO_PROXY variables."""
+    trusted_hosts: tuple[str, ...] = ()
+    """Hosts pip may reach without a valid certificate (pip's `trusted-host`)."""
+    config_secrets: frozenset[str] = frozenset()
+    """The index URLs with credentials that pip's config files hold themselves: every
+    process on the machine that runs pip reads them already, so the agent may too."""
 
     def env(self) -> dict[str, str]:
         """The variables of set-up steps and verifiers: pip's and uv's names for the same
@@ -59,10 +70,37 @@ class IndexSettings:
             env["PIP_INDEX_URL"] = env["UV_DEFAULT_INDEX"] = self.index_url
         if self.extra_index_urls:
             env["PIP_EXTRA_INDEX_URL"] = env["UV_INDEX"] = " ".join(self.extra_index_urls)
+        if self.trusted_hosts:
+            env["PIP_TRUSTED_HOST"] = env["UV_INSECURE_HOST"] = " ".join(self.trusted_hosts)
         if self.cert:
             env["PIP_CERT"] = env["SSL_CERT_FILE"] = CA_BUNDLE
         env.update(self.proxies)
         return env
+
+    def agent_env(self) -> dict[str, str]:
+        """`env()` as the agent's sandbox gets it: the model is hostile, so a setting whose
+        URL carries credentials that pip's config files do not hold (a token in
+        PIP_INDEX_URL, a proxy password) is left out whole. Left out, not stripped: the
+        verifier, whose fork carries the agent's variables over `env()`, still gets it."""
+
+        def shareable(url: str) -> bool:
+            return url in self.config_secrets or not _has_credentials(url)
+
+        extras = self.extra_index_urls
+        return dataclasses.replace(
+            self,
+            index_url=self.index_url if shareable(self.index_url or "") else None,
+            extra_index_urls=extras if all(map(shareable, extras)) else (),
+            proxies=tuple((name, value) for name, value in self.proxies if shareable(value)),
+        ).env()
+
+
+def _has_credentials(url: str) -> bool:
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # not a URL sprout can read: treat it as one that may hold a secret
+        return True
+    return parts.username is not None or parts.password is not None
 
 
 def pip_config_files(environ: Mapping[str, str]) -> list[Path]:
@@ -141,12 +179,32 @@ def index_settings(
     ):
         extras += [url for url in _urls(text) if url not in extras]
     cert = setting("cert", "SSL_CERT_FILE") or machine_bundle
+    in_config = [*_urls(config.get("index-url")), *_urls(config.get("extra-index-url"))]
     return IndexSettings(
         index_url=default[0] if default else None,
         extra_index_urls=tuple(extras),
         cert=cert if cert and os.path.isfile(cert) else None,
         proxies=tuple((name, environ[name]) for name in PROXY_VARIABLES if environ.get(name)),
+        trusted_hosts=tuple((setting("trusted-host", "UV_INSECURE_HOST") or "").split()),
+        config_secrets=frozenset(url for url in in_config if _has_credentials(url)),
     )
+
+
+def machine_inputs(settings: IndexSettings) -> bytes:
+    """What a base layer's set-up sees of this machine, as bytes to hash: the variables set-up
+    steps and the agent get, the certificate bundle and the resolver `put_machine_network`
+    writes. A base layer's name hashes them, so a new proxy authority or resolver builds a
+    new base layer instead of reusing one that holds the old."""
+    variables = json.dumps([settings.env(), settings.agent_env()], sort_keys=True)
+    cert = Path(settings.cert).read_bytes() if settings.cert else b""
+    return b"\0".join([variables.encode(), cert, _machine_resolv()])
+
+
+def _machine_resolv() -> bytes:
+    try:
+        return RESOLV_CONF.read_bytes()
+    except OSError:
+        return b""
 
 
 def put_machine_network(sandbox: Sandbox, settings: IndexSettings) -> None:
@@ -155,10 +213,7 @@ def put_machine_network(sandbox: Sandbox, settings: IndexSettings) -> None:
     lost, the machine's added), into `sandbox`: a base layer that every fork inherits."""
     with tempfile.TemporaryDirectory(prefix="sprout-etc-") as staging:
         resolv = Path(staging, "resolv.conf")
-        try:
-            resolv.write_bytes(Path("/etc/resolv.conf").read_bytes())
-        except OSError:
-            resolv.write_text("")
+        resolv.write_bytes(_machine_resolv())
         sandbox.put(resolv, "/etc/resolv.conf")
         existing = sandbox.read("/etc/hosts") or b""
         if b"localhost" not in existing:

@@ -11,7 +11,12 @@ import re
 from sprout.images import ImageCache, ImageError
 from sprout.images.bases import building, lend, shared_store
 from sprout.images.names import ensure_image
-from sprout.images.network import index_settings, put_machine_network
+from sprout.images.network import (
+    IndexSettings,
+    index_settings,
+    machine_inputs,
+    put_machine_network,
+)
 from sprout.sandbox import LayerStore, Limits, Sandbox
 from sprout.task import Task, TaskError
 from sprout.tasks.files import os_problem
@@ -22,9 +27,10 @@ SETUP_ERROR_LINES = 20
 """How much of a failed set-up step's output its error carries."""
 
 
-def _digest(task: Task, image: str) -> str:
-    """A hash of everything the base layer depends on: image, steps, env and copied bytes."""
-    digest = hashlib.sha256()
+def _digest(task: Task, image: str, machine: IndexSettings) -> str:
+    """A hash of everything the base layer depends on: image, steps, env, copied bytes, and
+    what the set-up saw of this machine (its index settings, certificate bundle, resolver)."""
+    digest = hashlib.sha256(machine_inputs(machine))
     digest.update(
         json.dumps(
             [
@@ -74,34 +80,38 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
     `layers` (`sprout.images.bases`).
 
     Set-up runs with the network and the default limits, as `docker build` runs
-    without the container's; the checkpoint carries the task's `network` setting
-    and its `[environment]` limits, which every fork of it (the agent's
+    without the container's; the checkpoint carries the task's `network` setting,
+    its `[environment]` limits and its variables over this machine's package-index
+    settings (`IndexSettings.agent_env`), which every fork of it (the agent's
     sandboxes, the verifier's) inherits.
     """
     layers.hide_paths(
         p for p in (task.path, task.environment_dir, task.tests_dir) if p is not None
     )  # its tests and solution above all, from every sandbox of the store
     rootfs, identity = image_root(task)
-    name = f"base-{re.sub(r'[^A-Za-z0-9._-]', '_', task.id)[:80]}-{_digest(task, identity)}"
+    machine = index_settings()
+    name = f"base-{re.sub(r'[^A-Za-z0-9._-]', '_', task.id)[:80]}-"
+    name += _digest(task, identity, machine)
     cached = layers.ref(name)
     if cached is not None:
         return cached
     shared = shared_store(layers) if rootfs.startswith(str(ImageCache().root)) else None
     if shared is None:
-        return _build_base(task, layers, rootfs, name)
+        return _build_base(task, layers, rootfs, name, machine)
     with building(shared, name):
         lent = lend(shared, name, layers)
         if lent is None:
-            _build_base(task, shared, rootfs, name)
+            _build_base(task, shared, rootfs, name, machine)
             lent = lend(shared, name, layers)
     assert lent is not None, "the base layer was just built"
     layers.set_ref(name, lent)
     return lent
 
 
-def _build_base(task: Task, layers: LayerStore, rootfs: str, name: str) -> str:
+def _build_base(
+    task: Task, layers: LayerStore, rootfs: str, name: str, machine: IndexSettings
+) -> str:
     """Run the task's set-up on `rootfs` in `layers`, and name the result `name` there."""
-    machine = index_settings()
     build = Build(  # earlier stages are built when a step first copies from them
         task,
         layers,
@@ -123,11 +133,12 @@ def _build_base(task: Task, layers: LayerStore, rootfs: str, name: str) -> str:
             build.run(sandbox, step, f"set-up step {number}")
         checkpoint = sandbox.checkpoint()
     limits = agent_limits(task)
-    if not task.network or limits != Limits() or task.env != machine.env():
+    env = {**machine.agent_env(), **task.env}  # the task's own variables win
+    if not task.network or limits != Limits() or env != machine.env():
         # Set-up may fetch what it needs; the agent's calls, forked from here, may not. They
-        # get the final ENV (which no set-up step before it had), not the machine's index.
+        # get the final ENV (which no set-up step before it had) over the machine's index.
         with Sandbox.fork(
-            layers, checkpoint, env=task.env, network=task.network, limits=limits
+            layers, checkpoint, env=env, network=task.network, limits=limits
         ) as agent:
             checkpoint = agent.checkpoint(always=True)
     layers.set_ref(name, checkpoint)
