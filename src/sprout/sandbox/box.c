@@ -19,7 +19,8 @@
  *       namespace and mounts inside it (overlayfs with userxattr).
  * Either way the command then runs with a container engine's default
  * capability set, no_new_privs and a seccomp filter, in cgroups the caller
- * made, with /proc masked as runc masks it and a minimal /dev.
+ * made, with /proc masked as runc masks it and a minimal /dev; with --user, as
+ * that uid, gid and groups (the image's USER), without capabilities when not 0.
  *
  * Process shape:  helper --fork--> init (PID 1 of the new PID namespace)
  *                                   --fork--> command
@@ -67,6 +68,7 @@
 #define MAX_CGROUPS 8
 #define PATH_LEN 4200
 #define SCRIPT_FD 3 /* where --script-fd puts the command's script: /proc/self/fd/3 */
+#define MAX_GROUPS 64
 
 struct options {
     const char *layer_root;   /* directory the relative layer names live in */
@@ -85,6 +87,11 @@ struct options {
     int n_cgroups;
     rlim_t nproc, fsize, cpu, nofile;
     int script_fd;            /* --script-fd: an inherited fd, moved to SCRIPT_FD, or -1 */
+    int has_user;             /* --user: run the command as these ids, not the sandbox's root */
+    uid_t uid;
+    gid_t gid;
+    gid_t groups[MAX_GROUPS];
+    size_t n_groups;
     char **argv;
 };
 
@@ -464,6 +471,25 @@ static void read_seccomp(const char *path) {
     seccomp_filter.filter = seccomp_program;
 }
 
+/* The image's USER, as `docker exec` runs as it: its groups, gid and uid, switched last, in
+ * the jail. A non-root user keeps the bounding set but no capability (Docker gives a
+ * non-root exec an empty effective set); the kernel clears permitted and effective when
+ * the uid leaves 0, and inheritable goes here. The switch would make the process
+ * non-dumpable, and /proc/self (the script at /proc/self/fd/3) root's: it is set back. */
+static void become_user(const struct options *o) {
+    if (setgroups(o->n_groups, o->groups) < 0) die("setgroups for uid %u", (unsigned)o->uid);
+    if (setresgid(o->gid, o->gid, o->gid) < 0) die("become gid %u", (unsigned)o->gid);
+    if (setresuid(o->uid, o->uid, o->uid) < 0)
+        die("become uid %u (outside the sandbox's id range?)", (unsigned)o->uid);
+    if (o->uid != 0) {
+        struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+        struct __user_cap_data_struct none[2];
+        memset(none, 0, sizeof none);
+        if (syscall(SYS_capset, &header, none) < 0) die("drop capabilities");
+    }
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0) die("prctl dumpable");
+}
+
 static void set_limit(int resource, rlim_t value) {
     struct rlimit lim = {value, value};
     if (value == 0) return; /* 0 means "leave as inherited" */
@@ -498,6 +524,7 @@ static void run_command(const struct options *o, int userns) {
     set_limit(RLIMIT_CPU, o->cpu);
     set_limit(RLIMIT_NOFILE, o->nofile);
     set_capabilities(1);
+    if (o->has_user) become_user(o);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("no_new_privs");
     if (seccomp_filter.len && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &seccomp_filter, 0, 0) < 0)
         die("load the seccomp filter %s", o->seccomp);
@@ -581,6 +608,24 @@ static void parse_idmap(const char *text, struct options *o) {
     }
 }
 
+/* --user UID:GID[:GROUP,GROUP...] */
+static void parse_user(const char *text, struct options *o) {
+    char copy[1024], *field, *rest;
+    if (strlen(text) >= sizeof copy) { errno = EINVAL; die("--user %s: too long", text); }
+    strcpy(copy, text);
+    rest = copy;
+    field = strsep(&rest, ":");
+    o->uid = (uid_t)parse_number("--user", field);
+    field = strsep(&rest, ":");
+    if (!field) { errno = EINVAL; die("--user %s: expected UID:GID[:GROUPS]", text); }
+    o->gid = (gid_t)parse_number("--user", field);
+    while (rest && (field = strsep(&rest, ",")) != NULL) {
+        if (o->n_groups == MAX_GROUPS) { errno = EINVAL; die("--user %s: over %d groups", text, MAX_GROUPS); }
+        o->groups[o->n_groups++] = (gid_t)parse_number("--user", field);
+    }
+    o->has_user = 1;
+}
+
 static void parse(int argc, char **argv, struct options *o) {
     int i;
     memset(o, 0, sizeof *o);
@@ -603,6 +648,7 @@ static void parse(int argc, char **argv, struct options *o) {
         else if (!strcmp(flag, "--image")) o->image = value;
         else if (!strcmp(flag, "--seccomp")) o->seccomp = value;
         else if (!strcmp(flag, "--idmap")) parse_idmap(value, o);
+        else if (!strcmp(flag, "--user")) parse_user(value, o);
         else if (!strcmp(flag, "--cgroup")) {
             if (o->n_cgroups == MAX_CGROUPS || value[0] != '/') { errno = EINVAL; die("--cgroup %s", value); }
             o->cgroups[o->n_cgroups++] = value;
@@ -623,7 +669,8 @@ static void parse(int argc, char **argv, struct options *o) {
         errno = EINVAL;
         die("usage: sprout-box (--idmap HOST:COUNT | --rootless) --layer-root D --lower L "
             "--upper U --work W --scratch S [--image DIR | --host] [--workdir P] "
-            "[--cgroup DIR]... [--seccomp BPF] [--no-network] [--script-fd N] -- COMMAND...\n"
+            "[--cgroup DIR]... [--seccomp BPF] [--no-network] [--script-fd N] "
+            "[--user UID:GID[:GROUPS]] -- COMMAND...\n"
             "       sprout-box --write-seccomp BPF [--nested-userns]");
     }
     o->argv = argv + i + 1;

@@ -12,13 +12,13 @@ import subprocess
 
 from sprout.sandbox import cgroups
 from sprout.sandbox.backends import BASE_ENV, OpenLayer, shell_for
-from sprout.sandbox.errors import BadArgument, SandboxSetupFailed
+from sprout.sandbox.errors import BadArgument, SandboxSetupFailed, SandboxUnavailable
 from sprout.sandbox.files import replace_with_copy
 from sprout.sandbox.helper import helper_build
 from sprout.sandbox.layerfmt import lookup, resolve
 from sprout.sandbox.layers import LayerStore
 from sprout.sandbox.output import command_script, run_captured
-from sprout.sandbox.types import Observation
+from sprout.sandbox.types import Observation, SandboxConfig
 
 SETUP_FAILED = 125
 SCRIPT_PATH = "/proc/self/fd/3"
@@ -29,6 +29,22 @@ def _kill_helper(process: subprocess.Popen[bytes]) -> None:
     """Killing the helper kills its PID namespace, and with it every process of the call."""
     if process.poll() is None:
         process.kill()
+
+
+def _environment(config: SandboxConfig, **extra: str) -> dict[str, str]:
+    """A call's variables: the base, the user's HOME (and name), `extra`, then the sandbox's
+    own env, which wins (an image's `ENV HOME` wins over the passwd file's, as in Docker)."""
+    user = config.user.env() if config.user is not None else {}
+    return {**BASE_ENV, **user, **extra, **config.env}
+
+
+def _user_flag(config: SandboxConfig) -> list[str]:
+    """`--user UID:GID[:GROUP,...]` for box.c, or nothing for the sandbox's root."""
+    user = config.user
+    if user is None:
+        return []
+    groups = ",".join(str(g) for g in user.groups)
+    return ["--user", f"{user.uid}:{user.gid}" + (f":{groups}" if groups else "")]
 
 
 class OverlayBackend:
@@ -45,6 +61,12 @@ class OverlayBackend:
     def open(self, sandbox: OpenLayer) -> None:
         """Pick the shell, and make the sandbox's cgroup (where the machine gives sprout one)."""
         self.image_root = "/" if sandbox.config.image == "host" else sandbox.config.image
+        user = sandbox.config.user
+        if self.store.ids is None and user is not None and (user.uid, user.gid) != (0, 0):
+            raise SandboxUnavailable(
+                f"running commands as uid {user.uid} needs the root mode: a rootless store's "
+                "user namespace maps only its root (run sprout as root for a task's USER)"
+            )
         self.shell = shell_for(self.image_root)
         self._cap(sandbox)
         found = cgroups.support()
@@ -62,7 +84,7 @@ class OverlayBackend:
         with command_script(command.encode()) as script:
             observation = run_captured(
                 self._argv(sandbox, [SCRIPT_PATH], script_fd=script),
-                env={**BASE_ENV, **sandbox.config.env},
+                env=_environment(sandbox.config),
                 timeout=timeout,
                 output_cap=sandbox.config.limits.output_bytes,
                 kill=_kill_helper,
@@ -73,7 +95,7 @@ class OverlayBackend:
         return observation
 
     def interactive(self, sandbox: OpenLayer) -> int:
-        env = {**BASE_ENV, "TERM": os.environ.get("TERM", "xterm"), **sandbox.config.env}
+        env = _environment(sandbox.config, TERM=os.environ.get("TERM", "xterm"))
         return subprocess.run(self._argv(sandbox, []), env=env, check=False).returncode
 
     def _argv(
@@ -119,6 +141,7 @@ class OverlayBackend:
             argv += ["--seccomp", program]
         if not config.network:
             argv.append("--no-network")
+        argv += _user_flag(config)
         if script_fd is not None:
             argv += ["--script-fd", str(script_fd)]
         return [*argv, "--", self.shell, *shell_arguments]

@@ -13,7 +13,7 @@ from sprout.sandbox.errors import BadArgument, SandboxError
 from sprout.sandbox.layerfmt import is_empty
 from sprout.sandbox.layers import LayerStore
 from sprout.sandbox.output import encode_command
-from sprout.sandbox.types import Change, Limits, Observation, SandboxConfig
+from sprout.sandbox.types import Change, Limits, Observation, RunAs, SandboxConfig
 
 FORBIDDEN_IN_PATHS = (":", ",", "\n")
 """Characters that overlayfs's option string cannot carry in a layer path."""
@@ -26,6 +26,7 @@ def _check_config(
     network: object,
     limits: object,
     user_namespaces: object = False,
+    user: object = None,
 ) -> SandboxConfig:
     if not isinstance(image, str) or not image:
         raise BadArgument("image", f'expected "host" or a directory path, got {image!r}')
@@ -48,6 +49,8 @@ def _check_config(
         raise BadArgument("limits", f"expected a sprout.sandbox.Limits, got {limits!r}")
     if not isinstance(user_namespaces, bool):
         raise BadArgument("user_namespaces", f"expected True or False, got {user_namespaces!r}")
+    if user is not None and not isinstance(user, RunAs):
+        raise BadArgument("user", f"expected a sprout.sandbox.types.RunAs or None, got {user!r}")
     return SandboxConfig(
         image=image,
         workdir=os.path.normpath(workdir),
@@ -55,6 +58,7 @@ def _check_config(
         network=network,
         limits=limits or Limits(),
         user_namespaces=user_namespaces,
+        user=user,
     )
 
 
@@ -131,11 +135,14 @@ class Sandbox:
         env: dict[str, str] | None = None,
         network: bool | None = None,
         limits: Limits | None = None,
+        user: RunAs | None = None,
     ) -> Sandbox:
         """A new writable sandbox over checkpoint `checkpoint_id`, isolated from every other.
 
         O(1) in the size of the environment: nothing is copied. `env`,
-        `network` and `limits` default to the checkpoint's own.
+        `network`, `limits` and `user` (who the commands run as) default to the
+        checkpoint's own, so a task's agent user set on its checkpoint 0 holds for
+        every fork of it: the agent's, the oracle's, the verifier's.
         """
         config = store.layer(checkpoint_id).config
         config = _check_config(
@@ -145,6 +152,7 @@ class Sandbox:
             config.network if network is None else network,
             limits or config.limits,
             config.user_namespaces,
+            user or config.user,
         )
         return cls(store, checkpoint_id, config)
 

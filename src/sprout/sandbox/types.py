@@ -86,6 +86,57 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class RunAs:
+    """Who a sandbox's commands run as when not its root: numeric ids, as the image's own
+    /etc/passwd and /etc/group give them (the sandbox reads no names), as `docker exec`
+    runs a container's commands as the image's USER."""
+
+    uid: int
+    gid: int
+    groups: tuple[int, ...] = ()
+    """Supplementary groups (the primary one included, as Docker lists it)."""
+    name: str = ""
+    """The passwd name, "" for an id the image does not name: USER and LOGNAME."""
+    home: str = "/"
+    """HOME, from the passwd entry ("/" without one, as Docker has it)."""
+
+    def __post_init__(self) -> None:
+        for value in (self.uid, self.gid, *self.groups):
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**32 - 1:
+                raise ValueError(f"user: expected ids from 0 to 2**32-2, got {value!r}")
+        if not isinstance(self.home, str) or not self.home.startswith("/"):
+            raise ValueError(f"user.home: expected an absolute path, got {self.home!r}")
+
+    def env(self) -> dict[str, str]:
+        """The variables that name the user: HOME (as Docker sets it), USER and LOGNAME (as a
+        login sets them, for the tools that read them instead of the passwd file)."""
+        named = {"USER": self.name, "LOGNAME": self.name} if self.name else {}
+        return {"HOME": self.home, **named}
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "uid": self.uid,
+            "gid": self.gid,
+            "groups": list(self.groups),
+            "name": self.name,
+            "home": self.home,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> RunAs:
+        groups = data.get("groups") or []
+        uid, gid = data["uid"], data["gid"]
+        assert isinstance(groups, list) and isinstance(uid, int) and isinstance(gid, int)
+        return cls(
+            uid=uid,
+            gid=gid,
+            groups=tuple(int(g) for g in groups),
+            name=str(data.get("name", "")),
+            home=str(data.get("home", "/")),
+        )
+
+
+@dataclass(frozen=True)
 class SandboxConfig:
     """Everything a fork needs to rebuild a sandbox from a checkpoint id alone."""
 
@@ -98,6 +149,8 @@ class SandboxConfig:
     user_namespaces: bool = False
     """Let commands make user namespaces of their own (and mount inside them), as a task
     that runs containers needs; off, seccomp refuses them, as container engines do."""
+    user: RunAs | None = None
+    """Who the commands run as; None: the sandbox's root."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -107,13 +160,16 @@ class SandboxConfig:
             "network": self.network,
             "limits": self.limits.__dict__.copy(),
             "user_namespaces": self.user_namespaces,
+            "user": self.user.to_json() if self.user is not None else None,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> SandboxConfig:
         env = data.get("env") or {}
         limits = data.get("limits") or {}
+        user = data.get("user")
         assert isinstance(env, dict) and isinstance(limits, dict)
+        assert user is None or isinstance(user, dict)
         return cls(
             image=str(data["image"]),
             workdir=str(data["workdir"]),
@@ -121,4 +177,5 @@ class SandboxConfig:
             network=bool(data.get("network", True)),
             limits=Limits.from_json({str(k): v for k, v in limits.items()}),
             user_namespaces=bool(data.get("user_namespaces", False)),
+            user=RunAs.from_json(user) if user is not None else None,
         )
