@@ -29,12 +29,13 @@ class SetupStep(BaseModel):
     A `copy` follows Docker's COPY: a directory's contents go into `destination`,
     merged with what is there; a file goes into `destination` when it ends with `/`
     or is a directory already, else becomes it. Copied files belong to root unless
-    `chown` says otherwise.
+    `chown` says otherwise. A `workdir` makes the directories of `destination` that are
+    missing, owned by `user`: BuildKit's WORKDIR after a USER.
     """
 
     model_config = ConfigDict(frozen=True)
 
-    kind: Literal["run", "copy"]
+    kind: Literal["run", "copy", "workdir"]
     command: str = ""
     """For `run`: the command, run in `workdir` by `shell`."""
     shell: tuple[str, ...] = ()
@@ -43,13 +44,14 @@ class SetupStep(BaseModel):
     setup` steps and a Dockerfile's exec-form `RUN` (whose words are quoted into `command`)."""
     user: str = ""
     """For `run`: who runs it (a Dockerfile's `USER`: `name`, `uid`, `name:group`); "" for
-    root."""
+    root. For `workdir`: who owns the directories it makes."""
     source: str = ""
     """For `copy`: a path or wildcard pattern relative to the build context (the task's
     environment folder); with `stage`, an absolute path or pattern in that stage's
     filesystem; an http(s) URL (ADD); with `content`, the name of the file it makes."""
     destination: str = ""
-    """For `copy`: an absolute path inside the sandbox; a trailing `/` makes it a directory."""
+    """For `copy`: an absolute path inside the sandbox; a trailing `/` makes it a directory.
+    For `workdir`: the directory."""
     content: str | None = None
     """For `copy`: the file's text, instead of a source (`COPY <<EOF /etc/motd`)."""
     stage: int | None = None
@@ -125,8 +127,12 @@ class Task(BaseModel):
     environment_dir: Path | None = None
     """Where COPY sources are read from."""
     user: str = ""
-    """The Dockerfile's last `USER` ("" when it sets none: root). Recorded only: the agent's
-    commands run as root for now."""
+    """The Dockerfile's last `USER` ("" when it sets none: root): the agent's commands, the
+    oracle's solution and the verifier run as it, as Harbor runs them in the task's
+    container; resolved through the base layer's /etc/passwd and /etc/group."""
+    user_origin: str = ""
+    """Where `user` comes from (`environment/Dockerfile:7`), for the error when the image has
+    no such user."""
     workdir: str = "/workspace"
     env: dict[str, str] = Field(default_factory=dict)
     network: bool = True

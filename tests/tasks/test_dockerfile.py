@@ -307,20 +307,17 @@ def test_exec_form_shell_and_user_shape_the_run_steps():
         plan("FROM host\nSHELL /bin/bash -c\n")
 
 
-def test_the_last_user_is_recorded_with_a_warning(tmp_path: Path):
+def test_the_last_user_and_its_line_are_the_tasks(tmp_path: Path):
     task = write_task(
         tmp_path,
         "as-user",
         instruction="Do it.\n",
-        dockerfile="FROM host\nUSER nobody\n",
+        dockerfile="FROM host\nUSER nobody\nRUN true\n",
         tests={"test.sh": "true\n"},
     )
     loaded = load_native(task)
-    assert loaded.user == "nobody"
-    assert loaded.warnings == (
-        f"{task / 'environment' / 'Dockerfile'}:2: USER nobody: recorded, but the agent's "
-        "commands run as root (set-up steps after USER do run as that user)",
-    )
+    assert (loaded.user, loaded.user_origin) == ("nobody", "environment/Dockerfile:2")
+    assert loaded.warnings == ()
 
 
 def test_run_mounts_cache_is_ignored_with_a_warning_and_bind_is_refused():

@@ -30,6 +30,7 @@ from sprout.tasks.dockerfile_run import RunInstructions
 from sprout.tasks.dockerfile_state import (
     ARCH,
     DEFAULT_PATH,
+    PROXY_ARGS,
     DockerfilePlan,
     Recorded,
     StageState,
@@ -125,6 +126,8 @@ class _Reader(CopyInstructions, RunInstructions):
         self.sources.append(stage)
 
     def arg_value(self, name: str, default: str | None) -> str | None:
+        """A declared ARG's value: the build arg given for it, else its default."""
+        self.declared.add(name)
         if name in self.build_args:
             return self.build_args[name]
         return default
@@ -158,6 +161,10 @@ class _Reader(CopyInstructions, RunInstructions):
             raise TaskError(f"{here}: WORKDIR needs a path")
         path = self.word(command.value[0], stage.variables(), here)
         stage.workdir = absolute(path, stage.workdir or "/")
+        if not is_root(stage.user):  # BuildKit makes it as the USER; as root, RUN makes it
+            stage.steps.append(
+                SetupStep(kind="workdir", origin=here, destination=stage.workdir, user=stage.user)
+            )
 
     def user(self, stage: StageState, command: Any, here: str) -> None:
         user = self.word(command.value[0], stage.variables(), here) if command.value else ""
@@ -199,11 +206,12 @@ class _Reader(CopyInstructions, RunInstructions):
             )
             for old in sorted(needed)
         ]
+        unused = sorted(set(self.build_args) - self.declared - PROXY_ARGS)
         warnings = list(self.warnings)
-        if not is_root(final.user):
+        if unused:  # as Docker warns: the value is given, but nothing reads it
             warnings.append(
-                f"{final.user_where}: USER {final.user}: recorded, but the agent's commands run as "
-                "root (set-up steps after USER do run as that user)"
+                f"{self.where}: build args {', '.join(unused)} were given but no ARG declares "
+                "them, so they change nothing"
             )
         return DockerfilePlan(
             image=final.image,
@@ -212,6 +220,7 @@ class _Reader(CopyInstructions, RunInstructions):
             workdir=final.workdir,
             env=dict(final.env),
             user=final.user,
+            user_origin=final.user_where,
             recorded=self.recorded,
             warnings=warnings,
         )

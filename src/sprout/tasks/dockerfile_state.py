@@ -37,6 +37,12 @@ PLATFORM_ARGS = {
     "BUILDVARIANT": "",
 }
 """The build args BuildKit defines itself (a stage still declares them with `ARG NAME`)."""
+PROXY_ARGS = frozenset(
+    name
+    for base in ("HTTP_PROXY", "HTTPS_PROXY", "FTP_PROXY", "NO_PROXY", "ALL_PROXY")
+    for name in (base, base.lower())
+)
+"""Build args Docker predefines: given with no ARG for them, they are not warned of."""
 HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([^'\"\s]+)\2")
 """A heredoc marker as a word of its own: `<<EOF`, `<<-EOF`, `<<'EOF'`."""
 
@@ -63,7 +69,9 @@ class DockerfilePlan:
     workdir: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     user: str = ""
-    """The last `USER` ("" when none: root)."""
+    """The last `USER` ("" when none: root): the agent's commands run as it."""
+    user_origin: str = ""
+    """The Dockerfile line of that USER, for the error when the image has no such user."""
     recorded: list[Recorded] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -81,7 +89,7 @@ class StageState:
     """Build args declared in this stage that have a value: RUN sees them as variables."""
     user: str = ""
     user_where: str = ""
-    """The line of the last USER, for the warning that the agent runs as root."""
+    """The line of the last USER, for the error when the image has no such user."""
     shell: tuple[str, ...] = DEFAULT_SHELL
 
     def variables(self) -> dict[str, str]:
@@ -144,6 +152,8 @@ class ReaderState:
         self.images = images
         self.context = context
         self.build_args = build_args
+        self.declared: set[str] = set()
+        """Build args some ARG declares: one given that none declares is warned of."""
         self.escape = escape
         self.ignore = read_dockerignore(context) if context is not None else ()
         self.meta: dict[str, str | None] = dict(PLATFORM_ARGS)

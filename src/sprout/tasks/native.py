@@ -19,7 +19,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from sprout.task import ResultsFormat, SetupStep, SolutionStep, Stage, Task, TaskError
-from sprout.tasks.dockerfile import plan_dockerfile
+from sprout.tasks.compose import read_compose
+from sprout.tasks.dockerfile import DockerfilePlan, plan_dockerfile
 from sprout.tasks.files import (
     has_file,
     only_plain_files,
@@ -29,6 +30,7 @@ from sprout.tasks.files import (
     subfolder,
     task_table,
 )
+from sprout.tasks.harness import harness_timeout, read_resources
 from sprout.tasks.imageref import task_image
 
 STEP_MARKER = "# step"
@@ -56,72 +58,8 @@ class SproutTable(BaseModel):
     env: dict[str, str] = {}
     user_namespaces: bool = False
     """Let the agent's commands make user namespaces (to run containers of their own)."""
-
-
-def _timeout(data: dict[str, object], table: str, path: Path, task_id: str) -> float | None:
-    section = data.get(table, {})
-    value = section.get("timeout_sec") if isinstance(section, dict) else None
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise TaskError(f"{task_id}: {path}: {table}.timeout_sec: expected a positive number")
-    return float(value)
-
-
-SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-
-
-@dataclass(frozen=True)
-class Resources:
-    """What the harness's `[environment]` table asks for the agent's sandbox."""
-
-    cpus: float | None = None
-    memory_bytes: int | None = None
-    disk_bytes: int | None = None
-
-
-def _size(value: object, field: str, megabytes: bool) -> int:
-    """`memory_mb = 2048`, or `memory = "2G"` / `"512M"` / a number of bytes."""
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value * 1024**2 if megabytes else value
-    if isinstance(value, float) and value > 0:
-        return int(value * 1024**2 if megabytes else value)
-    if isinstance(value, str) and not megabytes:
-        text = value.strip().lower().removesuffix("b").removesuffix("i")
-        number, unit = (text[:-1], text[-1]) if text[-1:] in SIZE_UNITS else (text, "")
-        try:
-            amount = float(number)
-        except ValueError:
-            amount = -1
-        if amount > 0:
-            return int(amount * SIZE_UNITS[unit])
-    wanted = "a positive number of megabytes" if megabytes else 'a size such as "2G" or "512M"'
-    raise ValueError(f"{field}: expected {wanted}, got {value!r}")
-
-
-def read_resources(data: dict[str, object], path: Path, task_id: str) -> Resources:
-    """The `[environment]` table's cpus, memory and storage (Harbor's `memory_mb` and
-    `storage_mb`, or Terminal-Bench's `memory = "2G"` and `storage = "10G"`)."""
-    table = data.get("environment", {})
-    if not isinstance(table, dict):
-        raise TaskError(f"{task_id}: {path}: environment: expected a table")
-    try:
-        cpus = table.get("cpus")
-        if cpus is not None and (
-            isinstance(cpus, bool) or not isinstance(cpus, int | float) or cpus <= 0
-        ):
-            raise ValueError(f"environment.cpus: expected a positive number, got {cpus!r}")
-        sizes: dict[str, int | None] = {}
-        for name in ("memory", "storage"):
-            if f"{name}_mb" in table:
-                sizes[name] = _size(table[f"{name}_mb"], f"environment.{name}_mb", True)
-            elif name in table:
-                sizes[name] = _size(table[name], f"environment.{name}", False)
-            else:
-                sizes[name] = None
-    except ValueError as error:
-        raise TaskError(f"{task_id}: {path}: {error}") from None
-    return Resources(float(cpus) if cpus is not None else None, sizes["memory"], sizes["storage"])
+    build_args: dict[str, str] = {}
+    """The Dockerfile's ARG values (`docker build --build-arg`), over docker-compose.yaml's."""
 
 
 @dataclass
@@ -245,6 +183,7 @@ class TaskEnvironment:
     warnings: tuple[str, ...]
     stages: tuple[Stage, ...] = ()
     user: str = ""
+    user_origin: str = ""
 
 
 def task_environment(
@@ -259,31 +198,23 @@ def task_environment(
     """The image, workdir, environment and set-up steps of a task, for every folder format.
 
     `[sprout]` fields win over the Dockerfile's; `image` is "host", a folder (relative to
-    `root`) or an image name (`task_image`). An image that only approximates the one named
-    is a warning. Errors start with the task's id, as every loader error does.
+    `root`) or an image name (`task_image`). Build args come from the docker-compose.yaml
+    beside the Dockerfile (its task service's `build.args`, as Harbor builds it), then
+    `[sprout] build_args`. An image that only approximates the one named is a warning.
+    Errors start with the task's id, as every loader error does.
     """
-    text = optional_text(dockerfile, task_id)
-    try:
-        plan = (
-            plan_dockerfile(text, where=str(dockerfile), images=images, context=context)
-            if text is not None
-            else None
-        )
-    except TaskError as error:
-        raise TaskError(f"{task_id}: {error}") from None
+    compose = read_compose(dockerfile.parent / "docker-compose.yaml", task_id)
+    plan = _plan(task_id, dockerfile, context, images, {**compose.build_args, **sprout.build_args})
     if sprout.image:
-        image, approximation = task_image(
-            sprout.image, root, None, f"{task_id}: {settings_file}: sprout.image"
-        )
-    elif plan is not None:
-        image, approximation = task_image(plan.image, root, images, f"{task_id}: {dockerfile}")
+        where = f"{task_id}: {settings_file}: sprout.image"
+        image, approximation = task_image(sprout.image, root, None, where)
     else:
-        image, approximation = "host", ""
-    workdir = sprout.workdir or (plan.workdir if plan and plan.workdir else "/workspace")
+        image, approximation = task_image(plan.image, root, images, f"{task_id}: {dockerfile}")
+    workdir = sprout.workdir or plan.workdir or "/workspace"
     if not workdir.startswith("/"):
         raise TaskError(f"{task_id}: {settings_file}: sprout.workdir: {workdir!r} is not absolute")
-    env = {**(plan.env if plan else {}), **sprout.env}
-    steps = [_relative_origin(step, root) for step in (plan.steps if plan else [])]
+    env = {**plan.env, **sprout.env}
+    steps = [_relative_origin(step, root) for step in plan.steps]
     steps += [
         SetupStep(
             kind="run",
@@ -294,24 +225,57 @@ def task_environment(
         )
         for index, command in enumerate(sprout.setup)
     ]
-    warnings = [*(plan.warnings if plan else ()), *([approximation] if approximation else [])]
-    stages = []
-    for stage in plan.stages if plan else []:
-        # The images of earlier stages are checked now too, and approximated likewise.
-        found, approximated = task_image(stage.image, root, images, f"{task_id}: {dockerfile}")
-        named = tuple(_relative_origin(step, root) for step in stage.steps)
-        stages.append(stage.model_copy(update={"image": found, "steps": named}))
-        if approximated and approximated not in warnings:
-            warnings.append(approximated)
+    warnings = [*plan.warnings, *compose.warnings, *([approximation] if approximation else [])]
+    stages = _stages(task_id, plan, dockerfile, root, images, warnings)
     return TaskEnvironment(
         image,
         workdir,
         env,
         tuple(steps),
         tuple(warnings),
-        tuple(stages),
-        plan.user if plan else "",
+        stages,
+        plan.user,
+        plan.user_origin.removeprefix(f"{root}/"),
     )
+
+
+def _plan(
+    task_id: str,
+    dockerfile: Path,
+    context: Path,
+    images: Mapping[str, str] | None,
+    build_args: Mapping[str, str],
+) -> DockerfilePlan:
+    """The Dockerfile translated (an empty plan on the host image when there is none)."""
+    text = optional_text(dockerfile, task_id)
+    if text is None:
+        return DockerfilePlan()
+    try:
+        return plan_dockerfile(
+            text, where=str(dockerfile), images=images, context=context, build_args=build_args
+        )
+    except TaskError as error:
+        raise TaskError(f"{task_id}: {error}") from None
+
+
+def _stages(
+    task_id: str,
+    plan: DockerfilePlan,
+    dockerfile: Path,
+    root: Path,
+    images: Mapping[str, str] | None,
+    warnings: list[str],
+) -> tuple[Stage, ...]:
+    """The earlier stages, their images checked now too and approximated like the task's
+    own (each approximation added to `warnings` once)."""
+    stages = []
+    for stage in plan.stages:
+        found, approximated = task_image(stage.image, root, images, f"{task_id}: {dockerfile}")
+        named = tuple(_relative_origin(step, root) for step in stage.steps)
+        stages.append(stage.model_copy(update={"image": found, "steps": named}))
+        if approximated and approximated not in warnings:
+            warnings.append(approximated)
+    return tuple(stages)
 
 
 def _relative_origin(step: SetupStep, root: Path) -> SetupStep:
@@ -359,6 +323,7 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         setup=setting.steps,
         stages=setting.stages,
         user=setting.user,
+        user_origin=setting.user_origin,
         environment_dir=environment_dir,
         workdir=setting.workdir,
         env=setting.env,
@@ -368,8 +333,8 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         solution_dir=solution_dir,
         tests_dir=tests_dir,
         verifier_command=sprout.verifier_command or "bash /tests/test.sh",
-        verifier_timeout_s=_timeout(data, "verifier", toml_path, task_id) or 900.0,
-        agent_timeout_s=_timeout(data, "agent", toml_path, task_id),
+        verifier_timeout_s=harness_timeout(data, "verifier", toml_path, task_id) or 900.0,
+        agent_timeout_s=harness_timeout(data, "agent", toml_path, task_id),
         cpus=resources.cpus,
         memory_bytes=resources.memory_bytes,
         disk_bytes=resources.disk_bytes,

@@ -5,8 +5,9 @@ a Dockerfile's RUN, as Docker's default SHELL), as its user: the image's
 `setpriv` (or `su`) switches to the ids that the image's own /etc/passwd and
 /etc/group give the name, with HOME from there too.
 
-A `copy` step (COPY, ADD) is `sprout.tasks.setup_copy`'s; USER and `--chown` names
-resolve through the image's own files (`sprout.tasks.setup_users`).
+A `workdir` step (WORKDIR after USER) makes the directories that are missing, owned by
+that user, as BuildKit does. A `copy` step (COPY, ADD) is `sprout.tasks.setup_copy`'s;
+USER and `--chown` names resolve through the image's own files (`sprout.tasks.setup_users`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from sprout.images import ImageError
 from sprout.images.names import ensure_image
@@ -71,6 +72,8 @@ class Build:
         self.error_lines = error_lines
         """How many of a failed step's last lines its error carries."""
         self.built: dict[int, str] = {}
+        self.claimed: set[str] = set()
+        """Directories an earlier WORKDIR step made or found: a later one leaves them be."""
 
     def stage(self, index: int) -> str:
         """The checkpoint of stage `index` with all its steps run."""
@@ -101,6 +104,9 @@ class Build:
         if step.kind == "copy":
             run_copy(self, sandbox, step, label)
             return
+        if step.kind == "workdir":
+            self.make_workdir(sandbox, step, label)
+            return
         env = dict(step.env)
         program = [*step.shell, step.command] if step.shell else None
         if step.user and not is_root(step.user):
@@ -115,6 +121,33 @@ class Build:
         workdir = shlex.quote(step.workdir)
         script = f"{exports}mkdir -p {workdir} && cd {workdir} && {tail}"
         self.check(label, step.command, sandbox.run(script, self.timeout))
+
+    def make_workdir(self, sandbox: Sandbox, step: SetupStep, label: str) -> None:
+        """BuildKit's WORKDIR after a USER: the directories it makes (parents too) belong to
+        that user and its primary group, so the user can write there; those already there
+        keep their owner. The sandbox's own workdir, which `Sandbox.create` made before any
+        step, counts as missing where the image lacks it: in Docker this WORKDIR makes it."""
+        who = resolve_user(sandbox, step.user, f"{self.task.id}: {label}")
+        parts = PurePosixPath(step.destination).parts[1:]
+        paths = ["/" + "/".join(parts[: n + 1]) for n in range(len(parts))]
+        image = sandbox.store.image_root(sandbox.config)
+        premade = [
+            path
+            for path in paths
+            if image is not None
+            and path not in self.claimed
+            and PurePosixPath(sandbox.config.workdir).is_relative_to(path)
+            and not os.path.lexists(os.path.join(image, path.lstrip("/")))
+        ]
+        self.claimed.update(paths)
+        owner = f"{who.uid}:{who.gid}"
+        script = (
+            f"for d in {' '.join(map(shlex.quote, paths))}; do "
+            f'[ -e "$d" ] || {{ mkdir "$d" && chown {owner} "$d"; }} || exit 1; done'
+        )
+        if premade:
+            script += f" && chown {owner} {' '.join(map(shlex.quote, premade))}"
+        self.check(label, f"WORKDIR {step.destination}", sandbox.run(script, self.timeout))
 
     def check(self, label: str, what: str, observation: Observation) -> None:
         """TaskError when a step's command failed, with the last lines it printed."""

@@ -6,8 +6,16 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from sprout.sandbox import Sandbox
-from sprout.task import TaskError
+from sprout.sandbox import LayerStore, Sandbox
+from sprout.sandbox.types import RunAs
+from sprout.task import Task, TaskError
+from sprout.tasks.dockerfile_state import is_root
+
+ROOT = RunAs(0, 0, name="root", home="/root")
+"""The sandbox's root, named: to work as root on a checkpoint whatever user it carries."""
+LOG_DIRS = ("/logs/agent", "/logs/verifier")
+"""Where Harbor's agent and verifier write their logs and rewards; it makes them writable
+(0777) for a non-root user, and so does sprout."""
 
 
 @dataclass(frozen=True)
@@ -20,6 +28,10 @@ class Who:
     gid: int
     groups: tuple[int, ...]
     home: str
+
+    def run_as(self) -> RunAs:
+        """This user as the sandbox runs commands as it."""
+        return RunAs(self.uid, self.gid, self.groups, self.name, self.home)
 
     def switch(self, program: list[str]) -> str:
         """Shell that runs `program` as this user: setpriv with the exact ids, else su."""
@@ -90,3 +102,32 @@ def resolve_owner(sandbox: Sandbox, spec: str, where: str) -> str:
     too, as Docker's documentation says."""
     uid, gid, _ = _ids(sandbox, spec, f"{where}: --chown={spec}")
     return f"{uid}:{uid if gid is None else gid}"
+
+
+def agent_user(task: Task, sandbox: Sandbox) -> RunAs | None:
+    """Who the task's agent (and its oracle and verifier) runs as: the Dockerfile's final
+    USER, resolved through the /etc/passwd and /etc/group that set-up left in `sandbox`, as
+    `docker exec` resolves it in the container; None for root. A user the image does not
+    have is a TaskError naming the USER line."""
+    if is_root(task.user):
+        return None
+    where = f"{task.id}: {task.user_origin}" if task.user_origin else task.id
+    return resolve_user(sandbox, task.user, where).run_as()
+
+
+def with_agent_user(task: Task, layers: LayerStore, checkpoint: str) -> str:
+    """`checkpoint` (the task's set-up done) as its agent starts from it: for a task whose
+    Dockerfile ends as a non-root USER, a checkpoint whose sandboxes run as that user
+    (their forks, the oracle's and the verifier's, inherit it), with /logs/agent and
+    /logs/verifier writable for it. A root task's `checkpoint` is returned as it is."""
+    if is_root(task.user):
+        return checkpoint
+    with Sandbox.fork(layers, checkpoint, user=ROOT) as sandbox:
+        user = agent_user(task, sandbox)
+        dirs = " ".join(LOG_DIRS)
+        made = sandbox.run(f"mkdir -p {dirs} && chmod 0777 {dirs}")
+        if made.exit_code != 0:
+            raise TaskError(f"{task.id}: making {dirs} for USER {task.user}: {made.output}")
+        prepared = sandbox.checkpoint()
+    with Sandbox.fork(layers, prepared, user=user) as agent:
+        return agent.checkpoint(always=True)

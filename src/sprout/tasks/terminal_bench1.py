@@ -2,7 +2,7 @@
 
     TASK/task.yaml            instruction, parser_name, max_agent_timeout_sec, max_test_timeout_sec
     TASK/Dockerfile           the environment; the task folder is its build context
-    TASK/docker-compose.yaml  only read to warn about services sprout does not start
+    TASK/docker-compose.yaml  the client service's build args; other services: a warning
     TASK/run-tests.sh         the verifier: `bash /tests/run-tests.sh` with TEST_DIR=/tests
     TASK/tests/               hidden tests, copied with run-tests.sh to /tests on the fork only
     TASK/solution.sh          the reference solution (`# step` lines split it into turns)
@@ -15,23 +15,22 @@ See docs/tasks.md for what maps to what.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-
-import yaml
 
 from sprout.config import only_tables
 from sprout.task import ResultsFormat, SolutionStep, Task, TaskError
+from sprout.tasks.compose import read_yaml
 from sprout.tasks.files import (
     has_file,
     naming_task,
     only_plain_files,
     optional_text,
-    read_text,
     read_toml,
     subfolder,
     task_table,
 )
-from sprout.tasks.native import SproutTable, split_solution, task_environment
+from sprout.tasks.native import SproutTable, TaskEnvironment, split_solution, task_environment
 
 AGENT_TIMEOUT_S = 360.0
 """Terminal-Bench 1's default max_agent_timeout_sec."""
@@ -42,15 +41,6 @@ PARSERS: dict[str, ResultsFormat] = {"pytest": "pytest"}
 TESTS = "/tests"
 HIDDEN = ("tests", "run-tests.sh", "solution.sh", "solution.yaml")
 """What a COPY of the whole folder would leak into the agent's environment."""
-
-
-def _yaml(path: Path, task_id: str) -> object:
-    text = read_text(path, task_id)
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        detail = " ".join(str(error).split())
-        raise TaskError(f"{task_id}: {path}: not valid YAML ({detail})") from None
 
 
 def _positive(data: Mapping[str, object], key: str, where: str) -> float | None:
@@ -104,7 +94,7 @@ def _solution(folder: Path, task_id: str) -> tuple[SolutionStep, ...]:
     listed = folder / "solution.yaml"
     if not has_file(listed, task_id):
         return ()
-    entries = _yaml(listed, task_id)
+    entries = read_yaml(listed, task_id)
     if not isinstance(entries, list):
         raise TaskError(f"{task_id}: {listed}: expected a list of commands")
     steps = []
@@ -118,20 +108,64 @@ def _solution(folder: Path, task_id: str) -> tuple[SolutionStep, ...]:
     return tuple(steps)
 
 
-def _compose_warnings(folder: Path, task_id: str) -> list[str]:
-    path = folder / "docker-compose.yaml"
-    if not has_file(path, task_id):
-        return []
-    data = _yaml(path, task_id)
-    services = data.get("services") if isinstance(data, dict) else None
-    if not isinstance(services, dict):
-        raise TaskError(f"{task_id}: {path}: services: expected a mapping of services")
-    if len(services) <= 1:
-        return []
-    return [
-        f"{path}: services {', '.join(sorted(map(str, services)))}: sprout starts none of "
-        "them; the agent and the tests get the task's own environment only"
+def _results(
+    data: Mapping[str, object], sprout: SproutTable, where: str, toml: Path
+) -> ResultsFormat:
+    """How the verifier's output is read: sprout.toml's `results`, else TB1's parser_name."""
+    parser = data.get("parser_name", "pytest")
+    if "results" in sprout.model_fields_set:
+        return sprout.results
+    if isinstance(parser, str) and parser in PARSERS:
+        return PARSERS[parser]
+    raise TaskError(
+        f"{where}: parser_name: {parser!r} is not one sprout reads ({', '.join(PARSERS)}); "
+        f"set results in {toml.name}'s [sprout] table"
+    )
+
+
+def _leak_warnings(folder: Path, dockerfile: Path, setting: TaskEnvironment) -> list[str]:
+    """A COPY of the whole folder (TB1's context) or of its tests or solution would put what
+    the agent must not see into its environment: each is warned of."""
+    hidden = [folder / name for name in HIDDEN]
+    context_copies = [
+        s
+        for s in (*setting.steps, *(s for stage in setting.stages for s in stage.steps))
+        if s.kind == "copy" and s.content is None and s.stage is None and "://" not in s.source
     ]
+    warnings = []
+    for step in context_copies:
+        source = (folder / step.source).resolve()
+        if source == folder or any(h == source or h in source.parents for h in hidden):
+            warnings.append(
+                f"{dockerfile}: COPY {step.source} puts the hidden tests or the solution in the "
+                "agent's environment"
+            )
+    return warnings
+
+
+@dataclass(frozen=True)
+class _Verifier:
+    """TB1's verifier: run-tests.sh and tests/ at /tests, and the command that runs them."""
+
+    tests_dir: Path | None
+    run_tests: str | None
+    command: str
+
+
+def _verifier(folder: Path, task_id: str, sprout: SproutTable, toml: Path) -> _Verifier:
+    run_tests = folder / "run-tests.sh"
+    run_tests_text = optional_text(run_tests, task_id)
+    if sprout.verifier_command is None and run_tests_text is None:
+        raise TaskError(
+            f"{task_id}: {run_tests}: missing, and {toml.name} sets no sprout.verifier_command"
+        )
+    tests_dir = subfolder(folder / "tests", task_id, "the hidden tests")
+    if tests_dir is not None:
+        only_plain_files(tests_dir, task_id)  # into the verifier's sandbox as they are
+    # TB1's harness copies run-tests.sh and tests/ to /tests and sets TEST_DIR; the command
+    # runs in the workdir, which TB1 scripts check is not /.
+    command = sprout.verifier_command or f"bash {TESTS}/run-tests.sh"
+    return _Verifier(tests_dir, run_tests_text, f"export TEST_DIR={TESTS}; {command}")
 
 
 def load_terminal_bench1(path: str | Path, *, images: Mapping[str, str] | None = None) -> Task:
@@ -142,7 +176,7 @@ def load_terminal_bench1(path: str | Path, *, images: Mapping[str, str] | None =
     if not has_file(task_yaml, task_id):
         raise TaskError(f"{task_id}: {task_yaml}: missing (a Terminal-Bench 1 task needs one)")
     where = f"{task_id}: {task_yaml}"
-    data = _yaml(task_yaml, task_id)
+    data = read_yaml(task_yaml, task_id)
     if not isinstance(data, dict):
         raise TaskError(f"{where}: expected a mapping of fields, got {type(data).__name__}")
     instruction = _instruction(data, where)
@@ -151,49 +185,11 @@ def load_terminal_bench1(path: str | Path, *, images: Mapping[str, str] | None =
     test_timeout = _positive(data, "max_test_timeout_sec", where)
     sprout_toml = folder / "sprout.toml"
     sprout = _overrides(sprout_toml, task_id)
-
-    parser = data.get("parser_name", "pytest")
-    if "results" in sprout.model_fields_set:
-        results = sprout.results
-    elif isinstance(parser, str) and parser in PARSERS:
-        results = PARSERS[parser]
-    else:
-        raise TaskError(
-            f"{where}: parser_name: {parser!r} is not one sprout reads ({', '.join(PARSERS)}); "
-            f"set results in {sprout_toml.name}'s [sprout] table"
-        )
-
+    results = _results(data, sprout, where, sprout_toml)
     dockerfile = folder / "Dockerfile"
     setting = task_environment(task_id, sprout, sprout_toml, dockerfile, folder, folder, images)
-    warnings = list(setting.warnings)
-    hidden = [folder / name for name in HIDDEN]
-    context_copies = [
-        s
-        for s in (*setting.steps, *(s for stage in setting.stages for s in stage.steps))
-        if s.kind == "copy" and s.content is None and s.stage is None and "://" not in s.source
-    ]
-    for step in context_copies:
-        source = (folder / step.source).resolve()
-        if source == folder or any(h == source or h in source.parents for h in hidden):
-            warnings.append(
-                f"{dockerfile}: COPY {step.source} puts the hidden tests or the solution in the "
-                "agent's environment"
-            )
-    warnings += _compose_warnings(folder, task_id)
-
-    run_tests = folder / "run-tests.sh"
-    run_tests_text = optional_text(run_tests, task_id)
-    if sprout.verifier_command is None and run_tests_text is None:
-        raise TaskError(
-            f"{task_id}: {run_tests}: missing, and {sprout_toml.name} sets no "
-            "sprout.verifier_command"
-        )
-    tests_dir = subfolder(folder / "tests", task_id, "the hidden tests")
-    if tests_dir is not None:
-        only_plain_files(tests_dir, task_id)  # into the verifier's sandbox as they are
-    # TB1's harness copies run-tests.sh and tests/ to /tests and sets TEST_DIR; the command
-    # runs in the workdir, which TB1 scripts check is not /.
-    command = sprout.verifier_command or f"bash {TESTS}/run-tests.sh"
+    verifier = _verifier(folder, task_id, sprout, sprout_toml)
+    run_tests = verifier.run_tests
     return Task(
         id=task_id,
         path=folder,
@@ -202,17 +198,18 @@ def load_terminal_bench1(path: str | Path, *, images: Mapping[str, str] | None =
         setup=setting.steps,
         stages=setting.stages,
         user=setting.user,
+        user_origin=setting.user_origin,
         environment_dir=folder,
         workdir=setting.workdir,
         env=setting.env,
         network=sprout.network,
         solution=_solution(folder, task_id),
-        tests_dir=tests_dir,
-        test_files={"run-tests.sh": run_tests_text} if run_tests_text is not None else {},
-        verifier_command=f"export TEST_DIR={TESTS}; {command}",
+        tests_dir=verifier.tests_dir,
+        test_files={"run-tests.sh": run_tests} if run_tests is not None else {},
+        verifier_command=verifier.command,
         verifier_timeout_s=test_timeout or TEST_TIMEOUT_S,
         agent_timeout_s=agent_timeout or AGENT_TIMEOUT_S,
         results=results,
         required_tests=tuple(sprout.required_tests) if sprout.required_tests else None,
-        warnings=tuple(warnings),
+        warnings=(*setting.warnings, *_leak_warnings(folder, dockerfile, setting)),
     )
