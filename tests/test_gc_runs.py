@@ -5,6 +5,7 @@ killed run's debris (a verifier's fork with the hidden tests) goes at its next s
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -15,9 +16,14 @@ from pathlib import Path
 import pytest
 
 from sprout.cli import main
+from sprout.images import ImageCache
+from sprout.images.bases import shared_store
+from sprout.images.runstores import stores_by_image
 from sprout.runfolder import RunFolder
 from sprout.sandbox import LayerStore, Sandbox
+from sprout.tasks import base_checkpoint, load_native
 from tests.conftest import ProcessWatch, require_host_image
+from tests.images.test_bases import cache, make_task  # noqa: F401 (a fixture)
 from tests.taskfolders import TRAPPED, two_edits_task
 
 SPROUT = [sys.executable, "-m", "sprout.cli"]
@@ -166,3 +172,38 @@ def test_gc_refuses_while_the_run_is_live_and_resume_sweeps_the_killed_verifier(
     assert gc.returncode == 0, gc.stderr
     assert listing_of_every_checkpoint(out) == before
     assert LayerStore(layers).sweep().debris == []
+
+
+@pytest.mark.sandbox
+def test_gc_images_keeps_an_image_a_runs_own_store_stands_on(
+    cache: ImageCache,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """A store with other ids than the machine's cannot link the machine's base layers: it
+    builds its own over the image, which the cache's stores know nothing of. `gc --images`
+    keeps the image while that store is on the machine, says why under --dry-run, and frees
+    it once the run is gone."""
+    task = load_native(make_task(tmp_path / "tasks"))
+    with monkeypatch.context() as other_ids:
+        other_ids.setenv("SPROUT_ID_RANGE", "1200000000:65536")
+        run = LayerStore(tmp_path / "run" / "layers")
+    base = base_checkpoint(task, run)
+    assert shared_store(run) is None, "the base layer is the run's own"
+    [image] = cache.images()
+    assert stores_by_image() == {image.digest: [run.path]}
+
+    assert main(["gc", "--keep-days", "0", "--images", "--dry-run"]) == 0
+    said = capsys.readouterr().out
+    assert f"  keeps image {image.digest}: layer stores of runs stand on it: {run.path}\n" in said
+    assert said.endswith("0 images (--dry-run: nothing was freed)\n")
+    assert main(["gc", "--keep-days", "0", "--images"]) == 0
+    assert cache.images() == [image]
+    with Sandbox.fork(run, base) as sandbox:
+        assert sandbox.run("cat twice").output == "hello\nhello\n"
+
+    shutil.rmtree(tmp_path / "run")
+    assert main(["gc", "--keep-days", "0", "--images", "-v"]) == 0
+    assert f"  image {image.digest}\n" in capsys.readouterr().out
+    assert cache.images() == [] and stores_by_image() == {}, "the gone run's note is dropped"

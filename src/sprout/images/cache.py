@@ -6,6 +6,7 @@ Layout under `SPROUT_CACHE/images` (default ~/.cache/sprout/images):
     DIGEST/image.json   what it is: its names, where it came from, when, how big
     names/NAME          the digest a name points at (NAME quoted: "python%3A3.11-slim")
     DIGEST.lock         held while DIGEST is built, so concurrent runs build it once
+    stores/             which run stores stand on which images (`sprout.images.runstores`)
 
 An image is built into a temporary folder and renamed into place when it is
 whole: a build that dies leaves nothing a run could mount.
@@ -28,6 +29,9 @@ from typing import Any
 from sprout.durable import file_lock, write_atomically
 from sprout.sandbox.files import disk_usage
 from sprout.sandbox.helper import cache_dir
+
+STORES = "stores"
+"""The folder of notes on run stores that stand on images (`sprout.images.runstores`)."""
 
 
 class ImageError(ValueError):
@@ -94,7 +98,7 @@ class ImageCache:
         found = [
             image
             for entry in self.root.iterdir()
-            if entry.is_dir() and entry.name != "names" and "." not in entry.name
+            if entry.is_dir() and entry.name not in ("names", STORES) and "." not in entry.name
             if (image := self._read(entry.name)) is not None
         ]
         return sorted(found, key=lambda image: image.created, reverse=True)

@@ -2,9 +2,10 @@
 
 A base layer is kept while a run folder on the machine links it (its store
 holds a link to it, see `sprout.images.bases`) or while it was used within the
-last `keep_days`. Images are collected only when asked, and only those that no
-kept base layer stands on: an image is something a user built or imported by
-name, a base layer only a cache entry.
+last `keep_days`. Images are collected only when asked, and only those that
+nothing stands on: no kept base layer of the cache, and no layer store outside
+it that noted it (`sprout.images.runstores`: a run's own base layers). An image
+is something a user built or imported by name, a base layer only a cache entry.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from pathlib import Path
 
 from sprout.images.bases import collecting, linked_by_runs, shared_stores
 from sprout.images.cache import ImageCache
+from sprout.images.runstores import stores_by_image
+from sprout.sandbox import LayerStore
 
 
 @dataclass
 class Collected:
-    """What `collect` removed (or, dry, would remove)."""
+    """What `collect` removed (or, dry, would remove), and which images it kept, why."""
 
     bases: int = 0
     """Named base layers forgotten."""
@@ -31,44 +34,62 @@ class Collected:
     """The base layers forgotten, by name."""
     layers: list[str] = field(default_factory=list)
     """The layers freed with them (and debris of dead processes), by id."""
+    kept_images: dict[str, str] = field(default_factory=dict)
+    """With `images`: digest -> why it stays (what stands on it)."""
 
 
 def collect(*, keep_days: float = 7.0, images: bool = False, dry_run: bool = False) -> Collected:
     """Free base layers that no run links and nobody used for `keep_days`; with `images`,
-    also every image that no remaining base layer stands on. `dry_run` only says what
-    would go."""
+    also every image that neither a remaining base layer nor a run's own store stands on.
+    `dry_run` only says what would go."""
     done = Collected()
     horizon = time.time() - keep_days * 86400
     standing_on: set[str] = set()
     for store in shared_stores():
         with collecting(store):
-            linked = linked_by_runs(store)
-            forget = []
-            for ref in sorted(Path(store.path, "r").iterdir()):
-                if ref.name.endswith(".tmp"):
-                    continue
-                layer_id = store.ref(ref.name)
-                in_use = layer_id is not None and layer_id in linked
-                if not in_use and ref.stat().st_mtime < horizon:
-                    forget.append(ref.name)
-            freed = store.collect(references=linked.copy, forget=forget, dry_run=dry_run)
-            done.bases += len(forget)
-            done.names += forget
-            done.layers += [*freed.layers, *freed.debris]
-            done.bytes_freed += freed.bytes_freed
-            gone = set(freed.layers)
-            standing_on.update(
-                os.path.realpath(layer.config.image)
-                for layer in store.layers()
-                if layer.id not in gone
-            )
+            standing_on |= _collect_bases(store, horizon, dry_run, done)
     if images:
-        cache = ImageCache()
-        for image in cache.images():
-            if os.path.realpath(image.rootfs) in standing_on:
-                continue
+        _collect_images(standing_on, dry_run, done)
+    return done
+
+
+def _collect_bases(store: LayerStore, horizon: float, dry_run: bool, done: Collected) -> set[str]:
+    """Collect one store of base layers into `done`; the root filesystems (real paths) that
+    its remaining layers stand on."""
+    linked = linked_by_runs(store)
+    forget = []
+    for ref in sorted(Path(store.path, "r").iterdir()):
+        if ref.name.endswith(".tmp"):
+            continue
+        layer_id = store.ref(ref.name)
+        in_use = layer_id is not None and layer_id in linked
+        if not in_use and ref.stat().st_mtime < horizon:
+            forget.append(ref.name)
+    freed = store.collect(references=linked.copy, forget=forget, dry_run=dry_run)
+    done.bases += len(forget)
+    done.names += forget
+    done.layers += [*freed.layers, *freed.debris]
+    done.bytes_freed += freed.bytes_freed
+    gone = set(freed.layers)
+    return {
+        os.path.realpath(layer.config.image) for layer in store.layers() if layer.id not in gone
+    }
+
+
+def _collect_images(standing_on: set[str], dry_run: bool, done: Collected) -> None:
+    """Remove (dry: name) the images nothing stands on; say in `done` why the others stay."""
+    cache = ImageCache()
+    stores = stores_by_image(cache)
+    for image in cache.images():
+        if os.path.realpath(image.rootfs) in standing_on:
+            done.kept_images[image.digest] = "base layers of the machine's cache stand on it"
+        elif image.digest in stores:
+            named = ", ".join(stores[image.digest][:3])
+            more = len(stores[image.digest]) - 3
+            named += f" and {more} more" if more > 0 else ""
+            done.kept_images[image.digest] = f"layer stores of runs stand on it: {named}"
+        else:
             if not dry_run:
                 cache.remove_image(image.digest)
             done.images.append(image.digest)
             done.bytes_freed += image.size
-    return done

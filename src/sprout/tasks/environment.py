@@ -17,6 +17,7 @@ from sprout.images.network import (
     machine_inputs,
     put_machine_network,
 )
+from sprout.images.runstores import note_image
 from sprout.sandbox import LayerStore, Limits, Sandbox
 from sprout.task import Task, TaskError
 from sprout.tasks.files import os_problem
@@ -92,10 +93,13 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
     machine = index_settings()
     name = f"base-{re.sub(r'[^A-Za-z0-9._-]', '_', task.id)[:80]}-"
     name += _digest(task, identity, machine)
+    in_cache = rootfs.startswith(str(ImageCache().root))
+    if in_cache:  # `sprout gc --images` keeps the image while `layers` is on the machine
+        note_image(layers.path, identity)
     cached = layers.ref(name)
     if cached is not None:
         return cached
-    shared = shared_store(layers) if rootfs.startswith(str(ImageCache().root)) else None
+    shared = shared_store(layers) if in_cache else None
     if shared is None:
         return _build_base(task, layers, rootfs, name, machine)
     with building(shared, name):

@@ -1,0 +1,186 @@
+"""`sprout gc`: free the machine's cache (base layers, images) or a layer store's layers."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from sprout.commands.common import UsageError
+from sprout.sandbox import LayerStore, UnknownCheckpoint
+from sprout.sandbox.layer_gc import Freed
+
+
+def add_parser(commands: Any) -> None:
+    gc = commands.add_parser(
+        "gc",
+        help="free the machine's cache (images, base layers) or a layer store's unused layers",
+        description="Without STORE: free the base layers of the machine's cache (SPROUT_CACHE, "
+        "default ~/.cache/sprout) that no run folder on this machine links and nobody used for "
+        "--keep-days, and with --images the images that neither a remaining base layer nor a "
+        "run's own layer store stands on. With STORE (a layer store, or a run folder for its "
+        "layers/): free every layer that no checkpoint of the run beside it (its sprout.db), "
+        "of a --run, a named checkpoint, a --keep or an open sandbox stacks on, and what "
+        "killed processes left. Refuses while a process uses the store (a run, a shell, the "
+        "viewer).",
+    )
+    gc.add_argument(
+        "store", metavar="STORE", nargs="?", help="a layer store, or a run folder (its layers/)"
+    )
+    gc.add_argument(
+        "--run",
+        action="append",
+        default=[],
+        metavar="RUNDIR",
+        help="with STORE: also keep every checkpoint the run in RUNDIR references (repeatable)",
+    )
+    gc.add_argument(
+        "--keep",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="with STORE: a checkpoint id to keep, with all it stacks on (repeatable)",
+    )
+    gc.add_argument(
+        "--keep-days",
+        type=float,
+        default=7.0,
+        metavar="N",
+        help="keep cached base layers used in the last N days (default 7; 0: only in-use)",
+    )
+    gc.add_argument("--images", action="store_true", help="also remove images nothing uses")
+    gc.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="say what would be freed (and which images stay, why); free nothing",
+    )
+    gc.add_argument(
+        "-v", "--list", action="store_true", help="name each layer (or base, image) freed"
+    )
+    gc.set_defaults(func=cmd_gc)
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    if args.store is None:
+        return _collect_cache(args)
+    return _collect_store(args)
+
+
+def _outcome(args: argparse.Namespace) -> tuple[str, str]:
+    """The verb and the ending of the summary line: what was (or would be) freed."""
+    if args.dry_run:
+        return "would free", " (--dry-run: nothing was freed)"
+    return "freed", ""
+
+
+def _collect_cache(args: argparse.Namespace) -> int:
+    """`sprout gc` without a store: the machine's cache."""
+    from sprout.images.gc import collect
+
+    if args.keep or args.run:
+        raise UsageError("--keep and --run need a STORE (the machine's cache keeps what runs link)")
+    if not args.keep_days >= 0:
+        raise UsageError(f"--keep-days: expected a number of days >= 0, got {args.keep_days}")
+    done = collect(keep_days=args.keep_days, images=args.images, dry_run=args.dry_run)
+    if args.list:
+        for name in done.names:
+            print(f"  base layer {name}")
+        for digest in done.images:
+            print(f"  image {digest}")
+    if args.list or args.dry_run:
+        for digest, why in done.kept_images.items():
+            print(f"  keeps image {digest}: {why}")
+    verb, dry = _outcome(args)
+    print(
+        f"{verb} {done.bytes_freed / 1e6:.1f} MB: {done.bases} base layers "
+        f"({len(done.layers)} layers), {len(done.images)} images{dry}"
+    )
+    return 0
+
+
+def _collect_store(args: argparse.Namespace) -> int:
+    """`sprout gc STORE`: the layers of one store that nothing keeps."""
+    store_path, databases = _gc_target(args.store)
+    databases += [_run_database(run) for run in args.run]
+    store = LayerStore(store_path)
+    for layer_id in args.keep:
+        try:
+            store.layer(layer_id)
+        except UnknownCheckpoint:
+            raise UsageError(f"--keep {layer_id}: no such checkpoint in {store_path}") from None
+    shared_users = os.path.isdir(os.path.join(store_path, "users"))
+
+    def references() -> set[str]:
+        return _references(store, databases, shared_users)
+
+    if shared_users:  # a store of the machine's cache: no base layer is built meanwhile
+        from sprout.images.bases import collecting
+
+        with collecting(store):
+            freed = store.collect(keep=args.keep, references=references, dry_run=args.dry_run)
+    else:
+        freed = store.collect(keep=args.keep, references=references, dry_run=args.dry_run)
+    _report_store(args, store_path, freed, len(databases))
+    return 0
+
+
+def _references(store: LayerStore, databases: list[Path], shared_users: bool) -> set[str]:
+    """Read once the store is locked: what every run folder's database references, and, in a
+    store of the machine's cache, what run folders link."""
+    from sprout.store import StoreError, referenced_checkpoints
+
+    found: set[str] = set()
+    for database in databases:
+        try:
+            found |= referenced_checkpoints(database)
+        except StoreError as error:
+            raise UsageError(f"{error}; nothing was freed (gc keeps what it references)") from None
+    if shared_users:
+        from sprout.images.bases import linked_by_runs
+
+        found |= linked_by_runs(store)
+    return found
+
+
+def _report_store(args: argparse.Namespace, store_path: str, freed: Freed, runs: int) -> None:
+    if freed.missing:
+        shown = ", ".join(freed.missing[:5]) + (", ..." if len(freed.missing) > 5 else "")
+        print(
+            f"sprout gc: warning: {len(freed.missing)} checkpoints that runs reference are "
+            f"not in {store_path} (freed before, or never sealed): {shown}",
+            file=sys.stderr,
+        )
+    if args.list:
+        for layer_id in freed.layers:
+            print(f"  layer {layer_id}")
+        for layer_id in freed.debris:
+            print(f"  debris {layer_id}")
+    verb, dry = _outcome(args)
+    print(
+        f"{verb} {freed.bytes_freed / 1e6:.1f} MB: {len(freed.layers)} layers no checkpoint "
+        f"needs, {len(freed.debris)} left by dead processes; {freed.kept} layers kept for "
+        f"{runs} run{'s' if runs != 1 else ''}, named checkpoints and --keep{dry}"
+    )
+
+
+def _gc_target(path: str) -> tuple[str, list[Path]]:
+    """The layer store that `sprout gc PATH` collects (PATH is a store, or a run folder) and
+    the database beside it, whose checkpoints it keeps."""
+    if os.path.isfile(os.path.join(path, "store.json")):
+        beside = Path(path).resolve().parent / "sprout.db"
+        return path, [beside] if beside.exists() else []
+    folder = Path(path)
+    if (folder / "sprout.db").exists() and (folder / "layers" / "store.json").is_file():
+        return str(folder / "layers"), [folder / "sprout.db"]
+    raise UsageError(
+        f"{path}: not a layer store (no store.json) nor a run folder (sprout.db and layers/)"
+    )
+
+
+def _run_database(run: str) -> Path:
+    database = Path(run) / "sprout.db"
+    if not database.exists():
+        raise UsageError(f"--run {run}: not a run folder (no sprout.db)")
+    return database
