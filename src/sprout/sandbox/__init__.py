@@ -12,7 +12,8 @@ from sprout.sandbox.errors import (
     StoreModeMismatch,
     UnknownCheckpoint,
 )
-from sprout.sandbox.layers import Layer, LayerStore
+from sprout.sandbox.layer_meta import Layer
+from sprout.sandbox.layers import LayerStore
 from sprout.sandbox.sandbox import Sandbox
 from sprout.sandbox.types import Change, Limits, Observation
 from sprout.sandbox.workspace import SandboxWorkspace

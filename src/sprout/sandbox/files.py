@@ -61,11 +61,17 @@ def remove_entry(path: str) -> None:
         os.unlink(path)
 
 
-def copy_dir_attributes(source: str, target: str) -> None:
-    """Give directory `target` the mode, owner and times of `source`."""
+def copy_dir_attributes(source: str, target: str, *, owner_required: bool = True) -> None:
+    """Give directory `target` the mode, owner and times of `source`; without
+    `owner_required`, the owner only where this process may set it (an export by a user
+    other than root keeps the modes and times all the same)."""
     st = os.lstat(source)
     os.chmod(target, stat.S_IMODE(st.st_mode))
-    os.chown(target, st.st_uid, st.st_gid)
+    try:
+        os.chown(target, st.st_uid, st.st_gid)
+    except PermissionError:
+        if owner_required:
+            raise
     os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 

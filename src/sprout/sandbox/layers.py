@@ -22,102 +22,47 @@ so a process killed mid-turn leaves at worst an unsealed directory (and its
 scratch) that `sweep` or GC removes, never a half-written checkpoint. Each
 unsealed layer has a hold naming its owner (pid and start time): debris is
 what a dead owner left, and nothing of a live process is ever swept.
+
+`LayerStore` opens the store and finds, seals and discards layers; each other job has
+its module: `store_format` (store.json), `layer_meta` (m/), `holds` (h/), `squash`
+(deep stacks), `layer_share` (`adopt`), `layer_export` (`export`), `layer_gc` (GC, sweep).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import secrets
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
-from typing import Literal, cast
+from dataclasses import replace
 
-from sprout.durable import (
-    HeldLock,
-    flush_tree,
-    hold_lock,
-    write_atomically,
-)
-from sprout.sandbox import layer_gc
-from sprout.sandbox.errors import BadArgument, StoreModeMismatch, UnknownCheckpoint
-from sprout.sandbox.files import disk_usage, place_file, remove_tree
+from sprout.durable import HeldLock, flush_tree, hold_lock, write_atomically
+from sprout.sandbox import layer_gc, layer_share
+from sprout.sandbox.errors import BadArgument, UnknownCheckpoint
+from sprout.sandbox.files import disk_usage, remove_tree
+from sprout.sandbox.holds import read_holds, write_hold
 from sprout.sandbox.hostview import mask_layer
-from sprout.sandbox.idmap import IdRange, check_unclaimed, configured_range, give_to
+from sprout.sandbox.idmap import give_to
+from sprout.sandbox.layer_export import export_path
 from sprout.sandbox.layer_gc import Freed
 from sprout.sandbox.layer_gc import StoreInUse as StoreInUse  # re-exported: callers import it here
+from sprout.sandbox.layer_meta import Layer, meta_path, read_meta, sealed_ids, write_meta
 from sprout.sandbox.layerfmt import (
     LayerFormat,
     MarkerFormat,
     OverlayFormat,
-    lookup,
-    merge,
-    names_below,
     read_regular_file,
     resolve,
 )
-from sprout.sandbox.processes import process_start
 from sprout.sandbox.quota import create_subvolume, disk_cap_support, limit_exclusive_bytes
+from sprout.sandbox.squash import squash
+from sprout.sandbox.store_format import MODES, StoreMode, open_store_format
+from sprout.sandbox.store_format import (  # re-exported: callers import them here
+    current_user_mode as current_user_mode,
+)
 from sprout.sandbox.types import SandboxConfig
-
-StoreMode = Literal["root", "rootless", "copy"]
-STORE_FORMAT = 2
-"""2: sandboxes of root stores run in a user namespace, and their layers hold mapped ids."""
-MODES: tuple[StoreMode, ...] = ("root", "rootless", "copy")
-
-
-@dataclass(frozen=True)
-class Layer:
-    """A sealed layer: one turn's writes, stacked on its parent."""
-
-    id: str
-    parent: str | None
-    size: int
-    """Bytes on disk, each inode counted once."""
-    depth: int
-    """Layers from the base layer (which has depth 1)."""
-    created: float
-    config: SandboxConfig
-    flat: str | None = None
-    """A squashed layer holding the whole stack that ends here, when one was made."""
-    squash_of: str | None = None
-    """On a squashed layer: the layer whose stack it holds."""
-    refcount: int = 0
-    """Sealed children plus open sandboxes writing on top (filled in by `layers()`)."""
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "parent": self.parent,
-            "size": self.size,
-            "depth": self.depth,
-            "created": self.created,
-            "config": self.config.to_json(),
-            "flat": self.flat,
-            "squash_of": self.squash_of,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, object]) -> Layer:
-        return cls(
-            id=str(data["id"]),
-            parent=cast("str | None", data["parent"]),
-            size=int(cast(int, data["size"])),
-            depth=int(cast(int, data["depth"])),
-            created=float(cast(float, data["created"])),
-            config=SandboxConfig.from_json(cast("dict[str, object]", data["config"])),
-            flat=cast("str | None", data.get("flat")),
-            squash_of=cast("str | None", data.get("squash_of")),
-        )
-
-
-def current_user_mode() -> StoreMode:
-    """The overlay mode this process can use: root mounts directly, others need a user namespace."""
-    return "root" if os.geteuid() == 0 else "rootless"
 
 
 class LayerStore:
@@ -148,15 +93,17 @@ class LayerStore:
         self.durable = durable
         self.max_stack = max_stack
         self.hidden = (self.path, os.path.dirname(self.path), *(os.fspath(p) for p in hide))
+        self._meta = os.path.join(self.path, "m")
+        """Sealed layers' metadata (see sprout.sandbox.layer_meta)."""
         self._cache: dict[str, Layer] = {}
         self._claim: HeldLock | None = None
         self._mask: str | None = None
         self._mask_lock = threading.Lock()
         for sub in ("l", "m", "w", "h", "r"):
             os.makedirs(os.path.join(self.path, sub), exist_ok=True)
-        self.ids: IdRange | None = None
-        """As root: the host ids that sandbox ids 0.. are (see sprout.sandbox.idmap)."""
-        self.mode = self._open_mode(mode)
+        self.mode, self.ids = open_store_format(os.path.join(self.path, "store.json"), mode)
+        """The store's mode, and as root the host ids that sandbox ids 0.. are (see
+        sprout.sandbox.idmap)."""
         self.capped = self.mode == "root" and disk_cap_support(self.path).enforced
         """Layers are subvolumes whose bytes the kernel caps (see sprout.sandbox.quota)."""
         self.format: LayerFormat = (
@@ -164,45 +111,6 @@ class LayerStore:
             if self.mode == "copy"
             else OverlayFormat("trusted" if self.mode == "root" else "user")
         )
-
-    def _open_mode(self, requested: StoreMode | None) -> StoreMode:
-        meta_path = os.path.join(self.path, "store.json")
-        if not os.path.exists(meta_path):
-            if requested is None:
-                from sprout.sandbox.backends import default_mode
-
-                requested = default_mode()
-            meta: dict[str, object] = {"format": STORE_FORMAT, "mode": requested}
-            if requested == "root":
-                self.ids = configured_range()
-                check_unclaimed(self.ids)
-                meta["ids"] = str(self.ids)
-            write_atomically(meta_path, json.dumps(meta), True)
-            return requested
-        with open(meta_path, encoding="utf-8") as handle:
-            data = json.load(handle)
-        stored = data.get("mode")
-        if data.get("format") not in (1, STORE_FORMAT) or stored not in MODES:
-            raise StoreModeMismatch(f"{meta_path}: unknown store format {data!r}")
-        if stored == "root" and data.get("format") == 1:
-            raise StoreModeMismatch(
-                f"{meta_path}: written by a sprout whose sandboxes ran as host root (store "
-                "format 1); its layers hold host-owned files that today's user-namespace "
-                "sandboxes cannot use: remove the store (or the run folder) and run again"
-            )
-        if stored == "root":
-            self.ids = IdRange.parse(str(data.get("ids")), f"{meta_path}: ids")
-        if requested is not None and requested != stored:
-            raise StoreModeMismatch(
-                f"{meta_path}: store was written in {stored} mode, "
-                f"cannot open it in {requested} mode"
-            )
-        if stored != "copy" and stored != current_user_mode():
-            raise StoreModeMismatch(
-                f"{meta_path}: store was written in {stored} mode but this process is "
-                f"{'root' if os.geteuid() == 0 else 'not root'}; open it as the user that made it"
-            )
-        return cast(StoreMode, stored)
 
     def image_root(self, config: SandboxConfig) -> str | None:
         """The directory under a stack's bottom layer (None: the copy backend has none)."""
@@ -271,11 +179,9 @@ class LayerStore:
             return cached
         if not isinstance(layer_id, str) or not layer_id.isalnum():
             raise UnknownCheckpoint(str(layer_id), self.path)
-        try:
-            with open(os.path.join(self.path, "m", f"{layer_id}.json"), encoding="utf-8") as f:
-                found = Layer.from_json(json.load(f))
-        except FileNotFoundError:
-            raise UnknownCheckpoint(layer_id, self.path) from None
+        found = read_meta(self._meta, layer_id)
+        if found is None:
+            raise UnknownCheckpoint(layer_id, self.path)
         self._cache[layer_id] = found
         return found
 
@@ -325,25 +231,7 @@ class LayerStore:
 
         GC here drops only the links; the files are `source`'s to collect.
         """
-        if self.mode == "copy" or (source.mode, source.ids) != (self.mode, self.ids):
-            raise BadArgument(
-                "source", f"{source.path}: layers of a {source.mode} store with ids "
-                f"{source.ids} cannot be shared with a {self.mode} store with ids {self.ids}"
-            )  # fmt: skip
-        wanted: list[str] = []
-        for layer_id_below in source.ancestry(layer_id):
-            wanted.append(layer_id_below)
-            flat = source.layer(layer_id_below).flat
-            if flat is not None:
-                wanted.append(flat)
-        for shared in reversed(wanted):  # bottom first: a layer is sealed after its parent
-            if os.path.exists(os.path.join(self.path, "m", f"{shared}.json")):
-                continue
-            link = self.diff_dir(shared)
-            if not os.path.lexists(link):
-                os.symlink(os.path.realpath(source.diff_dir(shared)), link)
-            self._write_meta(source.layer(shared))
-        return layer_id
+        return layer_share.adopt(self, source, layer_id)
 
     def read(self, layer_id: str, path: str, *, upper: str | None = None) -> bytes | None:
         """The bytes of file `path` as checkpoint `layer_id` (plus an unsealed `upper`) holds
@@ -351,11 +239,10 @@ class LayerStore:
 
         Links are followed inside the sandbox's view, as a process inside would follow
         them, so a link an agent planted never leads this host-side read out of it."""
-        config = self.layer(layer_id).config
-        stack = [self.diff_dir(i) for i in self.stack(layer_id)] + self.image_layers(config)
+        stack, image = self._view(layer_id)
         if upper is not None:
             stack.insert(0, self.diff_dir(upper))
-        found = resolve(stack, self.image_root(config), path, self.format)
+        found = resolve(stack, image, path, self.format)
         if found is None or found.found is None:
             return None
         return read_regular_file(found.found)
@@ -364,44 +251,21 @@ class LayerStore:
         """Copy what `path` is in checkpoint `layer_id` to `destination`, a new host path: a
         file, a link, or a directory with everything under it; False when there is nothing.
 
-        The view is the one a sandbox sees: whiteouts and opaque directories hide what
-        lies below them, and links on the way to `path` are followed inside the view,
-        never on the host; links under `path` are copied as links, not followed. Owners,
-        modes and times are kept (for `COPY --from` out of a built stage)."""
+        The view is the one a sandbox sees (see `export_path`); owners, modes and times
+        are kept (for `COPY --from` out of a built stage)."""
+        return export_path(*self._view(layer_id), self.format, path, destination)
+
+    def _view(self, layer_id: str) -> tuple[list[str], str | None]:
+        """What a sandbox on checkpoint `layer_id` sees: the layer directories, top first,
+        and the image directory under them."""
         config = self.layer(layer_id).config
         stack = [self.diff_dir(i) for i in self.stack(layer_id)] + self.image_layers(config)
-        image = self.image_root(config)
-        found = resolve(stack, image, path, self.format)
-        if found is None or found.found is None:
-            return False
-        pending = [("/".join(found.parts), found.found, os.fspath(destination))]
-        directories: list[tuple[str, str]] = []
-        while pending:
-            rel, entry, target = pending.pop()
-            st = os.lstat(entry)
-            if not stat.S_ISDIR(st.st_mode):
-                place_file(entry, target, link=False)
-                continue
-            os.mkdir(target)
-            directories.append((entry, target))
-            for name in sorted(names_below(stack, image, rel, self.format)):
-                child = f"{rel}/{name}" if rel else name
-                below = lookup(stack, image, child, self.format)
-                if below is not None:
-                    pending.append((child, below, os.path.join(target, name)))
-        for entry, target in reversed(directories):  # after their contents, for the times
-            st = os.lstat(entry)
-            os.chmod(target, stat.S_IMODE(st.st_mode))
-            with contextlib.suppress(PermissionError):
-                os.lchown(target, st.st_uid, st.st_gid)
-            os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
-        return True
+        return stack, self.image_root(config)
 
     def new_layer(self, parent: str | None) -> str:
         """Start an unsealed layer on top of `parent`, held by this process until sealed."""
         layer_id = secrets.token_hex(5)
-        hold = {"pid": os.getpid(), "start": process_start(os.getpid()), "parent": parent}
-        write_atomically(os.path.join(self.path, "h", layer_id), json.dumps(hold), False)
+        write_hold(os.path.join(self.path, "h"), layer_id, parent)
         if self.capped:
             subvolumes = os.path.join(self.path, "s")
             os.makedirs(subvolumes, exist_ok=True)
@@ -427,7 +291,7 @@ class LayerStore:
 
     def discard(self, layer_id: str) -> None:
         """Drop an unsealed layer and its hold (a sealed layer is left to GC)."""
-        if not os.path.exists(os.path.join(self.path, "m", f"{layer_id}.json")):
+        if not os.path.exists(meta_path(self._meta, layer_id)):
             self._remove_files(layer_id)
         remove_tree(self.scratch_dir(layer_id))
         with contextlib.suppress(FileNotFoundError):
@@ -447,61 +311,19 @@ class LayerStore:
         sealed = Layer(layer_id, parent, disk_usage(diff), depth, time.time(), config)
         self._write_meta(sealed)
         if len(self.stack(layer_id)) > self.max_stack:
-            sealed = self._squash(sealed)
+            sealed = squash(self, sealed)
         return sealed
 
     def _write_meta(self, layer: Layer) -> None:
-        path = os.path.join(self.path, "m", f"{layer.id}.json")
-        write_atomically(path, json.dumps(layer.to_json()), self.durable)
+        write_meta(self._meta, layer, self.durable)
         self._cache[layer.id] = layer
-
-    def _squash(self, layer: Layer) -> Layer:
-        """Merge the stack under `layer` into one new layer, hard-linking its files."""
-        flat_id = secrets.token_hex(5)
-        flat_dir = self.diff_dir(flat_id)
-        os.mkdir(flat_dir)
-        layers = [self.diff_dir(i) for i in self.stack(layer.id)]
-        merge(
-            layers,
-            flat_dir,
-            self.format,
-            keep_markers=True,
-            link_files=True,
-            image=self.image_root(layer.config),
-        )
-        if self.durable:
-            # Hard links need no flush; a squash across subvolumes clones instead.
-            flush_tree(flat_dir, files=self.capped)
-        flat = Layer(
-            flat_id, None, disk_usage(flat_dir), 1, time.time(), layer.config, squash_of=layer.id
-        )
-        self._write_meta(flat)
-        updated = replace(layer, flat=flat_id)
-        self._write_meta(updated)
-        return updated
 
     def _live_holds(self) -> tuple[dict[str, str | None], list[str]]:
         """Holds of live processes (layer id -> parent), and the layers of dead ones."""
-        live: dict[str, str | None] = {}
-        dead: list[str] = []
-        hold_dir = os.path.join(self.path, "h")
-        for name in os.listdir(hold_dir):
-            if name.endswith(".tmp"):
-                continue
-            try:
-                with open(os.path.join(hold_dir, name), encoding="utf-8") as handle:
-                    hold = json.load(handle)
-            except (OSError, ValueError):
-                continue
-            running = hold.get("start") is not None
-            if running and process_start(hold["pid"]) == hold["start"]:
-                live[name] = hold.get("parent")
-            else:
-                dead.append(name)
-        return live, dead
+        return read_holds(os.path.join(self.path, "h"))
 
     def _sealed_ids(self) -> list[str]:
-        return [n[:-5] for n in os.listdir(os.path.join(self.path, "m")) if n.endswith(".json")]
+        return sealed_ids(self._meta)
 
     def layers(self) -> list[Layer]:
         """Every sealed layer, with its reference count filled in."""

@@ -1,0 +1,84 @@
+"""A sealed layer's metadata (`m/ID.json` in a layer store): its id, parent, size and depth.
+
+Written last when a layer is sealed, so a layer with metadata is a checkpoint and one
+without is a turn's unfinished writes (see `sprout.sandbox.layers`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import cast
+
+from sprout.durable import write_atomically
+from sprout.sandbox.types import SandboxConfig
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A sealed layer: one turn's writes, stacked on its parent."""
+
+    id: str
+    parent: str | None
+    size: int
+    """Bytes on disk, each inode counted once."""
+    depth: int
+    """Layers from the base layer (which has depth 1)."""
+    created: float
+    config: SandboxConfig
+    flat: str | None = None
+    """A squashed layer holding the whole stack that ends here, when one was made."""
+    squash_of: str | None = None
+    """On a squashed layer: the layer whose stack it holds."""
+    refcount: int = 0
+    """Sealed children plus open sandboxes writing on top (filled in by `layers()`)."""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "parent": self.parent,
+            "size": self.size,
+            "depth": self.depth,
+            "created": self.created,
+            "config": self.config.to_json(),
+            "flat": self.flat,
+            "squash_of": self.squash_of,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> Layer:
+        return cls(
+            id=str(data["id"]),
+            parent=cast("str | None", data["parent"]),
+            size=int(cast(int, data["size"])),
+            depth=int(cast(int, data["depth"])),
+            created=float(cast(float, data["created"])),
+            config=SandboxConfig.from_json(cast("dict[str, object]", data["config"])),
+            flat=cast("str | None", data.get("flat")),
+            squash_of=cast("str | None", data.get("squash_of")),
+        )
+
+
+def meta_path(meta_dir: str, layer_id: str) -> str:
+    """Where layer `layer_id`'s metadata lives; the layer is sealed once this file exists."""
+    return os.path.join(meta_dir, f"{layer_id}.json")
+
+
+def read_meta(meta_dir: str, layer_id: str) -> Layer | None:
+    """The sealed layer `layer_id`, or None when it is not sealed (or does not exist)."""
+    try:
+        with open(meta_path(meta_dir, layer_id), encoding="utf-8") as handle:
+            return Layer.from_json(json.load(handle))
+    except FileNotFoundError:
+        return None
+
+
+def write_meta(meta_dir: str, layer: Layer, durable: bool) -> None:
+    """Seal `layer`: its metadata, written atomically (and flushed when `durable`)."""
+    write_atomically(meta_path(meta_dir, layer.id), json.dumps(layer.to_json()), durable)
+
+
+def sealed_ids(meta_dir: str) -> list[str]:
+    """The ids of every sealed layer."""
+    return [name[:-5] for name in os.listdir(meta_dir) if name.endswith(".json")]

@@ -1,0 +1,50 @@
+"""Squashing a deep stack: one layer holding the whole stack under a checkpoint.
+
+A stack grows by one layer a turn, but overlayfs stacks at most 500 lower layers and the
+legacy mount option that lists them is one page long. So every `LayerStore.max_stack`
+layers sealing merges the stack into one flat layer, hard-linking its files (cloning them
+across subvolumes). The checkpoint keeps its id and its parent; the flat copy is only
+what gets mounted (`LayerStore.stack`).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from sprout.durable import flush_tree
+from sprout.sandbox.files import disk_usage
+from sprout.sandbox.layer_meta import Layer
+from sprout.sandbox.layerfmt import merge
+
+if TYPE_CHECKING:
+    from sprout.sandbox.layers import LayerStore
+
+
+def squash(store: LayerStore, layer: Layer) -> Layer:
+    """Merge the stack under sealed `layer` into one new layer, and return `layer` with
+    that flat copy recorded."""
+    flat_id = secrets.token_hex(5)
+    flat_dir = store.diff_dir(flat_id)
+    os.mkdir(flat_dir)
+    merge(
+        [store.diff_dir(i) for i in store.stack(layer.id)],
+        flat_dir,
+        store.format,
+        keep_markers=True,
+        link_files=True,
+        image=store.image_root(layer.config),
+    )
+    if store.durable:
+        # Hard links need no flush; a squash across subvolumes clones instead.
+        flush_tree(flat_dir, files=store.capped)
+    flat = Layer(
+        flat_id, None, disk_usage(flat_dir), 1, time.time(), layer.config, squash_of=layer.id
+    )
+    store._write_meta(flat)
+    updated = replace(layer, flat=flat_id)
+    store._write_meta(updated)
+    return updated
