@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sprout.commands.common import (
     BAD_INPUT,
@@ -19,8 +19,12 @@ from sprout.commands.common import (
 from sprout.commands.interrupt import INTERRUPTED, halting_on_ctrl_c
 from sprout.runfolder import RunFolder
 
+if TYPE_CHECKING:
+    from sprout.search import RunSettings
+
 
 def add_parser(commands: Any) -> None:
+    """`sprout run`'s options, in the order its help lists them."""
     run = commands.add_parser(
         "run",
         help="run search methods (pass@k, pass@k-first, sprout, entropy, shepherd, "
@@ -29,6 +33,23 @@ def add_parser(commands: Any) -> None:
         "DIR/results.json and print the comparison table. A task path is a task folder, a "
         "folder of task folders, or a SWE-bench .jsonl file (with --repos).",
     )
+    _add_what_to_run(run)
+    _add_schedule_arguments(run)
+    run.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML settings: an [actor] table (docs/agent.md), a [roles] table (docs/roles.md) "
+        "and a [model] table (timeouts, retries, max_tokens, extra_body; docs/agent.md)",
+    )
+    run.add_argument("--base-url", metavar="URL", help="the OpenAI-compatible server's /v1 URL")
+    add_task_source_arguments(run)
+    add_isolation_argument(run)
+    run.add_argument("--quiet", action="store_true", help="no progress lines, only the table")
+    run.set_defaults(func=cmd_run)
+
+
+def _add_what_to_run(run: argparse.ArgumentParser) -> None:
+    """The tasks, the model, the methods, and where and how wide the run goes."""
     run.add_argument(
         "tasks",
         nargs="+",
@@ -61,6 +82,11 @@ def add_parser(commands: Any) -> None:
         metavar="N",
         help="sandboxes running at once: attempts of a round, tasks side by side (default 1)",
     )
+
+
+def _add_schedule_arguments(run: argparse.ArgumentParser) -> None:
+    """The shapes of the branching schedules: sprout's and entropy's roots and rounds, and
+    train-rollouts' groups and boundary selector."""
     run.add_argument(
         "--roots",
         type=int,
@@ -101,17 +127,6 @@ def add_parser(commands: Any) -> None:
         metavar="N",
         help="train-rollouts: the seed of --selector uniform (default 0)",
     )
-    run.add_argument(
-        "--config",
-        metavar="FILE",
-        help="TOML settings: an [actor] table (docs/agent.md), a [roles] table (docs/roles.md) "
-        "and a [model] table (timeouts, retries, max_tokens, extra_body; docs/agent.md)",
-    )
-    run.add_argument("--base-url", metavar="URL", help="the OpenAI-compatible server's /v1 URL")
-    add_task_source_arguments(run)
-    add_isolation_argument(run)
-    run.add_argument("--quiet", action="store_true", help="no progress lines, only the table")
-    run.set_defaults(func=cmd_run)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -124,19 +139,49 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """Play every method on every task into --out and print the table; the run folder is
+    closed (and its report written) whatever stops the run, before the exit code is told."""
+    from sprout.search import Progress, open_run, run_tasks, table
+    from sprout.search.halt import Halt
+
+    settings = _settings(args)
+    loaded = usable_tasks(load_task_arguments(args.tasks, args), "run")
+    report = check_isolation(args.out, args.isolation, "run")
+    run = open_run(args.out, settings, resume=args.resume)
+    halt = Halt()
+    try:
+        run.tree.set_meta("isolation", report.to_json())
+        run.tree.set_meta(  # what the loaders guessed (an approximated image, say)
+            "task_warnings", {t.id: list(t.warnings) for t in loaded.tasks if t.warnings}
+        )
+        tag = "" if report.holds else "[NO ISOLATION]"
+        progress = Progress(quiet=args.quiet, tag=tag)
+        with halting_on_ctrl_c(halt, "run") as ctrl_c:
+            content = run_tasks(loaded.tasks, run, settings, progress, halt)
+        page = _write_report(run)
+    finally:
+        run.close()
+    print()
+    print(table(content))
+    print(f"\nresults: {Path(args.out) / 'results.json'}")
+    if page is not None:
+        print(f"report: {page}")
+    if ctrl_c.pressed:
+        print(f"interrupted: `sprout run ... --out {args.out} --resume` continues", file=sys.stderr)
+        return INTERRUPTED
+    if halt.reason is not None:
+        print(f"sprout run: stopped early: {halt.reason}", file=sys.stderr)
+        return 1
+    return BAD_INPUT if loaded.errors else _outcome(content)
+
+
+def _settings(args: argparse.Namespace) -> RunSettings:
+    """The run's settings from the options and --config, checked before any task is loaded
+    or the run folder is touched, so a typo costs nothing."""
     from sprout.agent import ActorConfig
     from sprout.models.config import ModelConfig
     from sprout.roles import RolesConfig
-    from sprout.search import (
-        Progress,
-        RunSettings,
-        open_run,
-        parse_methods,
-        parse_rounds,
-        run_tasks,
-        table,
-    )
-    from sprout.search.halt import Halt
+    from sprout.search import RunSettings, parse_methods, parse_rounds
     from sprout.search.runner import check_settings
 
     methods = parse_methods(
@@ -165,35 +210,12 @@ def _run(args: argparse.Namespace) -> int:
         model_options=model,
     )
     check_settings(settings)
-    loaded = usable_tasks(load_task_arguments(args.tasks, args), "run")
-    report = check_isolation(args.out, args.isolation, "run")
-    run = open_run(args.out, settings, resume=args.resume)
-    halt = Halt()
-    try:
-        run.tree.set_meta("isolation", report.to_json())
-        run.tree.set_meta(  # what the loaders guessed (an approximated image, say)
-            "task_warnings", {t.id: list(t.warnings) for t in loaded.tasks if t.warnings}
-        )
-        tag = "" if report.holds else "[NO ISOLATION]"
-        progress = Progress(quiet=args.quiet, tag=tag)
-        with halting_on_ctrl_c(halt, "run") as ctrl_c:
-            content = run_tasks(loaded.tasks, run, settings, progress, halt)
-        page = _write_report(run)
-    finally:
-        run.close()
-    print()
-    print(table(content))
-    print(f"\nresults: {Path(args.out) / 'results.json'}")
-    if page is not None:
-        print(f"report: {page}")
-    if ctrl_c.pressed:
-        print(f"interrupted: `sprout run ... --out {args.out} --resume` continues", file=sys.stderr)
-        return INTERRUPTED
-    if halt.reason is not None:
-        print(f"sprout run: stopped early: {halt.reason}", file=sys.stderr)
-        return 1
-    if loaded.errors:
-        return BAD_INPUT
+    return settings
+
+
+def _outcome(content: dict[str, Any]) -> int:
+    """1 when a method could not be played on some task (the `error` results.json gives it),
+    else 0: a run that played every task succeeded, whether the tasks passed or not."""
     failed = [
         task for task, by in content["tasks"].items() if any("error" in r for r in by.values())
     ]
