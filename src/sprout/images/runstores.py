@@ -37,10 +37,10 @@ def note_image(store: str, digest: str, cache: ImageCache | None = None) -> None
     folder.mkdir(parents=True, exist_ok=True)
     note = folder / hashlib.sha256(store.encode()).hexdigest()[:20]
     with file_lock(f"{note}.lock"):
-        images = set(_read(note).get("images", []))
+        _, images = _read(note)
         if digest in images:
             return
-        text = json.dumps({"store": store, "images": sorted(images | {digest})}, indent=2)
+        text = json.dumps({"store": store, "images": sorted({*images, digest})}, indent=2)
         write_atomically(str(note), text, durable=True)
 
 
@@ -54,20 +54,22 @@ def stores_by_image(cache: ImageCache | None = None) -> dict[str, list[str]]:
     for note in sorted(folder.iterdir()):
         if note.suffix in (".lock", ".tmp"):
             continue
-        data = _read(note)
-        store = str(data.get("store", ""))
+        store, images = _read(note)
         if not store or not Path(store, "store.json").exists():
             with contextlib.suppress(FileNotFoundError):
                 note.unlink()
             continue
-        for digest in data.get("images", []):
-            found.setdefault(str(digest), []).append(store)
+        for digest in images:
+            found.setdefault(digest, []).append(store)
     return found
 
 
-def _read(note: Path) -> dict[str, object]:
+def _read(note: Path) -> tuple[str, list[str]]:
+    """(the store, the digests of the images it stands on); ("", []) for no or a bad note."""
     try:
         data = json.loads(note.read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        return "", []
+    if not isinstance(data, dict) or not isinstance(data.get("images"), list):
+        return "", []
+    return str(data.get("store", "")), [str(digest) for digest in data["images"]]
