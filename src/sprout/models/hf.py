@@ -3,16 +3,8 @@
 Generation uses the tokenizer's chat template and a plain sampling loop
 (temperature only; greedy at 0), and returns the prompt ids, each reply's ids
 and the log-probabilities of the sampled tokens under the model itself
-(temperature 1, as a learner recomputes them). Token counts are real.
-
-Token-exact contexts: the actor passes the stored ids of the context so far
-(`prefix_ids`); only what the messages add after them is rendered and
-tokenized. That delta is the rendered conversation (generation prompt
-included) minus the decoded prefix, so it also holds whatever closing text
-the template puts after a reply that the model did not generate (the newline
-after ChatML's ``<|im_end|>``, or the whole end of turn when a reply hit the
-token limit). A template that renders earlier messages differently once more
-follow (one that drops earlier reasoning, say) is refused with a `ModelError`.
+(temperature 1, as a learner recomputes them). Token counts are real. How a
+context becomes ids, exactly, is the tokenizer half's (`sprout.models.hf_tokenizer`).
 
 torch and transformers are imported when a model is loaded, never at import.
 """
@@ -20,13 +12,12 @@ torch and transformers are imported when a model is loaded, never at import.
 from __future__ import annotations
 
 import inspect
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sprout.models.fingerprint import tokenizer_fingerprint
+from sprout.models.hf_tokenizer import HFTokenizer, first_line
 from sprout.models.types import (
     Capabilities,
     Choice,
@@ -36,14 +27,10 @@ from sprout.models.types import (
     TokenLogprob,
 )
 
-"""The run-meta key under which the tokenizer's fingerprint is recorded."""
-
 DTYPES = ("auto", "float32", "bfloat16", "float16")
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
-_PROBE = "\x00sprout-reply\x00"
 
 
-class HFModel:
+class HFModel(HFTokenizer):
     """A causal LM folder (config, weights, tokenizer with a chat template), loaded in-process.
 
     `module` is the torch model itself: a learner in the same process may
@@ -72,21 +59,16 @@ class HFModel:
         log-probs are asked (for the entropy schedule); `seed` makes sampling
         reproducible.
         """
-        self.path = Path(path).expanduser()
-        self.name = f"hf/{path}"
-        self._lock = threading.RLock()
-        """One call at a time: the module, and the tokenizer (not safe to share across threads)."""
+        name = f"hf/{path}"
         if max_new_tokens < 1:
-            raise ModelError("bad_input", f"{self.name}: max_new_tokens must be at least 1")
+            raise ModelError("bad_input", f"{name}: max_new_tokens must be at least 1")
         if dtype not in DTYPES:
             raise ModelError(
-                "bad_input", f"{self.name}: dtype {dtype!r}: expected one of {', '.join(DTYPES)}"
+                "bad_input", f"{name}: dtype {dtype!r}: expected one of {', '.join(DTYPES)}"
             )
-        self.tokenizer = load_tokenizer(self.path, self.name)
+        super().__init__(Path(path).expanduser(), name)
         self.max_new_tokens = max_new_tokens
         self.top_logprobs = top_logprobs
-        self.end_of_turn_id = self._end_of_turn()
-        self._fingerprint = tokenizer_fingerprint(self.tokenizer)
 
         import torch
 
@@ -116,7 +98,7 @@ class HFModel:
             )
         except (OSError, ValueError, KeyError) as error:
             raise ModelError(
-                "bad_input", f"{self.name}: cannot load the weights in {path}: {_first_line(error)}"
+                "bad_input", f"{self.name}: cannot load the weights in {path}: {first_line(error)}"
             ) from None
         return module.to(self.device).eval()
 
@@ -132,87 +114,6 @@ class HFModel:
         """Copy a state dict (e.g. a learner's) into `module`'s weights."""
         with self._lock:
             self.module.load_state_dict(state)
-
-    # tokens
-
-    def tokenizer_fingerprint(self) -> dict[str, Any]:
-        """This model's tokenizer fingerprint (see `tokenizer_fingerprint`), with the model name."""
-        return {**self._fingerprint, "model": self.name}
-
-    def encode(self, text: str) -> list[int]:
-        """`text` as token ids, special-token text included, nothing added around it."""
-        with self._lock:
-            return list(self.tokenizer.encode(text, add_special_tokens=False))
-
-    def decode(self, ids: Sequence[int]) -> str:
-        """Exactly the text of `ids`, special tokens included."""
-        with self._lock:
-            return str(
-                self.tokenizer.decode(
-                    list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False
-                )
-            )
-
-    def encode_reply(self, text: str) -> tuple[int, ...]:
-        """`text` tokenized as a reply of this model: its ids, then the end-of-turn token."""
-        return (*self.encode(text), self.end_of_turn_id)
-
-    def render(self, messages: list[Message], *, add_generation_prompt: bool = True) -> str:
-        """`messages` through the tokenizer's chat template, as text."""
-        try:
-            with self._lock:
-                return str(
-                    self.tokenizer.apply_chat_template(
-                        messages, tokenize=False, add_generation_prompt=add_generation_prompt
-                    )
-                )
-        except Exception as error:  # jinja raises its own errors, and templates raise freely
-            raise ModelError(
-                "template", f"{self.name}: the chat template failed: {_first_line(error)}"
-            ) from None
-
-    def context_ids(self, messages: list[Message], prefix_ids: Sequence[int]) -> tuple[int, ...]:
-        """The ids `messages` add after the stored context `prefix_ids`, generation prompt
-        included: the rendered conversation minus the decoded prefix, tokenized."""
-        rendered = self.render(messages)
-        held = self.decode(prefix_ids) if prefix_ids else ""
-        if not rendered.startswith(held):
-            at = next(
-                (i for i, (a, b) in enumerate(zip(held, rendered, strict=False)) if a != b),
-                min(len(held), len(rendered)),
-            )
-            raise ModelError(
-                "template",
-                f"{self.name}: the stored context ids do not decode to a prefix of the rendered "
-                f"conversation (they differ at character {at}: stored "
-                f"{held[at : at + 40]!r}, rendered {rendered[at : at + 40]!r}); token-exact "
-                "rollouts need a chat template that renders earlier messages the same way "
-                "whatever follows them, and a tokenizer whose decoding round-trips",
-            )
-        return tuple(self.encode(rendered[len(held) :]))
-
-    def _end_of_turn(self) -> int:
-        """The token the template closes an assistant reply with (ChatML: ``<|im_end|>``)."""
-        eos = self.tokenizer.eos_token_id
-        probe = [{"role": "user", "content": "?"}, {"role": "assistant", "content": _PROBE}]
-        try:
-            rendered = self.render(probe, add_generation_prompt=False)
-        except ModelError:
-            rendered = ""
-        after = rendered.rpartition(_PROBE)[2] if _PROBE in rendered else ""
-        closing = self.encode(after) if after else []
-        special = set(self.tokenizer.all_special_ids) | set(
-            getattr(self.tokenizer, "added_tokens_decoder", {}) or {}
-        )
-        if closing and closing[0] in special:
-            return int(closing[0])
-        if eos is None:
-            raise ModelError(
-                "bad_input",
-                f"{self.name}: the tokenizer has no EOS token and its chat template closes a "
-                "reply with no special token; a reply's end cannot be told",
-            )
-        return int(eos)
 
     def _stop_ids(self) -> frozenset[int]:
         stops = {self.end_of_turn_id}
@@ -350,37 +251,6 @@ class HFModel:
         return Choice(text, "stop" if stopped else "length", (), tokens, tuple(ids))
 
 
-def load_tokenizer(path: Path, name: str) -> Any:
-    """The tokenizer of the model folder `path`; a `ModelError` naming it when there is none,
-    or when it has no chat template."""
-    if not path.is_dir():
-        raise ModelError(
-            "bad_input",
-            f"{name}: {path} is not a folder; expected a Hugging Face model folder "
-            "(config.json, weights, tokenizer)",
-        )
-    if not any((path / file).is_file() for file in TOKENIZER_FILES):
-        raise ModelError(
-            "bad_input",
-            f"{name}: {path} has no tokenizer (none of {', '.join(TOKENIZER_FILES)})",
-        )
-    from transformers import AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError, KeyError) as error:
-        raise ModelError(
-            "bad_input", f"{name}: cannot load the tokenizer in {path}: {_first_line(error)}"
-        ) from None
-    if not getattr(tokenizer, "chat_template", None):
-        raise ModelError(
-            "bad_input",
-            f"{name}: the tokenizer in {path} has no chat template (chat_template.jinja or "
-            "tokenizer_config.json's chat_template); an instruct model's folder has one",
-        )
-    return tokenizer
-
-
 def _device(device: str, name: str) -> str:
     import torch
 
@@ -399,8 +269,3 @@ def _dtype(dtype: str, device: str) -> Any:
             return torch.bfloat16
         return torch.float32
     return getattr(torch, dtype)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
