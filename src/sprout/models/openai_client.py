@@ -1,20 +1,14 @@
 """`openai/<model>`: any OpenAI-compatible chat-completions server, through the official client.
 
 vLLM, SGLang, llama.cpp's server, Ollama and hosted APIs all speak this
-protocol. Retries are done here rather than inside the client, so that each
-one can be told as it happens (`on_retry`): a server that is down or slow says
-so within seconds instead of after minutes of silence. What is left after the
-retries becomes a `ModelError` whose kind says whether the server failed
-(`unreachable`, `timeout`, `server`, `malformed`) or the input is to fix
-(`auth`, `unknown_model`, `bad_request`).
+protocol. The official client's own retries are off: `models.retrying` asks
+again and tells each retry as it happens.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +16,16 @@ from typing import Any
 import openai
 
 from sprout.models.config import ModelConfig
+from sprout.models.retrying import (
+    CONNECT_TIMEOUT_S,
+    Retryable,
+    is_retried_status,
+    retry_after,
+    short,
+    tell_on_stderr,
+    waiting_notice,
+    with_retries,
+)
 from sprout.models.types import (
     Capabilities,
     Choice,
@@ -35,26 +39,6 @@ from sprout.models.types import (
 OFFICIAL_URL = "https://api.openai.com/v1"
 TOP_LOGPROBS = 5
 """Alternatives asked per token when log-probs are wanted: enough for an entropy estimate."""
-CONNECT_TIMEOUT_S = 10.0
-"""Seconds to open a connection: a server that is not there is known at once, whatever
-`timeout_s` allows a reply."""
-WAIT_NOTICE_S = 60.0
-"""A request still unanswered after this long is told once, so a hung server is noticed."""
-RETRY_AFTER_MAX_S = 60.0
-"""The longest Retry-After honoured; a longer one is waited as the usual backoff."""
-
-
-def tell_on_stderr(message: str) -> None:
-    print(f"sprout: {message}", file=sys.stderr, flush=True)
-
-
-class Retryable(Exception):
-    """A failure worth asking again: no connection, a timeout, 408/409/429 or a 5xx."""
-
-    def __init__(self, kind: str, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.retry_after = retry_after
 
 
 class OpenAIModel:
@@ -118,43 +102,24 @@ class OpenAIModel:
             request.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         if tools:
             request["tools"] = tools
-        retries = self.options.max_retries
-        for number in range(retries + 1):
-            started = time.monotonic()
-            try:
-                response = self._create(request)
-            except Retryable as error:
-                if number == retries:
-                    raise ModelError(
-                        error.kind, f"{error} (after {retries} retries, [model] max_retries)"
-                    ) from None
-                delay = backoff(number, error.retry_after)
-                self.on_retry(f"{error}; retry {number + 1} of {retries} in {delay:.1f} s")
-                time.sleep(delay)
-                continue
-            try:
-                return _to_completion(self.base_url, response, time.monotonic() - started)
-            except (AttributeError, TypeError, ValueError) as error:  # a field null or odd
-                raise ModelError(
-                    "malformed",
-                    f"{self.base_url}: the reply is not a chat completion ({_short(str(error))})",
-                ) from None
-        raise AssertionError("unreachable: the last try returns or raises")
+        return with_retries(lambda: self._ask(request), self.options.max_retries, self.on_retry)
+
+    def _ask(self, request: dict[str, Any]) -> Completion:
+        started = time.monotonic()
+        response = self._create(request)
+        try:
+            return _to_completion(self.base_url, response, time.monotonic() - started)
+        except (AttributeError, TypeError, ValueError) as error:  # a field null or odd
+            raise ModelError(
+                "malformed",
+                f"{self.base_url}: the reply is not a chat completion ({short(str(error))})",
+            ) from None
 
     def _create(self, request: dict[str, Any]) -> Any:
         """One request; `Retryable` for what may pass on a retry, `ModelError` for the rest."""
-        timeout = self.options.timeout_s
-        waiting = threading.Timer(
-            WAIT_NOTICE_S,
-            self.on_retry,
-            [f"{self.base_url}: no reply yet after {WAIT_NOTICE_S:g} s; waiting up to "
-             f"{timeout:g} s ([model] timeout_s)"],
-        )  # fmt: skip
-        waiting.daemon = True
-        if timeout > WAIT_NOTICE_S:
-            waiting.start()
         try:
-            return self.client.chat.completions.create(**request)
+            with waiting_notice(self.base_url, self.options.timeout_s, self.on_retry):
+                return self.client.chat.completions.create(**request)
         except openai.APITimeoutError:
             raise Retryable(
                 "timeout",
@@ -177,49 +142,23 @@ class OpenAIModel:
             raise ModelError("bad_request", f"{self.base_url}: request refused: {error}") from None
         except openai.APIStatusError as error:
             status = error.status_code
-            message = f"{self.base_url}: HTTP {status}: {_short(str(error))}"
-            if status in (408, 409, 429) or status >= 500:
-                raise Retryable("server", message, _retry_after(error.response)) from None
+            message = f"{self.base_url}: HTTP {status}: {short(str(error))}"
+            if is_retried_status(status):
+                headers = getattr(error.response, "headers", None)
+                raise Retryable("server", message, retry_after(headers)) from None
             raise ModelError("server", message) from None
         except (openai.APIResponseValidationError, ValueError) as error:
             # a body that is not JSON (an HTML error page of a proxy, say) or not a completion
             raise ModelError(
                 "malformed",
-                f"{self.base_url}: the reply is not a chat completion ({_short(str(error))})",
+                f"{self.base_url}: the reply is not a chat completion ({short(str(error))})",
             ) from None
-        finally:
-            waiting.cancel()
-
-
-def backoff(number: int, retry_after: float | None) -> float:
-    """Seconds before retry `number + 1`: the server's Retry-After when it gives a sane one,
-    else 0.5, 1, 2, 4, 8, 8, ... (deterministic: runs are compared by their timings too)."""
-    if retry_after is not None and 0 <= retry_after <= RETRY_AFTER_MAX_S:
-        return retry_after
-    return min(0.5 * 2**number, 8.0)
-
-
-def _retry_after(response: Any) -> float | None:
-    """The server's Retry-After in seconds (`retry-after-ms` too, as OpenAI sends it)."""
-    headers = getattr(response, "headers", None) or {}
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        try:
-            return float(headers.get(name, "")) * scale
-        except ValueError:
-            continue
-    return None
-
-
-def _short(text: str, limit: int = 300) -> str:
-    """One line of at most `limit` characters: server error bodies can be whole pages."""
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def _to_completion(base_url: str, response: Any, latency: float) -> Completion:
     if isinstance(response, str | bytes):  # the client hands back a body that is not JSON
         raise ModelError(
-            "malformed", f"{base_url}: the reply is not a chat completion: {_short(str(response))}"
+            "malformed", f"{base_url}: the reply is not a chat completion: {short(str(response))}"
         )
     choices = getattr(response, "choices", None)
     if not choices:

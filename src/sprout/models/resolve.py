@@ -15,8 +15,17 @@ from sprout.models.oracle import (
 )
 from sprout.models.types import Capabilities, Model, ModelError
 
-PREFIXES = ("openai/", "hf/", "oracle-noise", "oracle")
-FORMS = ("openai/<name>", "hf/<path>", "oracle", f"oracle-noise[:{NOISE_OPTIONS}]")
+PREFIXES = ("openai/", "vllm/", "llamacpp/", "hf/", "oracle-noise", "oracle")
+FORMS = (
+    "openai/<name>",
+    "vllm/<name>",
+    "llamacpp/<name>",
+    "hf/<path>",
+    "oracle",
+    f"oracle-noise[:{NOISE_OPTIONS}]",
+)
+TOKEN_SERVERS = ("vllm/", "llamacpp/")
+"""Servers sampled from token ids, whose rollouts are token-exact (`TokenServerModel`)."""
 """What `--model` accepts, as the error for an unknown one lists it."""
 
 
@@ -32,6 +41,8 @@ def resolve_model(
     """The client for `spec`, e.g. ``openai/Qwen3-8B`` (with `base_url` or OPENAI_BASE_URL).
 
     `options` (the `[model]` table) sets how an ``openai/`` server is called.
+    ``vllm/NAME`` and ``llamacpp/NAME`` are servers at `base_url` sampled from token ids
+    (token-exact rollouts, see `models.token_server`).
     ``hf/PATH`` loads the local model folder PATH in-process (`hf_options`:
     `HFModel`'s keywords: device, dtype, max_new_tokens, top_logprobs, seed).
     ``oracle`` and ``oracle-noise[:errors=..,p=..,q=..,seed=..]`` replay a task's reference
@@ -43,6 +54,8 @@ def resolve_model(
         return OpenAIModel(
             spec.removeprefix("openai/"), base_url=base_url, api_key=api_key, options=options
         )
+    if spec.startswith(TOKEN_SERVERS):
+        return _token_server(spec, base_url, api_key, options or ModelConfig())
     if spec.startswith("hf/"):
         path = spec.removeprefix("hf/")
         if not path:
@@ -69,6 +82,10 @@ def spec_capabilities(spec: str) -> Capabilities:
         from sprout.models.openai_client import OpenAIModel
 
         return OpenAIModel.capabilities
+    if spec.startswith(TOKEN_SERVERS):
+        from sprout.models.token_server import TokenServerModel
+
+        return TokenServerModel.capabilities
     if spec.startswith("hf/"):
         from sprout.models.hf import HFModel
 
@@ -80,3 +97,30 @@ def spec_capabilities(spec: str) -> Capabilities:
 
 def _names_oracle(spec: str) -> bool:
     return spec == "oracle" or spec == "oracle-noise" or spec.startswith("oracle-noise:")
+
+
+def _token_server(
+    spec: str, base_url: str | None, api_key: str | None, options: ModelConfig
+) -> Model:
+    """The `TokenServerModel` of a ``vllm/`` or ``llamacpp/`` spec, at `base_url`."""
+    from sprout.models.http_json import JsonServer
+    from sprout.models.llamacpp import LlamaCppServer
+    from sprout.models.token_server import TokenServerModel
+    from sprout.models.vllm import VLLMServer
+
+    kind, _, name = spec.partition("/")
+    if not name:
+        raise ModelError("bad_input", f"--model {spec}: expected {kind}/<model name>")
+    if not base_url:
+        raise ModelError(
+            "bad_input",
+            f"--model {spec}: needs --base-url, the server's address (http://HOST:PORT)",
+        )
+    http = JsonServer(
+        base_url.removesuffix("/v1"),
+        timeout_s=options.timeout_s,
+        retries=options.max_retries,
+        api_key=api_key,
+    )
+    server = VLLMServer(http, name) if kind == "vllm" else LlamaCppServer(http)
+    return TokenServerModel(spec, server, max_tokens=options.max_tokens)

@@ -1,0 +1,112 @@
+"""A loopback server that speaks vLLM's token routes as vLLM documents them.
+
+`/tokenize` (a prompt, or chat messages through the template), `/detokenize`
+and `/v1/completions` with a token-list prompt and `return_token_ids`; the
+tokenizer and chat template are the tiny model's real ones (transformers), so
+what the client renders, sends and stores can be checked against them. The
+replies are scripted texts, returned as the ids they encode to plus the
+end-of-turn token, as a server that sampled them would. Every prompt it was
+sent is kept in `prompts`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class FakeVLLM:
+    def __init__(self, tokenizer: Any, replies: list[str]) -> None:
+        self.tokenizer = tokenizer
+        self.replies = list(replies)
+        self.prompts: list[list[int]] = []
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.broken: str | None = None
+        """When set, `/v1/completions` leaves this field out of its choices."""
+        self.end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def answer(self, route: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        self.requests.append((route, body))
+        if route == "/tokenize" and "messages" in body:
+            text = self.tokenizer.apply_chat_template(
+                body["messages"],
+                tokenize=False,
+                add_generation_prompt=body.get("add_generation_prompt", True),
+            )
+            return 200, {"tokens": self.encode(text), "count": 0, "max_model_len": 4096}
+        if route == "/tokenize":
+            return 200, {"tokens": self.encode(body["prompt"])}
+        if route == "/detokenize":
+            text = self.tokenizer.decode(
+                body["tokens"], skip_special_tokens=False, clean_up_tokenization_spaces=False
+            )
+            return 200, {"prompt": text}
+        if route == "/v1/completions":
+            return 200, self.completions(body)
+        return 404, {"error": f"no route {route}"}
+
+    def completions(self, body: dict[str, Any]) -> dict[str, Any]:
+        prompt = body["prompt"]
+        assert isinstance(prompt, list), "the prompt must be sent as token ids"
+        assert body.get("return_token_ids") is True
+        self.prompts.append(prompt)
+        choices = []
+        for index in range(body.get("n", 1)):
+            ids = [*self.encode(self.replies.pop(0)), self.end]
+            pieces = self.tokenizer.convert_ids_to_tokens(ids)
+            choice = {
+                "index": index,
+                "text": "",
+                "token_ids": ids,
+                "prompt_token_ids": prompt,
+                "logprobs": {
+                    "tokens": pieces,
+                    "token_logprobs": [-0.25] * len(ids),
+                    "top_logprobs": [{piece: -0.25} for piece in pieces],
+                },
+                "finish_reason": "stop",
+                "stop_reason": None,
+            }
+            if self.broken:
+                choice.pop(self.broken)
+            choices.append(choice)
+        return {
+            "choices": choices,
+            "usage": {"prompt_tokens": len(prompt), "completion_tokens": 0},
+        }
+
+
+@contextmanager
+def serving(fake: FakeVLLM) -> Iterator[str]:
+    """`fake` on a loopback port for the `with` block; yields its base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            status, body = fake.answer(self.path, json.loads(self.rfile.read(length)))
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
