@@ -9,6 +9,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from sprout.verify.parsers import (
     decode,
@@ -251,36 +252,9 @@ def read_results(
     if format not in FORMATS:
         raise ResultsError(f"{where}results format {format!r} is unknown; use one of {FORMATS}")
     readers = _readers(files, log)
-
-    def done(
-        tests: Sequence[TestResult],
-        source: Provenance,
-        reward: float | None = None,
-        notes: Sequence[str] = (),
-    ) -> Diagnostics:
-        if required and "pytest-counts" in source.kinds:
-            unnamed = "pytest ran without -rA, so its passing tests have no names to match"
-            notes = [*notes, unnamed]
-        return diagnose(
-            tests,
-            source=source,
-            log=log,
-            exit_code=exit_code,
-            required=required,
-            reward=reward,
-            notes=notes,
-        )
-
+    run = _Run(log, exit_code, required)
     if format in PER_TEST_FORMATS:
-        try:
-            found = readers[format]()
-        except ResultsError as error:
-            unreadable = f"{format} results unreadable: {error}"
-            return done([], Provenance(format), reward=0.0, notes=[unreadable])
-        if found is None:
-            missing = f"no {format} results: {_WHERE[format]}"
-            return done([], Provenance(format), reward=0.0, notes=[missing])
-        return done(*found)
+        return _named_per_test(run, readers, format)
     tests, test_source, notes = _first_per_test(readers)
     reward_path = _reward_file(files)
     if format in ("auto", "reward") and reward_path:
@@ -289,18 +263,66 @@ def read_results(
         except ResultsError as error:
             raise ResultsError(f"{where}{error}") from None
         source = Provenance("reward", (reward_path,), tests=test_source)
-        return done(tests, source, reward=reward, notes=notes)
+        return run.diagnostics(tests, source, reward=reward, notes=notes)
     if format == "reward":
         missing = f"no reward file ({' or '.join(REWARD_FILES)}) among the verifier's files"
-        return done(tests, Provenance("reward"), reward=0.0, notes=[missing, *notes])
+        return run.diagnostics(tests, Provenance("reward"), reward=0.0, notes=[missing, *notes])
     if format == "auto" and test_source is not None:
-        return done(tests, test_source, notes=notes)
-    source = Provenance("exit-code", tests=test_source)
+        return run.diagnostics(tests, test_source, notes=notes)
     if exit_code is not None:
         notes.insert(0, f"the verifier exited with {exit_code}")
     if not tests:
         notes.insert(0, "no per-test results")
-    return done(tests, source, reward=1.0 if exit_code == 0 else 0.0, notes=notes)
+    source = Provenance("exit-code", tests=test_source)
+    return run.diagnostics(tests, source, reward=1.0 if exit_code == 0 else 0.0, notes=notes)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What a verifier run left besides its files, which every way of reading it shares: its
+    log, its exit code, and the tests the task requires."""
+
+    log: str
+    exit_code: int | None
+    required: Sequence[str] | None
+
+    def diagnostics(
+        self,
+        tests: Sequence[TestResult],
+        source: Provenance,
+        reward: float | None = None,
+        notes: Sequence[str] = (),
+    ) -> Diagnostics:
+        """`diagnose` for this run; with required tests, says why pytest's bare counts
+        cannot match their names."""
+        if self.required and "pytest-counts" in source.kinds:
+            unnamed = "pytest ran without -rA, so its passing tests have no names to match"
+            notes = [*notes, unnamed]
+        return diagnose(
+            tests,
+            source=source,
+            log=self.log,
+            exit_code=self.exit_code,
+            required=self.required,
+            reward=reward,
+            notes=notes,
+        )
+
+
+def _named_per_test(
+    run: _Run, readers: Mapping[str, Callable[[], _Found]], format: str
+) -> Diagnostics:
+    """The diagnostics of a task that names its per-test `format`: that format alone decides,
+    so results that are missing or unreadable are a reward of 0 that says why."""
+    try:
+        found = readers[format]()
+    except ResultsError as error:
+        unreadable = f"{format} results unreadable: {error}"
+        return run.diagnostics([], Provenance(format), reward=0.0, notes=[unreadable])
+    if found is None:
+        missing = f"no {format} results: {_WHERE[format]}"
+        return run.diagnostics([], Provenance(format), reward=0.0, notes=[missing])
+    return run.diagnostics(*found)
 
 
 def _first_per_test(

@@ -68,65 +68,99 @@ def parse_tap(text: str, *, source: str = "TAP output") -> list[TestResult]:
         raise ResultsError(
             f"{source}: no TAP found: neither a 'TAP version' nor a '1..N' plan line"
         )
-    results: list[TestResult] = []
-    stream = _Stream()
-    last_depth: int | None = None  # the depth of the point just read, for its YAML block
-    attach: int | None = None  # the depth whose latest point takes "#" comment lines
-    comments: list[str] = []
-    i = 0
-    while i < len(lines):
-        raw = lines[i].rstrip()
-        i += 1
-        line = raw.lstrip(" ")
-        depth = (len(raw) - len(line)) // 4
-        if line == "---" and last_depth is not None:
-            block = []
-            while i < len(lines) and lines[i].strip() != "...":
-                block.append(lines[i])
-                i += 1
-            i += 1
-            _attach(stream.levels[last_depth], _yaml_message(textwrap.dedent("\n".join(block))))
-            last_depth = None
-            continue
-        last_depth = None
-        if line.startswith("#") and attach is not None and not line.startswith("# Subtest"):
-            comments.append(line[1:])
-            continue
-        if comments and attach is not None:
-            _attach(stream.levels[attach], textwrap.dedent("\n".join(comments)).strip())
-        comments, attach = [], None
-        if line.startswith("#"):
-            continue
+    return _Reader(lines).read()
+
+
+@dataclass
+class _Reader:
+    """`parse_tap` as it reads a log line by line: the documents read so far, the one being
+    read, and where the YAML block or "#" comment lines after a point belong."""
+
+    lines: list[str]
+    results: list[TestResult] = field(default_factory=list)
+    """The tests of the documents already finished."""
+    stream: _Stream = field(default_factory=_Stream)
+    i: int = 0
+    """The next line to read."""
+    last_depth: int | None = None
+    """The depth of the point just read, for its YAML block."""
+    attach: int | None = None
+    """The depth whose latest point takes "#" comment lines."""
+    comments: list[str] = field(default_factory=list)
+
+    def read(self) -> list[TestResult]:
+        """Every document's tests, in the order they were printed."""
+        while self.i < len(self.lines):
+            raw = self.lines[self.i].rstrip()
+            self.i += 1
+            line = raw.lstrip(" ")
+            if line == "---" and self.last_depth is not None:
+                self._yaml_block(self.last_depth)
+                continue
+            self.last_depth = None
+            if (
+                line.startswith("#")
+                and self.attach is not None
+                and not line.startswith("# Subtest")
+            ):
+                self.comments.append(line[1:])
+                continue
+            self._attach_comments()
+            if not line.startswith("#"):
+                self._structure(raw, line, (len(raw) - len(line)) // 4)
+        self._attach_comments()
+        self._next_document()
+        return self.results
+
+    def _yaml_block(self, depth: int) -> None:
+        """The YAML block (--- to ...) after the point just read at `depth`: its message."""
+        block = []
+        while self.i < len(self.lines) and self.lines[self.i].strip() != "...":
+            block.append(self.lines[self.i])
+            self.i += 1
+        self.i += 1
+        message = _yaml_message(textwrap.dedent("\n".join(block)))
+        _attach(self.stream.levels[depth], message)
+        self.last_depth = None
+
+    def _attach_comments(self) -> None:
+        """The "#" lines gathered after a failing point become part of its message."""
+        if self.comments and self.attach is not None:
+            message = textwrap.dedent("\n".join(self.comments)).strip()
+            _attach(self.stream.levels[self.attach], message)
+        self.comments, self.attach = [], None
+
+    def _structure(self, raw: str, line: str, depth: int) -> None:
+        """One line that is not a comment: a prove file header, a version, a plan, a bail
+        out or a test point, any of which may end one document and start the next."""
         if header := _PROVE_FILE.match(raw):
-            results.extend(stream.finish())
-            stream = _Stream(prefix=f"{header[1]}::")
+            self._next_document(prefix=f"{header[1]}::")
         elif depth == 0 and _VERSION.match(line):
-            if stream.levels:  # a version line starts a document; prove's header may precede it
-                results.extend(stream.finish())
-                stream = _Stream()
+            if (
+                self.stream.levels
+            ):  # a version line starts a document; prove's header may precede it
+                self._next_document()
         elif plan := _PLAN.match(line):
-            level = stream.levels.setdefault(depth, _Level())
+            level = self.stream.levels.setdefault(depth, _Level())
             if depth == 0 and level.plan is not None:
-                results.extend(stream.finish())  # a second document right after the first
-                stream = _Stream()
-                level = stream.levels.setdefault(0, _Level())
+                self._next_document()  # a second document right after the first
+                level = self.stream.levels.setdefault(0, _Level())
             level.plan = int(plan[1])
         elif bail := _BAIL.match(line):
-            stream.bail = f"Bail out! {bail[1]}".strip()
-            results.extend(stream.finish())
-            stream = _Stream()
+            self.stream.bail = f"Bail out! {bail[1]}".strip()
+            self._next_document()
         elif point := _POINT.match(line):
-            top = stream.levels.get(0)
+            top = self.stream.levels.get(0)
             if depth == 0 and point[2] == "1" and top and top.plan is not None and top.numbers:
-                results.extend(stream.finish())  # a document that put its plan last ended
-                stream = _Stream()
-            outcome = _point(stream, depth, point)
-            last_depth = depth
-            attach = depth if outcome != "passed" else None
-    if comments and attach is not None:
-        _attach(stream.levels[attach], textwrap.dedent("\n".join(comments)).strip())
-    results.extend(stream.finish())
-    return results
+                self._next_document()  # a document that put its plan last ended
+            outcome = _point(self.stream, depth, point)
+            self.last_depth = depth
+            self.attach = depth if outcome != "passed" else None
+
+    def _next_document(self, prefix: str = "") -> None:
+        """Finish the document being read and start the next (`prefix`: prove's file)."""
+        self.results.extend(self.stream.finish())
+        self.stream = _Stream(prefix=prefix)
 
 
 def _point(stream: _Stream, depth: int, point: re.Match[str]) -> Outcome:
