@@ -23,8 +23,9 @@ from sprout.sandbox.backends import overlay_unavailable_reason
 from sprout.sandbox.errors import SandboxError
 from sprout.sandbox.helper import helper_build
 from sprout.sandbox.idmap import check_unclaimed, configured_range
-from sprout.sandbox.layers import LayerStore, StoreMode, current_user_mode
+from sprout.sandbox.layers import LayerStore
 from sprout.sandbox.quota import disk_cap_support
+from sprout.sandbox.store_format import StoreMode, current_user_mode
 
 DEFAULT_CAPABILITIES = "00000000a80425fb"
 """CapEff of a container engine's default set (Docker's 14 capabilities)."""
@@ -71,6 +72,57 @@ class IsolationReport:
             "warnings": self.warnings,
             "measures": [asdict(m) for m in self.measures],
         }
+
+
+COPY_BACKEND = Measure(
+    "copy backend",
+    False,
+    "commands run as ordinary processes of this user, in a copy of the workdir",
+    "a command can read and write everything this user can",
+)
+"""The copy backend's one measure: it isolates nothing, and says so."""
+PROC_AND_SYS = Measure(
+    "/proc and /sys", True, "runc's masked and read-only /proc paths; no sysfs; a minimal /dev"
+)
+"""What every overlay sandbox mounts, whatever the machine gives."""
+
+
+def _overlayfs() -> Measure:
+    """Whether the kernel mounts overlayfs here: without it, no sandbox starts at all."""
+    unavailable = overlay_unavailable_reason()
+    return Measure(
+        "overlayfs",
+        unavailable is None,
+        unavailable or "every turn a copy-on-write layer",
+        "" if unavailable is None else "no sandbox can start",
+    )
+
+
+def _capabilities(mode: StoreMode) -> Measure:
+    """A container engine's capabilities, over namespaces that host root owns (root) or
+    the sandbox's own (rootless, where they are dropped)."""
+    return Measure(
+        "capabilities",
+        True,
+        "a container engine's default set, no_new_privs; "
+        + (
+            "mount, UTS, IPC, PID and network namespaces belong to host root"
+            if mode == "root"
+            else "capabilities over the sandbox's own namespaces are dropped"
+        ),
+    )
+
+
+def _host_files(mode: StoreMode) -> Measure:
+    """What of the host a sandbox can see: the `host` image's allow-list needs root."""
+    return Measure(
+        "host files",
+        True,
+        "the host image shows system folders only, read-only, without secrets; never "
+        "the store, its run, task folders, /root, /home, /tmp or /work"
+        if mode == "root"
+        else "a root-filesystem folder only (the host image needs root)",
+    )
 
 
 def _user_namespaces(mode: StoreMode) -> Measure:
@@ -194,55 +246,18 @@ def probe_isolation(
     live at `store_path` (default: the current directory, for the disk cap)."""
     mode = mode or current_user_mode()
     if mode == "copy":
-        return IsolationReport(
-            mode,
-            (
-                Measure(
-                    "copy backend",
-                    False,
-                    "commands run as ordinary processes of this user, in a copy of the workdir",
-                    "a command can read and write everything this user can",
-                ),
-            ),
-        )
-    unavailable = overlay_unavailable_reason()
+        return IsolationReport(mode, (COPY_BACKEND,))
+    overlay = _overlayfs()
+    if not overlay.ok:  # nothing else can be checked, nor matters
+        return IsolationReport(mode, (overlay,))
     measures = [
-        Measure(
-            "overlayfs",
-            unavailable is None,
-            unavailable or "every turn a copy-on-write layer",
-            "" if unavailable is None else "no sandbox can start",
-        )
-    ]
-    if unavailable is not None:
-        return IsolationReport(mode, tuple(measures))
-    measures += [
+        overlay,
         _user_namespaces(mode),
-        Measure(
-            "capabilities",
-            True,
-            "a container engine's default set, no_new_privs; "
-            + (
-                "mount, UTS, IPC, PID and network namespaces belong to host root"
-                if mode == "root"
-                else "capabilities over the sandbox's own namespaces are dropped"
-            ),
-        ),
+        _capabilities(mode),
         _seccomp(),
-        Measure(
-            "/proc and /sys",
-            True,
-            "runc's masked and read-only /proc paths; no sysfs; a minimal /dev",
-        ),
+        PROC_AND_SYS,
         _cgroups(),
-        Measure(
-            "host files",
-            True,
-            "the host image shows system folders only, read-only, without secrets; never "
-            "the store, its run, task folders, /root, /home, /tmp or /work"
-            if mode == "root"
-            else "a root-filesystem folder only (the host image needs root)",
-        ),
+        _host_files(mode),
         _disk_cap(store_path),
     ]
     if mode == "root" and os.geteuid() == 0:

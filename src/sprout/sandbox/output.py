@@ -188,36 +188,9 @@ def run_captured(
         pass_fds=tuple(pass_fds),
     )
     assert process.stdout is not None
-    fd = process.stdout.fileno()
-    os.set_blocking(fd, False)
     output = CappedOutput(output_cap)
     deadline = start + timeout
-    timed_out = False
-    stop_reading_at: float | None = None
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while True:
-            now = time.monotonic()
-            if stop_reading_at is None:
-                if process.poll() is not None:
-                    kill(process)
-                    stop_reading_at = now + DRAIN_AFTER_EXIT_S
-                elif now >= deadline:
-                    timed_out = True
-                    kill(process)
-                    stop_reading_at = now + DRAIN_AFTER_EXIT_S
-            wait_until = stop_reading_at if stop_reading_at is not None else deadline
-            if now >= wait_until and stop_reading_at is not None:
-                break
-            if not selector.select(min(max(wait_until - now, 0.0), 0.05)):
-                continue
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                break
-            output.feed(chunk)
+    timed_out = _read_until_exit(process, output, deadline, kill)
     if not timed_out:
         # The pipe can close before the command exits (it closed its output).
         try:
@@ -235,6 +208,48 @@ def run_captured(
         truncated=output.truncated,
         output_bytes=output.total,
     )
+
+
+def _read_until_exit(
+    process: subprocess.Popen[bytes],
+    output: CappedOutput,
+    deadline: float,
+    kill: Callable[[subprocess.Popen[bytes]], None],
+) -> bool:
+    """Feed `process`'s output pipe to `output` until end of file, or until a short drain
+    once the process has exited or been killed at `deadline`; whether it timed out.
+
+    The drain is bounded because a background child may hold the pipe open forever: the
+    caller must not hang on it."""
+    assert process.stdout is not None
+    fd = process.stdout.fileno()
+    os.set_blocking(fd, False)
+    timed_out = False
+    stop_reading_at: float | None = None
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            now = time.monotonic()
+            if stop_reading_at is None:
+                if process.poll() is not None:
+                    kill(process)
+                    stop_reading_at = now + DRAIN_AFTER_EXIT_S
+                elif now >= deadline:
+                    timed_out = True
+                    kill(process)
+                    stop_reading_at = now + DRAIN_AFTER_EXIT_S
+            wait_until = stop_reading_at if stop_reading_at is not None else deadline
+            if now >= wait_until and stop_reading_at is not None:
+                return timed_out
+            if not selector.select(min(max(wait_until - now, 0.0), 0.05)):
+                continue
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return timed_out
+            output.feed(chunk)
 
 
 def _exit_code(returncode: int) -> int:
