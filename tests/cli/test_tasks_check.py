@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import ProcessWatch, require_host_image
 from tests.search.running import release
-from tests.taskfolders import CALC_SOLVE, CALC_TEST_SH, FIXED, calc_task
+from tests.taskfolders import CALC_SOLVE, CALC_TEST_SH, FIXED, calc_task, write_task
 
 from sprout.cli import main
 
@@ -296,3 +296,27 @@ def test_an_images_file_that_is_not_utf8_is_bad_input(
     assert capsys.readouterr().err == (
         f"sprout tasks check: {images}: not UTF-8 (line 2, column 13: byte 0xff)\n"
     )
+
+
+@pytest.mark.sandbox
+def test_a_task_whose_dockerfile_ends_as_a_user_is_checked_as_that_user(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The whole pipeline (base layer, oracle, verifier) runs as the final USER: the reward
+    file is written only when the solution's file belongs to that user in its home."""
+    require_host_image()
+    check_owner = (
+        "#!/bin/bash\n"
+        'if [ "$(id -un)" = app ] && [ "$(stat -c %U ~/result)" = app ]; '
+        "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
+    )
+    folder = write_task(
+        tmp_path,
+        "as-app",
+        instruction="Write done to ~/result.\n",
+        dockerfile="FROM host\nRUN useradd -m -u 4243 -U app\nUSER app\nWORKDIR /home/app\n",
+        solve="#!/bin/bash\necho done > ~/result\n",
+        tests={"test.sh": check_owner},
+    )
+    assert check(str(folder)) == 0
+    assert rows(capsys.readouterr().out)["as-app"].endswith("  ok")

@@ -11,7 +11,6 @@ import pytest
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task, TaskError
 from sprout.tasks import base_checkpoint, load_native, solution_checkpoint
-from sprout.tasks.setup_users import with_agent_user
 from sprout.verify.runner import run_verifier
 from tests.taskfolders import write_task
 
@@ -43,8 +42,8 @@ def _task(tmp_path: Path, dockerfile: str = DOCKERFILE) -> Task:
 
 
 def _start(task: Task, layers: LayerStore) -> str:
-    """Checkpoint 0 as the agent gets it."""
-    return with_agent_user(task, layers, base_checkpoint(task, layers))
+    """Checkpoint 0 as the agent gets it: the base layer, its user applied."""
+    return base_checkpoint(task, layers)
 
 
 def test_the_agent_runs_as_the_final_user_in_its_workdir(overlay_store: LayerStore, tmp_path):

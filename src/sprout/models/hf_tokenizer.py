@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sprout.models.chat_tokens import added_ids
 from sprout.models.fingerprint import tokenizer_fingerprint
 from sprout.models.types import Message, ModelError
 
@@ -77,24 +78,8 @@ class HFTokenizer:
             ) from None
 
     def context_ids(self, messages: list[Message], prefix_ids: Sequence[int]) -> tuple[int, ...]:
-        """The ids `messages` add after the stored context `prefix_ids`, generation prompt
-        included: the rendered conversation minus the decoded prefix, tokenized."""
-        rendered = self.render(messages)
-        held = self.decode(prefix_ids) if prefix_ids else ""
-        if not rendered.startswith(held):
-            at = next(
-                (i for i, (a, b) in enumerate(zip(held, rendered, strict=False)) if a != b),
-                min(len(held), len(rendered)),
-            )
-            raise ModelError(
-                "template",
-                f"{self.name}: the stored context ids do not decode to a prefix of the rendered "
-                f"conversation (they differ at character {at}: stored "
-                f"{held[at : at + 40]!r}, rendered {rendered[at : at + 40]!r}); token-exact "
-                "rollouts need a chat template that renders earlier messages the same way "
-                "whatever follows them, and a tokenizer whose decoding round-trips",
-            )
-        return tuple(self.encode(rendered[len(held) :]))
+        """The ids `messages` add after the stored context `prefix_ids` (`chat_tokens`)."""
+        return added_ids(self, self.name, messages, prefix_ids)
 
     def _end_of_turn(self) -> int:
         """The token the template closes an assistant reply with (ChatML: ``<|im_end|>``)."""
