@@ -211,37 +211,23 @@ class Reviewer:
         history: Sequence[Attempt],
         branches: int,
     ) -> Review:
+        """The review in the model's reply; OutputError naming each plan's problems, so the
+        model's retry can fix them all at once."""
         reply = read_reply(text, ReviewerReply)
         if len(reply.branches) < branches:
             raise OutputError(
                 f"branches: the reply plans {len(reply.branches)}; plan exactly {branches}"
             )
-        failed = {
-            (a.parent_id, a.boundary, _commands(a.starting_turn)): a.id
-            for a in history
-            if a.starting_turn is not None and a.reward is not None and a.reward < 1
-        }
-        planned: dict[tuple[int, int, tuple[str, ...]], int] = {}
+        plans = reply.branches[:branches]
+        failed = _failed_branches(history)
+        planned: dict[Branch, int] = {}
         problems = []
-        for n, plan in enumerate(reply.branches[:branches]):
+        for n, plan in enumerate(plans):
             where = f"branches[{n}]"
             if plan.parent not in parents:
                 problems.append(f"{where}.parent: {self._stranger(plan.parent, task, parents)}")
                 continue
-            if not 0 <= plan.boundary <= lasts[plan.parent]:
-                problems.append(
-                    f"{where}.boundary: boundary {plan.boundary} out of range for attempt "
-                    f"{plan.parent} (0..{lasts[plan.parent]})"
-                )
-            try:
-                parse_calls(
-                    None, plan.starting_turn, call_format=self.call_format, max_calls=self.max_calls
-                )
-            except FormatError as error:
-                problems.append(
-                    f"{where}.starting_turn: {error}; write it as the agent would: brief "
-                    f"reasoning, then 1 to {self.max_calls} ```bash blocks"
-                )
+            problems += self._plan_problems(where, plan, lasts[plan.parent])
             key = (plan.parent, plan.boundary, _commands(plan.starting_turn))
             if key in failed:
                 problems.append(
@@ -260,10 +246,30 @@ class Reviewer:
         return Review(
             tuple(
                 BranchPlan(p.parent, p.boundary, p.starting_turn.strip(), p.reason.strip())
-                for p in reply.branches[:branches]
+                for p in plans
             ),
             "model",
         )
+
+    def _plan_problems(self, where: str, plan: PlanReply, last: int) -> list[str]:
+        """What is wrong with one plan on its own, given its parent's last turn `last`: a
+        boundary past it, or a starting turn the actor could not run."""
+        problems = []
+        if not 0 <= plan.boundary <= last:
+            problems.append(
+                f"{where}.boundary: boundary {plan.boundary} out of range for attempt "
+                f"{plan.parent} (0..{last})"
+            )
+        try:
+            parse_calls(
+                None, plan.starting_turn, call_format=self.call_format, max_calls=self.max_calls
+            )
+        except FormatError as error:
+            problems.append(
+                f"{where}.starting_turn: {error}; write it as the agent would: brief "
+                f"reasoning, then 1 to {self.max_calls} ```bash blocks"
+            )
+        return problems
 
     def _stranger(self, attempt_id: int, task: Task, parents: Mapping[int, Attempt]) -> str:
         """Why `attempt_id` cannot be a parent, and which ones can."""
@@ -275,6 +281,20 @@ class Reviewer:
         else:
             why = f"attempt {attempt_id} is not one of the failed attempts to branch from"
         return f"{why}; choose one of {', '.join(map(str, sorted(parents)))}"
+
+
+Branch = tuple[int | None, int, tuple[str, ...]]
+"""(parent, boundary, starting turn's commands): what makes two branches the same."""
+
+
+def _failed_branches(history: Sequence[Attempt]) -> dict[Branch, int]:
+    """The branches of `history` that were verified and failed, by what they tried: the
+    reviewer must not plan one of them again."""
+    return {
+        (a.parent_id, a.boundary, _commands(a.starting_turn)): a.id
+        for a in history
+        if a.starting_turn is not None and a.reward is not None and a.reward < 1
+    }
 
 
 def _commands(turn: str | None) -> tuple[str, ...]:
