@@ -52,6 +52,25 @@ def test_common_names_are_built_from_debian_and_say_what_they_approximate(
     assert (said in request.approximation) if said else request.approximation == ""
 
 
+@pytest.mark.parametrize(
+    ("reference", "suite", "has", "lacks", "said"),
+    [
+        ("buildpack-deps:jammy", "bookworm", "g++", "", "nearest Debian to Ubuntu 22.04"),
+        ("buildpack-deps:bookworm-scm", "bookworm", "git", "g++", "buildpack-deps' packages"),
+        ("buildpack-deps:noble-curl", "trixie", "curl", "git", "Ubuntu 24.04"),
+    ],
+)
+def test_buildpack_deps_is_debian_with_its_layers_packages(
+    reference: str, suite: str, has: str, lacks: str, said: str
+):
+    request = resolve_from(reference)
+    assert request is not None and request.recipe is not None
+    assert request.recipe.suite == suite
+    assert has in request.recipe.packages and lacks not in request.recipe.packages
+    assert said in request.approximation
+    assert resolve_from("buildpack-deps:latest") is None
+
+
 def test_a_name_sprout_cannot_build_needs_an_import(tmp_path: Path):
     cache = ImageCache(tmp_path / "cache")
     assert resolve_from("node:20") is None

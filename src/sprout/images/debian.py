@@ -31,6 +31,17 @@ PYTHON_PACKAGES = ("python3", "python3-pip", "python3-venv", "python-is-python3"
 BASE_PACKAGES = ("ca-certificates",)
 TBENCH_PACKAGES = ("curl", "tmux", "asciinema")
 """What Terminal-Bench's base images add to their distribution."""
+BUILDPACK_CURL_PACKAGES = ("ca-certificates", "curl", "wget", "gnupg", "netbase")
+BUILDPACK_SCM_PACKAGES = ("git", "openssh-client", "procps")
+BUILDPACK_PACKAGES = (
+    *("autoconf", "automake", "bzip2", "dpkg-dev", "file", "g++", "gcc", "libtool", "make"),
+    *("patch", "unzip", "xz-utils", "libbz2-dev", "libc6-dev", "libcurl4-openssl-dev"),
+    *("libffi-dev", "libgdbm-dev", "libglib2.0-dev", "libgmp-dev", "libjpeg-dev", "liblzma-dev"),
+    *("libncurses-dev", "libpng-dev", "libpq-dev", "libreadline-dev", "libsqlite3-dev"),
+    *("libssl-dev", "libxml2-dev", "libxslt1-dev", "libyaml-dev", "zlib1g-dev"),
+)
+"""The compilers and headers of Docker's `buildpack-deps` images (their `-curl` and `-scm`
+layers below them), without ImageMagick, MySQL, Berkeley DB and Kerberos headers."""
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]*$")
 
 

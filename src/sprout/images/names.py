@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from sprout.images.cache import Image, ImageCache, ImageError
 from sprout.images.debian import (
     BASE_PACKAGES,
+    BUILDPACK_CURL_PACKAGES,
+    BUILDPACK_PACKAGES,
+    BUILDPACK_SCM_PACKAGES,
     PYTHON_PACKAGES,
     TBENCH_PACKAGES,
     DebianRecipe,
@@ -48,6 +51,32 @@ def normalize(reference: str) -> str:
 
 def _python(suite: str) -> DebianRecipe:
     return DebianRecipe(suite, BASE_PACKAGES + PYTHON_PACKAGES, pip_anywhere=True)
+
+
+NEAREST_DEBIAN = {
+    "jammy": ("bookworm", "Ubuntu 22.04"),
+    "focal": ("bookworm", "Ubuntu 20.04"),
+    "bullseye": ("bookworm", "Debian bullseye"),
+    "noble": ("trixie", "Ubuntu 24.04"),
+}
+"""Suites sprout does not build, and the Debian suite nearest to each."""
+
+
+def _buildpack(suite: str, layer: str) -> tuple[DebianRecipe, str]:
+    """`buildpack-deps:SUITE[-curl|-scm]`: Debian with the image's packages, on the nearest
+    suite sprout builds."""
+    packages = BUILDPACK_CURL_PACKAGES
+    if layer != "-curl":
+        packages += BUILDPACK_SCM_PACKAGES
+    if not layer:
+        packages += BUILDPACK_PACKAGES
+    built, stands_for = NEAREST_DEBIAN.get(suite, (suite, ""))
+    what = f"Debian {built} with buildpack-deps' packages"
+    if not layer:
+        what += " (no ImageMagick, MySQL, Berkeley DB or Kerberos headers)"
+    if stands_for:
+        what += f", the nearest Debian to {stands_for}"
+    return DebianRecipe(built, packages), what
 
 
 BUILTIN: list[tuple[str, Callable[[re.Match[str]], tuple[DebianRecipe, str]]]] = [
@@ -87,6 +116,10 @@ BUILTIN: list[tuple[str, Callable[[re.Match[str]], tuple[DebianRecipe, str]]]] =
             ),
             "Debian trixie with its Python 3.13, for Terminal-Bench's Python 3.13 base",
         ),
+    ),
+    (
+        r"buildpack-deps:(?P<suite>bookworm|trixie|jammy|noble|focal|bullseye)(?P<layer>-curl|-scm)?",
+        lambda m: _buildpack(m["suite"], m["layer"] or ""),
     ),
     (
         r"ubuntu:(22\.04|jammy)",
