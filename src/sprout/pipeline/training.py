@@ -19,7 +19,7 @@ from sprout.models.fingerprint import TOKENIZER_META
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, run_tasks
 from sprout.search.halt import Halt
-from sprout.search.methods import training_method
+from sprout.search.methods import Method, training_method
 from sprout.task import Task
 from sprout.train.learner import Learner, LearnerConfig, StepStats
 from sprout.train.samples import build_samples
@@ -96,6 +96,34 @@ def train(
     `sprout run`'s do and no learner step is taken on them.
     """
     halt = halt or Halt()
+    _claim_settings(run, settings)
+    done = finished_steps(run)
+    policy = Path(done[-1]["policy"]) if done else settings.model
+    learner = Learner(policy, settings.learner)
+    learner.check_tokenizer(run.tree.get_meta(TOKENIZER_META), where=str(run.path))
+    for note in learner.notes:
+        progress.event("-", "train", f"note: {note}")
+    history: list[StepStats] = []
+    for step in range(len(done) + 1, settings.steps + 1):
+        method = training_method(
+            roots=settings.roots,
+            children=settings.children,
+            selector=settings.selector,
+            name=f"train@{step}",
+        )
+        progress.event("-", method.name, f"rollouts with {policy}")
+        run_tasks(tasks, run, _rollout_settings(settings, policy, method), progress, halt)
+        if halt.is_set():
+            progress.event("-", method.name, f"no learner step: {halt.reason}")
+            break
+        stats, policy = _learner_step(run, settings, learner, method.name, step, progress)
+        history.append(stats)
+    return history
+
+
+def _claim_settings(run: RunFolder, settings: TrainSettings) -> None:
+    """Record the settings of a new run; refuse a resume that changes any of them, since
+    its steps would no longer train one policy one way."""
     wanted = json.loads(json.dumps(_settings_json(settings)))
     stored = run.tree.get_meta("train")
     if stored is None:
@@ -106,53 +134,49 @@ def train(
             f"{run.path}: --resume with different settings ({', '.join(changed)}) than the "
             "run was started with"
         )
-    done = finished_steps(run)
-    policy = Path(done[-1]["policy"]) if done else settings.model
-    learner = Learner(policy, settings.learner)
-    learner.check_tokenizer(run.tree.get_meta(TOKENIZER_META), where=str(run.path))
-    for note in learner.notes:
-        progress.event("-", "train", f"note: {note}")
+
+
+def _rollout_settings(settings: TrainSettings, policy: Path, method: Method) -> RunSettings:
+    """One step's rollouts: the training schedule played by the latest saved `policy`,
+    which reports log-probs (the learner's ratio needs the rollout's own)."""
     actor = settings.actor
     if not actor.logprobs:
-        actor = actor.model_copy(update={"logprobs": True})  # rollout log-probs for the ratio
-    log = run.path / LOG
-    history: list[StepStats] = []
-    for step in range(len(done) + 1, settings.steps + 1):
-        method = training_method(
-            roots=settings.roots,
-            children=settings.children,
-            selector=settings.selector,
-            name=f"train@{step}",
-        )
-        rollout = RunSettings(
-            model=f"hf/{policy}",
-            methods=(method,),
-            workers=settings.workers,
-            actor=actor,
-            hf_options=settings.hf_options,
-        )
-        progress.event("-", method.name, f"rollouts with {policy}")
-        run_tasks(tasks, run, rollout, progress, halt)
-        if halt.is_set():
-            progress.event("-", method.name, f"no learner step: {halt.reason}")
-            break
-        batch = build_samples(
-            run.tree,
-            methods=[method.name],
-            credit=settings.credit,  # type: ignore[arg-type]
-            train_starting_turn=settings.train_starting_turn,
-            max_length=settings.max_length,
-            overlong="drop" if settings.max_length else "error",
-            decode=learner.tokenizer.decode,
-        )
-        progress.event("-", method.name, batch.report.describe())
-        stats = learner.step(batch.samples)
-        policy = learner.save(policy_path(run.path, step))
-        progress.event("-", method.name, f"{stats.line()}; saved {policy}")
-        record = {"step": step, "policy": str(policy), **stats.as_dict()}
-        record["groups"] = batch.report.groups
-        record["zero_variance_groups"] = batch.report.zero_variance_groups
-        with log.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
-        history.append(stats)
-    return history
+        actor = actor.model_copy(update={"logprobs": True})
+    return RunSettings(
+        model=f"hf/{policy}",
+        methods=(method,),
+        workers=settings.workers,
+        actor=actor,
+        hf_options=settings.hf_options,
+    )
+
+
+def _learner_step(
+    run: RunFolder,
+    settings: TrainSettings,
+    learner: Learner,
+    method: str,
+    step: int,
+    progress: Progress,
+) -> tuple[StepStats, Path]:
+    """Samples of `method`'s rollouts, one learner step on them, the weights saved and the
+    step logged to `OUT/train.jsonl` (which a resume reads); (its stats, the new policy)."""
+    batch = build_samples(
+        run.tree,
+        methods=[method],
+        credit=settings.credit,  # type: ignore[arg-type]
+        train_starting_turn=settings.train_starting_turn,
+        max_length=settings.max_length,
+        overlong="drop" if settings.max_length else "error",
+        decode=learner.tokenizer.decode,
+    )
+    progress.event("-", method, batch.report.describe())
+    stats = learner.step(batch.samples)
+    policy = learner.save(policy_path(run.path, step))
+    progress.event("-", method, f"{stats.line()}; saved {policy}")
+    record = {"step": step, "policy": str(policy), **stats.as_dict()}
+    record["groups"] = batch.report.groups
+    record["zero_variance_groups"] = batch.report.zero_variance_groups
+    with (run.path / LOG).open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+    return stats, policy
