@@ -48,10 +48,25 @@ def test_verl_records_use_the_agent_loop_names(tmp_path: Path) -> None:
     assert record["prompt_ids"] == [*PROMPT, 20, 21, 13]
     assert record["response_ids"] == [40, 41, 42, 16, 43]
     assert record["response_mask"] == [1, 1, 1, 0, 1]
-    assert record["response_logprobs"] == [None, None, None, None, -0.9]
-    assert record["uid"] == "two-edits/train-rollouts" and record["reward_score"] == 1.0
-    assert record["advantages"] == pytest.approx([1.5, 1.5, 1.5, 0.0, 1.5], rel=1e-5)
-    assert record["extra_info"]["prefix_tokens"] == 5
+    # verl takes a list of floats or no log-probs: a reviewer-written turn has none
+    assert "response_logprobs" not in record
+    extra = record["extra_fields"]
+    assert extra["response_logprobs"] == [None, None, None, None, -0.9]
+    assert extra["uid"] == "two-edits/train-rollouts" and record["reward_score"] == 1.0
+    assert extra["advantages"] == pytest.approx([1.5, 1.5, 1.5, 0.0, 1.5], rel=1e-5)
+    assert extra["prefix_tokens"] == 5
+    assert record["num_turns"] == child.turns >= 1
+    assert set(record["metrics"]) == {"generate_sequences", "tool_calls"}
+
+
+def test_verl_records_carry_response_logprobs_when_every_token_has_one(tmp_path: Path) -> None:
+    samples = build_samples(family(tmp_path).tree).samples
+    records = [to_record(sample, "verl") for sample in samples]
+    complete = [r for r in records if "response_logprobs" in r]
+    assert complete, "some rollout in the family has a log-prob on every response token"
+    for record in complete:
+        assert len(record["response_logprobs"]) == len(record["response_ids"])
+        assert all(isinstance(lp, float) for lp in record["response_logprobs"])
 
 
 def test_trl_records_hold_what_a_rollout_func_returns(tmp_path: Path) -> None:

@@ -4,9 +4,12 @@ One record per sample, groups contiguous, in the vocabulary of the trainer
 that reads it (docs/training.md shows the loading code for each):
 
 - `jsonl`: the `Sample` itself, field for field.
-- `verl`: an agent loop's output (`AgentLoopOutput`: `prompt_ids`, `response_ids`,
-  `response_mask`, `response_logprobs`, `reward_score`), the group as `uid`,
-  per-token `advantages` over the response, the rest in `extra_info`.
+- `verl`: an agent loop's output, field for field as verl's `AgentLoopOutput` reads it
+  (`prompt_ids`, `response_ids`, `response_mask`, `reward_score`, `num_turns`,
+  `metrics` with the seconds spent generating and in tool calls), with
+  `response_logprobs` only when every response token has one (verl takes a list of
+  floats or nothing); the group's `uid`, per-token `advantages` and the rest in
+  `extra_fields`, which verl carries into its batch.
 - `trl`: what a `GRPOTrainer` `rollout_func` returns (`prompt_ids`,
   `completion_ids`, `logprobs`, `env_mask`), with `reward`, `group_id` and
   `advantages`; every group must have the same size (TRL's `num_generations`).
@@ -14,7 +17,8 @@ that reads it (docs/training.md shows the loading code for each):
 The prompt is everything before the first trained token: the retained prefix
 and the context the rollout was given; the response is the rest, observations
 included and masked. Log-probs the rollout engine did not give (context tokens,
-a reviewer-written starting turn) are null. Every record holds all a sample
+a reviewer-written starting turn) are null (`jsonl`, `trl`, and `verl`'s
+`extra_fields`). Every record holds all a sample
 holds, so `read_samples` gives back exactly the samples that were written.
 """
 
@@ -57,17 +61,25 @@ def to_record(sample: Sample, fmt: Format) -> dict[str, Any]:
         "prefix_tokens": sample.prefix_tokens,
         "prompt_logprobs": list(logprobs[:cut]),
     }
+    timing = {"turns": sample.turns, "generate_s": sample.generate_s, "tool_s": sample.tool_s}
     if fmt == "verl":
-        return {
-            "uid": sample.group_id,
+        record: dict[str, Any] = {
             "prompt_ids": list(ids[:cut]),
             "response_ids": list(ids[cut:]),
             "response_mask": list(mask[cut:]),
-            "response_logprobs": list(logprobs[cut:]),
             "reward_score": sample.reward,
-            "advantages": list(sample.advantages[cut:]),
-            "extra_info": identity,
+            "num_turns": sample.turns,
+            "metrics": {"generate_sequences": sample.generate_s, "tool_calls": sample.tool_s},
+            "extra_fields": {
+                "uid": sample.group_id,
+                "advantages": list(sample.advantages[cut:]),
+                "response_logprobs": list(logprobs[cut:]),
+                **identity,
+            },
         }
+        if all(lp is not None for lp in logprobs[cut:]):
+            record["response_logprobs"] = list(logprobs[cut:])
+        return record
     if fmt == "trl":
         return {
             "group_id": sample.group_id,
@@ -78,6 +90,7 @@ def to_record(sample: Sample, fmt: Format) -> dict[str, Any]:
             "reward": sample.reward,
             "advantages": list(sample.advantages[cut:]),
             **identity,
+            **timing,
         }
     raise ExportError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
 
@@ -88,15 +101,18 @@ def from_record(record: dict[str, Any], fmt: Format) -> Sample:
         if fmt == "jsonl":
             return Sample(**{key: _tuple(value) for key, value in record.items()})
         if fmt == "verl":
-            info = record["extra_info"]
+            info = record["extra_fields"]
             prompt, response = record["prompt_ids"], record["response_ids"]
-            mask, logprobs = record["response_mask"], record["response_logprobs"]
-            group, reward = record["uid"], record["reward_score"]
+            mask, logprobs = record["response_mask"], info["response_logprobs"]
+            group, reward, advantages = info["uid"], record["reward_score"], info["advantages"]
+            turns, seconds = record["num_turns"], record["metrics"]
+            timing = (seconds["generate_sequences"], seconds["tool_calls"])
         elif fmt == "trl":
             info = record
             prompt, response = record["prompt_ids"], record["completion_ids"]
             mask, logprobs = record["env_mask"], record["logprobs"]
-            group, reward = record["group_id"], record["reward"]
+            group, reward, advantages = record["group_id"], record["reward"], record["advantages"]
+            turns, timing = record["turns"], (record["generate_s"], record["tool_s"])
         else:
             raise ExportError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
         return Sample(
@@ -107,9 +123,12 @@ def from_record(record: dict[str, Any], fmt: Format) -> Sample:
             reward=reward,
             input_ids=(*prompt, *response),
             loss_mask=(0,) * len(prompt) + tuple(mask),
-            advantages=(0.0,) * len(prompt) + tuple(record["advantages"]),
+            advantages=(0.0,) * len(prompt) + tuple(advantages),
             rollout_logprobs=(*info["prompt_logprobs"], *logprobs),
             prefix_tokens=info["prefix_tokens"],
+            turns=turns,
+            generate_s=timing[0],
+            tool_s=timing[1],
         )
     except KeyError as error:
         raise ExportError(f"a {fmt} record without the field {error}") from None

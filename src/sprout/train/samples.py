@@ -67,6 +67,12 @@ class Sample:
     """The rollout engine's log-probability of each completion token, where it kept one."""
     prefix_tokens: int
     """Leading tokens retained from the parent (all masked): 0 for a root."""
+    turns: int = 0
+    """Turns of this rollout's own (its starting turn included), not the retained ones."""
+    generate_s: float = 0.0
+    """Seconds its own turns spent before their calls ran: asking the model, parsing."""
+    tool_s: float = 0.0
+    """Seconds its own turns' shell calls ran."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,8 @@ def _sample(
     advantages: list[float] = []
     logprobs: list[float | None] = []
     prefix = 0
+    own_turns = [turn for _, _, turn in path if turn.attempt_id == attempt.id]
+    tool_s = sum(call.duration_s for turn in own_turns for call in turn.calls)
     for context, completion, turn in path:
         own = turn.attempt_id == attempt.id
         trained = own and (turn.author == "actor" or train_starting_turn)
@@ -178,6 +186,9 @@ def _sample(
         advantages=tuple(advantages),
         rollout_logprobs=tuple(logprobs),
         prefix_tokens=prefix,
+        turns=len(own_turns),
+        generate_s=max(0.0, sum(turn.duration_s for turn in own_turns) - tool_s),
+        tool_s=tool_s,
     )
 
 
