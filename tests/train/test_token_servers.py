@@ -1,7 +1,8 @@
-"""`vllm/` rollouts are token-exact: the ids stored are the ids the server sampled.
+"""`vllm/` and `sglang/` rollouts are token-exact: the ids stored are the ids the server
+sampled.
 
-Against a loopback server speaking vLLM's token routes with the tiny model's
-real tokenizer (`token_server_fakes`): every prompt is sent as ids, equal to
+Against a loopback server speaking vLLM's and SGLang's token routes with the tiny
+model's real tokenizer (`token_server_fakes`): every prompt is sent as ids, equal to
 the stored ids of its path plus what the new messages add; a branch sends its
 parent's stored ids unchanged; a reply missing its ids is a server fault.
 """
@@ -12,10 +13,10 @@ import pytest
 
 from sprout.agent import ActorConfig
 from sprout.models import ModelError
-from sprout.models.resolve import resolve_model
 from sprout.models.config import ModelConfig
+from sprout.models.resolve import resolve_model
 from tests.agent.helpers import bash, make_world, submit
-from tests.train.token_server_fakes import FakeVLLM, serving
+from tests.train.token_server_fakes import FakeTokenServer, serving
 
 STARTING_TURN = "The listing first.\n\n```bash\necho fixed > notes && ls\n```"
 
@@ -31,19 +32,21 @@ def flat(path) -> list[int]:
     return [i for context, completion, _ in path for i in (*context, *completion)]
 
 
-def vllm(base_url: str):
-    return resolve_model("vllm/tiny", base_url=base_url, options=ModelConfig(max_retries=0))
+def served(kind: str, base_url: str, tokenizer_folder):
+    options = ModelConfig(max_retries=0, tokenizer=str(tokenizer_folder))
+    return resolve_model(f"{kind}/tiny", base_url=base_url, options=options)
 
 
 @pytest.mark.sandbox
-def test_a_vllm_attempt_and_its_branch_store_the_ids_the_server_sampled(
-    overlay_store, tmp_path, tokenizer
+@pytest.mark.parametrize(("kind", "server"), [("vllm", "vLLM"), ("sglang", "SGLang")])
+def test_an_attempt_and_its_branch_store_the_ids_the_server_sampled(
+    overlay_store, tmp_path, tokenizer, tiny_model_path, kind, server
 ):
     replies = [bash("ls"), bash("cat README"), submit(), bash("cat notes"), submit()]
-    fake = FakeVLLM(tokenizer, replies)
+    fake = FakeTokenServer(tokenizer, replies)
     world = make_world(overlay_store, tmp_path, files={"README": "a task\n"})
     with serving(fake) as url:
-        model = vllm(url)
+        model = served(kind, url, tiny_model_path)
         actor = world.actor(model, ActorConfig(max_turns=5))
         root = actor.run(world.root(actor))
         assert root.status == "submitted"
@@ -71,19 +74,25 @@ def test_a_vllm_attempt_and_its_branch_store_the_ids_the_server_sampled(
     assert starting.completion_ids == (*fake.encode(STARTING_TURN), fake.end)
     expected = retained + list(starting.context_ids) + list(starting.completion_ids)
     assert fake.prompts[0][: len(expected)] == expected
-    assert world.store.get_meta("tokenizer")["server"] == "vLLM"
+    assert world.store.get_meta("tokenizer")["server"] == server
 
 
 @pytest.mark.sandbox
-def test_a_reply_without_its_token_ids_is_a_server_fault(overlay_store, tmp_path, tokenizer):
-    fake = FakeVLLM(tokenizer, [bash("ls")])
-    fake.broken = "token_ids"
+@pytest.mark.parametrize(
+    ("kind", "missing", "said"),
+    [("vllm", "token_ids", "0.10.2"), ("sglang", "output_token_logprobs", "meta_info")],
+)
+def test_a_reply_without_its_token_ids_is_a_server_fault(
+    overlay_store, tmp_path, tokenizer, tiny_model_path, kind, missing, said
+):
+    fake = FakeTokenServer(tokenizer, [bash("ls")])
+    fake.broken = missing
     world = make_world(overlay_store, tmp_path)
     with serving(fake) as url:
-        actor = world.actor(vllm(url), ActorConfig(max_turns=2))
+        actor = world.actor(served(kind, url, tiny_model_path), ActorConfig(max_turns=2))
         attempt = actor.run(world.root(actor))
     assert (attempt.status, attempt.fault) == ("error", "model")
-    assert "token_ids" in attempt.end_reason and "0.10.2" in attempt.end_reason
+    assert missing in attempt.end_reason and said in attempt.end_reason
 
 
 def test_a_token_server_needs_its_address(tmp_path):
@@ -92,6 +101,10 @@ def test_a_token_server_needs_its_address(tmp_path):
     assert raised.value.kind == "bad_input" and "--base-url" in str(raised.value)
     with pytest.raises(ModelError, match="llamacpp/<model name>"):
         resolve_model("llamacpp/", base_url="http://127.0.0.1:1")
+    with pytest.raises(ModelError, match=r"tokenizer in the \[model\] table"):
+        resolve_model("sglang/x", base_url="http://127.0.0.1:1")
+    with pytest.raises(ModelError, match="--base-url ftp://x: expected http"):
+        resolve_model("vllm/x", base_url="ftp://x")
 
 
 def test_an_unreachable_server_is_a_server_fault_said_with_its_address():

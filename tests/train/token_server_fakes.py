@@ -1,8 +1,10 @@
-"""A loopback server that speaks vLLM's token routes as vLLM documents them.
+"""A loopback server that speaks vLLM's and SGLang's token routes as they document them.
 
-`/tokenize` (a prompt, or chat messages through the template), `/detokenize`
-and `/v1/completions` with a token-list prompt and `return_token_ids`; the
-tokenizer and chat template are the tiny model's real ones (transformers), so
+vLLM: `/tokenize` (a prompt, or chat messages through the template),
+`/detokenize` and `/v1/completions` with a token-list prompt and
+`return_token_ids`. SGLang: `/generate` with `input_ids`, answering with
+`meta_info.output_token_logprobs` and `output_ids`. The tokenizer and chat
+template are the tiny model's real ones (transformers), so
 what the client renders, sends and stores can be checked against them. The
 replies are scripted texts, returned as the ids they encode to plus the
 end-of-turn token, as a server that sampled them would. Every prompt it was
@@ -19,14 +21,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
-class FakeVLLM:
+class FakeTokenServer:
     def __init__(self, tokenizer: Any, replies: list[str]) -> None:
         self.tokenizer = tokenizer
         self.replies = list(replies)
         self.prompts: list[list[int]] = []
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.broken: str | None = None
-        """When set, `/v1/completions` leaves this field out of its choices."""
+        """When set, a sampling route leaves this field out of its reply."""
         self.end = tokenizer.convert_tokens_to_ids("<|im_end|>")
 
     def encode(self, text: str) -> list[int]:
@@ -50,7 +52,31 @@ class FakeVLLM:
             return 200, {"prompt": text}
         if route == "/v1/completions":
             return 200, self.completions(body)
+        if route == "/generate":
+            return 200, self.generate(body)
         return 404, {"error": f"no route {route}"}
+
+    def sampled(self) -> list[int]:
+        """The next scripted reply as the ids a server samples: its tokens, then the stop."""
+        return [*self.encode(self.replies.pop(0)), self.end]
+
+    def generate(self, body: dict[str, Any]) -> dict[str, Any]:
+        prompt = body["input_ids"]
+        assert isinstance(prompt, list) and body.get("return_logprob") is True
+        self.prompts.append(prompt)
+        ids = self.sampled()
+        meta: dict[str, Any] = {
+            "finish_reason": {"type": "stop", "matched": self.end},
+            "prompt_tokens": len(prompt),
+            "completion_tokens": len(ids),
+            "cached_tokens": 0,
+            "output_token_logprobs": [[-0.25, i, None] for i in ids],
+            "output_top_logprobs": [[[-0.25, i, None]] for i in ids],
+        }
+        reply = {"text": "", "output_ids": ids, "meta_info": meta}
+        if self.broken:
+            meta.pop(self.broken, None)
+        return reply
 
     def completions(self, body: dict[str, Any]) -> dict[str, Any]:
         prompt = body["prompt"]
@@ -59,7 +85,7 @@ class FakeVLLM:
         self.prompts.append(prompt)
         choices = []
         for index in range(body.get("n", 1)):
-            ids = [*self.encode(self.replies.pop(0)), self.end]
+            ids = self.sampled()
             pieces = self.tokenizer.convert_ids_to_tokens(ids)
             choice = {
                 "index": index,
@@ -84,7 +110,7 @@ class FakeVLLM:
 
 
 @contextmanager
-def serving(fake: FakeVLLM) -> Iterator[str]:
+def serving(fake: FakeTokenServer) -> Iterator[str]:
     """`fake` on a loopback port for the `with` block; yields its base URL."""
 
     class Handler(BaseHTTPRequestHandler):

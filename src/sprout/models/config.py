@@ -1,4 +1,4 @@
-"""The `[model]` table of a run's settings file: how an `openai/` model is called."""
+"""The `[model]` table of a run's settings file: how a model server is called."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ class ModelConfig(BaseModel):
     """Retries of a request that timed out or got 429, 5xx or no connection (with backoff)."""
     max_tokens: int | None = Field(None, ge=1)
     """Tokens one reply may have; None leaves it to the server (which may fill its context)."""
+    tokenizer: str | None = None
+    """A local Hugging Face model folder whose tokenizer and chat template render the prompts
+    of a server that takes only token ids (`sglang/`); the server's own model's tokenizer."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
     """Fields added to every request as they are, e.g. `{chat_template_kwargs =
     {enable_thinking = false}}` to turn a model's thinking off on vLLM or SGLang."""

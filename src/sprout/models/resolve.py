@@ -15,16 +15,17 @@ from sprout.models.oracle import (
 )
 from sprout.models.types import Capabilities, Model, ModelError
 
-PREFIXES = ("openai/", "vllm/", "llamacpp/", "hf/", "oracle-noise", "oracle")
+PREFIXES = ("openai/", "vllm/", "sglang/", "llamacpp/", "hf/", "oracle-noise", "oracle")
 FORMS = (
     "openai/<name>",
     "vllm/<name>",
+    "sglang/<name>",
     "llamacpp/<name>",
     "hf/<path>",
     "oracle",
     f"oracle-noise[:{NOISE_OPTIONS}]",
 )
-TOKEN_SERVERS = ("vllm/", "llamacpp/")
+TOKEN_SERVERS = ("vllm/", "sglang/", "llamacpp/")
 """Servers sampled from token ids, whose rollouts are token-exact (`TokenServerModel`)."""
 """What `--model` accepts, as the error for an unknown one lists it."""
 
@@ -41,8 +42,9 @@ def resolve_model(
     """The client for `spec`, e.g. ``openai/Qwen3-8B`` (with `base_url` or OPENAI_BASE_URL).
 
     `options` (the `[model]` table) sets how an ``openai/`` server is called.
-    ``vllm/NAME`` and ``llamacpp/NAME`` are servers at `base_url` sampled from token ids
-    (token-exact rollouts, see `models.token_server`).
+    ``vllm/NAME``, ``sglang/NAME`` and ``llamacpp/NAME`` are servers at `base_url` sampled
+    from token ids (token-exact rollouts, see `models.token_server`); ``sglang/`` renders
+    prompts with the local tokenizer `options.tokenizer` names.
     ``hf/PATH`` loads the local model folder PATH in-process (`hf_options`:
     `HFModel`'s keywords: device, dtype, max_new_tokens, top_logprobs, seed).
     ``oracle`` and ``oracle-noise[:errors=..,p=..,q=..,seed=..]`` replay a task's reference
@@ -102,11 +104,9 @@ def _names_oracle(spec: str) -> bool:
 def _token_server(
     spec: str, base_url: str | None, api_key: str | None, options: ModelConfig
 ) -> Model:
-    """The `TokenServerModel` of a ``vllm/`` or ``llamacpp/`` spec, at `base_url`."""
+    """The `TokenServerModel` of a ``vllm/``, ``sglang/`` or ``llamacpp/`` spec."""
     from sprout.models.http_json import JsonServer
-    from sprout.models.llamacpp import LlamaCppServer
-    from sprout.models.token_server import TokenServerModel
-    from sprout.models.vllm import VLLMServer
+    from sprout.models.token_server import TokenServer, TokenServerModel
 
     kind, _, name = spec.partition("/")
     if not name:
@@ -122,5 +122,26 @@ def _token_server(
         retries=options.max_retries,
         api_key=api_key,
     )
-    server = VLLMServer(http, name) if kind == "vllm" else LlamaCppServer(http)
+    server: TokenServer
+    if kind == "vllm":
+        from sprout.models.vllm import VLLMServer
+
+        server = VLLMServer(http, name)
+    elif kind == "sglang":
+        from pathlib import Path
+
+        from sprout.models.hf_tokenizer import HFTokenizer
+        from sprout.models.sglang import SGLangServer
+
+        if not options.tokenizer:
+            raise ModelError(
+                "bad_input",
+                f"--model {spec}: SGLang's /generate takes token ids; name the model's local "
+                "folder (its tokenizer and chat template) as tokenizer in the [model] table",
+            )
+        server = SGLangServer(http, HFTokenizer(Path(options.tokenizer), spec))
+    else:
+        from sprout.models.llamacpp import LlamaCppServer
+
+        server = LlamaCppServer(http)
     return TokenServerModel(spec, server, max_tokens=options.max_tokens)
