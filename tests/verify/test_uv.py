@@ -240,6 +240,31 @@ def test_a_terminal_bench_2_verifier_runs_unmodified(
 
 @pytest.mark.sandbox
 @pytest.mark.slow
+def test_a_terminal_bench_2_verifier_runs_as_the_dockerfiles_user(
+    overlay_store: LayerStore, tmp_path: Path, python_image: str, uv_fetched: Path
+) -> None:
+    """Harbor runs test.sh as the image's USER: uv is installed for that user, who owns the
+    ~/.local uv writes under, and the standard test.sh passes on the solved task."""
+    from sprout.tasks import base_checkpoint, load_native
+
+    folder = write_tb2_task(tmp_path)
+    dockerfile = folder / "environment" / "Dockerfile"
+    dockerfile.write_text(
+        "FROM python:3.13-slim\nRUN useradd -m -u 4244 app && mkdir -p /app && chown app /app\n"
+        "USER app\nWORKDIR /app\nCOPY calc.py /app/calc.py\n"
+    )
+    task = load_native(folder)
+    base = base_checkpoint(task, overlay_store)
+    with Sandbox.fork(overlay_store, base) as sandbox:
+        assert sandbox.run("sed -i 's/a - b/a + b/' /app/calc.py").exit_code == 0
+        solved = sandbox.checkpoint()
+    verdict = run_verifier(task, overlay_store, solved, base)
+    assert verdict.reward == 1, verdict.diagnostics.log_tail
+    assert verdict.diagnostics.passed == 2
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
 def test_a_verifier_that_needs_a_python_the_image_lacks_says_so_in_one_line(
     overlay_store: LayerStore, tmp_path: Path, python_image: str, uv_fetched: Path
 ) -> None:

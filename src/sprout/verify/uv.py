@@ -215,7 +215,10 @@ def env_script(bin_dir: str) -> str:
 def install_uv(sandbox: Sandbox, binaries: Path) -> str:
     """Put uv, uvx and the `env` script into the sandbox's `$HOME/.local/bin`, as uv's
     installer would; returns that folder. Only for a verifier's throw-away fork."""
-    home = sandbox.run('printf %s "$HOME"', timeout=30).output.strip()
+    # Made by the verifier's own user first, so that ~/.local stays that user's (uv writes
+    # under it) when the Dockerfile's USER is not root; the files put there are root's.
+    made = sandbox.run('mkdir -p "$HOME/.local/bin" && printf %s "$HOME"', timeout=30)
+    home = made.output.strip() if made.exit_code == 0 else ""
     bin_dir = posixpath.join(home if home.startswith("/") else "/root", BIN_DIR)
     for name in BINARIES:
         sandbox.put(binaries / name, f"{bin_dir}/{name}")
