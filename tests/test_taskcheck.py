@@ -107,6 +107,24 @@ def test_a_failed_set_up_step_shows_its_command_and_last_lines(run, tmp_path):
     assert len(lines) == 21 and lines[1] == "line 12", "the last 20 lines, unabridged"
 
 
+@pytest.mark.sandbox
+def test_a_set_up_step_that_found_no_network_says_so_first(run, tmp_path):
+    """A Dockerfile that pipes an installer from the internet fails later, at a step that
+    blames something else (apt cannot find the package the installer would have added):
+    the problem leads with the request that found no network."""
+    step = (
+        "echo 'curl: (6) Could not resolve host: deb.nodesource.example' >&2; "
+        "echo 'E: Unable to locate package nodejs' >&2; exit 100"
+    )
+    task = calc_task(tmp_path, "setup", toml=f"setup = [{json.dumps(step)}]\n")
+    result = check_task(load_native(task), run)
+    assert result.problem is not None
+    assert result.problem.startswith(
+        "needs the internet (deb.nodesource.example): curl: (6) Could not resolve host: "
+        "deb.nodesource.example; set-up step 2 at task.toml sprout.setup[0]"
+    )
+
+
 def test_a_load_failure_is_a_broken_row():
     line = "calc: /t/calc/task.toml: sprout.network: Input should be a valid boolean"
     assert load_failure(line) == CheckResult(

@@ -171,9 +171,12 @@ def check_task(task: Task, run: RunFolder) -> CheckResult:
         raise
     except (TaskError, ResultsError, SandboxError, ModelError) as error:
         # Errors name their task; the table already does.
+        problem = str(error).removeprefix(f"{task.id}: ")
+        printed = error.detail.partition("\n")[2] if isinstance(error, SetupFailed) else ""
+        offline = _offline(printed)  # the step's output, not its command line
         found = replace(
             found,
-            problem=one_line(str(error).removeprefix(f"{task.id}: ")),
+            problem=one_line(f"{offline}; {problem}" if offline else problem),
             detail=error.detail if isinstance(error, SetupFailed) else found.detail,
         )
     except Exception as error:  # a fault no one foresaw is still this task's line
