@@ -186,7 +186,7 @@ def test_the_tree_is_the_only_writer():
     holders = {
         path.relative_to(SOURCE).as_posix()
         for path in SOURCES
-        if ("sprout.store", "Store") in imports(path)
+        if ("sprout.store", "RunStore") in imports(path)
     }
     assert holders <= {"tree.py", "runfolder.py"}
     for path in SOURCES:

@@ -20,7 +20,7 @@ from sprout.durable import HeldLock, describe_processes, lock_holders, try_lock
 from sprout.sandbox import Change, LayerStore, SandboxError
 from sprout.sandbox.changes import checkpoint_changes
 from sprout.sandbox.layers import Freed
-from sprout.store import Store
+from sprout.store import RunStore
 from sprout.tree import RolloutTree
 
 WRITER_LOCK = "sprout.lock"
@@ -58,7 +58,7 @@ class RunFolder:
     _closed: bool = field(default=False, repr=False)
 
     @classmethod
-    def _of(cls, path: Path, store: Store, layers: LayerStore, *, writer: bool) -> RunFolder:
+    def _of(cls, path: Path, store: RunStore, layers: LayerStore, *, writer: bool) -> RunFolder:
         """The folder over an open store and layer store; the tree reads what turns stored
         before sprout recorded their changes from the layers."""
 
@@ -79,7 +79,7 @@ class RunFolder:
     def create_new(cls, path: str | Path) -> RunFolder:
         """A new run folder; one that already holds a run is refused, so nothing is mixed."""
 
-        def refuse_a_run(store: Store) -> None:
+        def refuse_a_run(store: RunStore) -> None:
             if store.holds_run():
                 raise RunFolderError(
                     f"{path}: already holds a run (sprout.db); pass --resume to continue it, "
@@ -99,7 +99,7 @@ class RunFolder:
         if not (path / "sprout.db").exists():
             raise RunFolderError(f"{nothing} (no sprout.db); {fix}")
 
-        def need_a_run(store: Store) -> None:
+        def need_a_run(store: RunStore) -> None:
             if not store.holds_run():
                 raise RunFolderError(f"{nothing} (sprout.db holds no run); {fix}")
 
@@ -107,13 +107,13 @@ class RunFolder:
 
     @classmethod
     def _open_for_writing(
-        cls, path: Path, check: Callable[[Store], None] | None = None
+        cls, path: Path, check: Callable[[RunStore], None] | None = None
     ) -> RunFolder:
         _make_folder(path)
         _take_writer_lock(path)
-        store: Store | None = None
+        store: RunStore | None = None
         try:
-            store = Store(path / "sprout.db")
+            store = RunStore(path / "sprout.db")
             store.check_writable()
             if check is not None:
                 check(store)
@@ -137,7 +137,7 @@ class RunFolder:
         path = Path(path)
         if not (path / "sprout.db").exists() or not (path / "layers").is_dir():
             raise RunFolderError(f"{path}: not a run folder (needs sprout.db and layers/)")
-        store = Store(path / "sprout.db")
+        store = RunStore(path / "sprout.db")
         try:
             layers = LayerStore(path / "layers")
             layers.claim()

@@ -34,7 +34,7 @@ from sprout.records import (
     Turn,
     count_tokens,
 )
-from sprout.store import Store, StoreError
+from sprout.store import RunStore, StoreError
 from sprout.workspace import Change
 
 __all__ = [
@@ -72,7 +72,7 @@ class RolloutTree:
     before sprout recorded what each turn changed (see `changes`).
     """
 
-    def __init__(self, store: Store, *, read_changes: ChangeReader | None = None) -> None:
+    def __init__(self, store: RunStore, *, read_changes: ChangeReader | None = None) -> None:
         self._store = store
         self._read_changes = read_changes
 

@@ -18,10 +18,10 @@ from sprout.store.errors import StoreError, explain
 from sprout.store.progress import ProgressTables
 from sprout.store.schema import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Store", "StoreError", "referenced_checkpoints"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "RunStore", "StoreError", "referenced_checkpoints"]
 
 
-class Store(AttemptTables, CallTables, ProgressTables):
+class RunStore(AttemptTables, CallTables, ProgressTables):
     """One run's rollout tree in SQLite, safe to share between threads: every table on one
     connection (`Database`).
 
@@ -31,9 +31,9 @@ class Store(AttemptTables, CallTables, ProgressTables):
 
 
 def referenced_checkpoints(path: str | Path) -> set[str]:
-    """The checkpoints the run in database `path` references (`Store.checkpoints`), read
+    """The checkpoints the run in database `path` references (`RunStore.checkpoints`), read
     without writing the file; StoreError when it cannot be read."""
-    store = Store(path, readonly=True)
+    store = RunStore(path, readonly=True)
     try:
         return store.checkpoints() if store.version else set()
     except sqlite3.Error as error:
