@@ -20,7 +20,7 @@ SOURCE = Path(__file__).resolve().parents[1] / "src" / "sprout"
 EVERYTHING = {
     "agent", "cli", "commands", "config", "durable", "edits", "fences", "images", "models",
     "pipeline", "records", "roles", "runfolder", "sandbox", "search", "store", "task",
-    "taskcheck", "tasks", "templating", "train", "tree", "verify", "viewer", "workspace",
+    "tasks", "templating", "train", "tree", "verify", "viewer", "workspace",
 }  # fmt: skip
 ABOVE_TASKS = {"agent", "models", "roles", "search", "train", "viewer", "store", "tree", "verify"}
 NEUTRAL = {"durable", "workspace"}
@@ -34,7 +34,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "sandbox": EVERYTHING - {"sandbox"} - NEUTRAL,  # nothing of sprout above it
     "images": EVERYTHING - {"images", "sandbox"} - NEUTRAL,  # nothing about tasks or tests
     "task": EVERYTHING - {"task"},
-    "tasks": ABOVE_TASKS | {"taskcheck", "runfolder"},  # tasks run nothing of a run
+    "tasks": ABOVE_TASKS | {"pipeline", "runfolder"},  # tasks run nothing of a run
     "models": {"sandbox", "tasks", "agent", "tree", "store", "search", "roles", "verify"},
     # the tree's verbs, not the store; a Workspace, not the sandbox
     "agent": {"store", "sandbox", "search", "roles", "train", "viewer"},
@@ -80,7 +80,7 @@ def imports(path: Path) -> list[tuple[str, str | None]]:
             found += [(alias.name, None) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found += [(node.module, alias.name) for alias in node.names]
-    # `from sprout import taskcheck` imports the module sprout.taskcheck
+    # `from sprout import runfolder` imports the module sprout.runfolder
     found = [
         (f"sprout.{name}", None) if module == "sprout" else (module, name) for module, name in found
     ]
@@ -165,10 +165,10 @@ def test_no_chain_of_imports_crosses_a_layer(unit_name: str):
 
 def test_the_check_follows_chains():
     """The check itself: it sees through function-level imports and package __init__s."""
-    # a function-level `from sprout import taskcheck`
-    assert chain_to("sprout.commands.tasks", {"taskcheck"}) == [
+    # a function-level `from sprout.pipeline import task_check`
+    assert chain_to("sprout.commands.tasks", {"pipeline"}) == [
         "sprout.commands.tasks",
-        "sprout.taskcheck",
+        "sprout.pipeline.task_check",
     ]
     # what train/export.py did before the run folder moved up to the pipeline
     assert chain_to("sprout.pipeline.export", {"sandbox"}) == [

@@ -268,7 +268,7 @@ def test_a_terminal_bench_2_verifier_runs_as_the_dockerfiles_user(
 def test_a_verifier_that_needs_a_python_the_image_lacks_says_so_in_one_line(
     overlay_store: LayerStore, tmp_path: Path, python_image: str, uv_fetched: Path
 ) -> None:
-    from sprout.taskcheck import verifier_crash
+    from sprout.pipeline.task_check import verifier_crash
     from sprout.tasks import base_checkpoint, load_native
 
     require_host_image()

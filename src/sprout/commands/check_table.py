@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from sprout.tasks.discover import grouped_warnings
 
 if TYPE_CHECKING:
-    from sprout.taskcheck import CheckResult
+    from sprout.pipeline.task_check import CheckResult
     from sprout.verify import Diagnostics
 
 

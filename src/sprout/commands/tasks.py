@@ -20,8 +20,8 @@ from sprout.commands.interrupt import INTERRUPTED, handling, stop_at_once
 from sprout.runfolder import RunFolder
 
 if TYPE_CHECKING:
+    from sprout.pipeline.task_check import CheckResult
     from sprout.task import Task
-    from sprout.taskcheck import CheckResult
 
 
 def add_parser(commands: Any) -> None:
@@ -57,13 +57,13 @@ def add_parser(commands: Any) -> None:
 def cmd_tasks_check(args: argparse.Namespace) -> int:
     import tempfile
 
-    from sprout import taskcheck
     from sprout.commands import check_table as table
+    from sprout.pipeline import task_check
 
     if args.workers < 1:
         raise UsageError(f"--workers {args.workers}: expected at least 1")
     loaded = load_task_arguments(args.paths, args)
-    results = [taskcheck.load_failure(line) for line in loaded.errors]
+    results = [task_check.load_failure(line) for line in loaded.errors]
     names = [result.task_id for result in results] + [task.id for task in loaded.tasks]
     width = max([len("task"), *map(len, names)])
     print(table.table_header(width))
@@ -109,13 +109,13 @@ def _check_all(
     leaves a temporary folder to the next check, which removes it."""
     from concurrent.futures import Future, ThreadPoolExecutor
 
-    from sprout import taskcheck
     from sprout.commands.check_table import table_row
+    from sprout.pipeline import task_check
 
     pool = ThreadPoolExecutor(max_workers=workers)
     futures: list[Future[CheckResult]] = []
     try:
-        futures += [pool.submit(taskcheck.check_task, task, run) for task in tasks]
+        futures += [pool.submit(task_check.check_task, task, run) for task in tasks]
         for future in futures:
             result = future.result()
             results.append(result)
@@ -138,7 +138,7 @@ def _check_all(
 @contextlib.contextmanager
 def _run_folder(out: str | None) -> Iterator[str]:
     """--out, kept; or a temporary run folder, removed at the end however the check ends."""
-    from sprout.taskcheck import scratch_run_folder
+    from sprout.pipeline.task_check import scratch_run_folder
 
     if out:
         yield out

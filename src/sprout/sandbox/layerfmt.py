@@ -24,7 +24,7 @@ from typing import Literal, Protocol
 
 from sprout.sandbox.files import copy_dir_attributes, place_file, remove_entry
 from sprout.sandbox.files import (
-    remove_tree as remove_tree,  # re-exported: taskcheck imports it here
+    remove_tree as remove_tree,  # re-exported: pipeline.task_check imports it here
 )
 
 EntryKind = Literal["whiteout", "dir", "opaque", "other"]

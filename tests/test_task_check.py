@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 
 from sprout.commands.check_table import outcome, table_header, table_row, warning_lines
-from sprout.runfolder import RunFolder
-from sprout.sandbox.processes import process_start
-from sprout.taskcheck import (
+from sprout.pipeline.task_check import (
     OWNER_FILE,
     SCRATCH_PREFIX,
     CheckResult,
@@ -25,6 +23,8 @@ from sprout.taskcheck import (
     this_process,
     verifier_crash,
 )
+from sprout.runfolder import RunFolder
+from sprout.sandbox.processes import process_start
 from sprout.tasks import load_native
 from sprout.verify import diagnose
 from sprout.verify.types import TestResult
@@ -286,7 +286,7 @@ def test_a_fault_no_one_foresaw_is_still_one_tasks_line(
     def broken(*_args: object) -> str:
         raise KeyError("a bug in sprout")
 
-    monkeypatch.setattr("sprout.taskcheck.base_checkpoint", broken)
+    monkeypatch.setattr("sprout.pipeline.task_check.base_checkpoint", broken)
     result = check_task(load_native(calc_task(tmp_path, "calc")), run)
     assert result.problem == "sprout failed on this task: KeyError: 'a bug in sprout'"
     assert "Traceback" in result.detail and "KeyError" in result.detail
