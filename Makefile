@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEBIAN_PACKAGES := gcc libc6-dev libseccomp-dev util-linux btrfs-progs mmdebstrap python3-pytest python3-pip chromium
+DEBIAN_PACKAGES := gcc g++ cmake libc6-dev libseccomp-dev util-linux btrfs-progs mmdebstrap python3-pytest python3-pip chromium
 EXAMPLE_IMAGE := python:3.11-slim
 TEST_IMAGES := $(EXAMPLE_IMAGE) python:3.13-slim
 
@@ -26,7 +26,8 @@ test: install
 	for image in $(TEST_IMAGES); do $(BIN)/sprout image build $$image || exit 1; done
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
-	SPROUT_REQUIRE_SANDBOX=$$(scripts/sandbox-available) $(BIN)/pytest -rs
+	SPROUT_REQUIRE_SANDBOX=$$(scripts/sandbox-available) \
+	  SPROUT_LLAMA_SERVER=$$(PYTHON=$(BIN)/python scripts/llama-server || true) $(BIN)/pytest -rs
 
 bench: install
 	$(BIN)/sprout bench sandbox --out bench-results/sandbox.json
@@ -50,7 +51,7 @@ system-packages:
 	    echo "installing Debian packages:$$missing"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	  else \
-	    echo "missing Debian packages:$$missing (install them as root: the overlay sandbox needs a C compiler and libseccomp, images mmdebstrap, the viewer's tests chromium)"; \
+	    echo "missing Debian packages:$$missing (install them as root: the overlay sandbox needs a C compiler and libseccomp, images mmdebstrap, the viewer's tests chromium, the llama.cpp tests cmake and g++)"; \
 	  fi; \
 	fi
 

