@@ -65,7 +65,7 @@ NEAREST_DEBIAN = {
 def _buildpack(suite: str, layer: str) -> tuple[DebianRecipe, str]:
     """`buildpack-deps:SUITE[-curl|-scm]`: Debian with the image's packages, on the nearest
     suite sprout builds."""
-    packages = BUILDPACK_CURL_PACKAGES
+    packages: tuple[str, ...] = BUILDPACK_CURL_PACKAGES
     if layer != "-curl":
         packages += BUILDPACK_SCM_PACKAGES
     if not layer:

@@ -168,7 +168,7 @@ def _learner_step(
         train_starting_turn=settings.train_starting_turn,
         max_length=settings.max_length,
         overlong="drop" if settings.max_length else "error",
-        decode=learner.tokenizer.decode,
+        decode=lambda ids: str(learner.tokenizer.decode(list(ids))),
     )
     progress.event("-", method, batch.report.describe())
     stats = learner.step(batch.samples)
