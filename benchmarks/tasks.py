@@ -23,11 +23,12 @@ import time
 from pathlib import Path
 
 import _stats as stats
+from sprout.durable import cache_dir
 from sprout.images import ImageCache
 from sprout.images.debian import build_debian
 from sprout.images.names import ensure_image, resolve_from
 from sprout.sandbox import LayerStore, Sandbox
-from sprout.sandbox.helper import cache_dir, helper_build
+from sprout.sandbox.helper import helper_build
 from sprout.tasks import base_checkpoint, load_tasks
 
 DEFAULT_TASK = Path(__file__).resolve().parents[1] / "examples" / "tasks" / "blog-slugs"

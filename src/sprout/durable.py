@@ -1,5 +1,6 @@
-"""Writing files so that they survive a crash, measuring what deleting them frees, and the
-file locks that keep processes apart (and name the holder when one is in the way)."""
+"""Writing files so that they survive a crash, measuring what deleting them frees, the
+file locks that keep processes apart (and name the holder when one is in the way), and
+where the machine keeps what every run shares."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import errno
 import fcntl
 import os
 import stat
+import tempfile
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 
 def write_atomically(path: str, text: str, durable: bool) -> None:
@@ -181,3 +184,15 @@ def describe_processes(pids: list[int]) -> str:
         kind = "sprout process" if command.startswith("sprout") else "process"
         named.append(f"{kind} {pid}" + (f" ({command})" if command else ""))
     return ", ".join(named)
+
+
+def cache_dir() -> Path:
+    """The machine-wide cache (`SPROUT_CACHE`, else ~/.cache/sprout): the helper, images and
+    tasks' base layers, shared by every run."""
+    configured = os.environ.get("SPROUT_CACHE")
+    if configured:
+        return Path(configured)
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    if os.access(home.parent if not home.exists() else home, os.W_OK):
+        return home / "sprout"
+    return Path(tempfile.gettempdir()) / f"sprout-{os.getuid()}"

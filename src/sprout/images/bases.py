@@ -21,9 +21,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from sprout.durable import file_lock, write_atomically
+from sprout.durable import cache_dir, file_lock, write_atomically
 from sprout.sandbox import LayerStore
-from sprout.sandbox.helper import cache_dir
 from sprout.sandbox.idmap import configured_range
 from sprout.sandbox.layers import current_user_mode
 

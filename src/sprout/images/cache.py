@@ -26,9 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sprout.durable import file_lock, write_atomically
+from sprout.durable import cache_dir, file_lock, write_atomically
 from sprout.sandbox.files import disk_usage
-from sprout.sandbox.helper import cache_dir
 
 STORES = "stores"
 """The folder of notes on run stores that stand on images (`sprout.images.runstores`)."""

@@ -6,28 +6,16 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from sprout.durable import cache_dir
 from sprout.sandbox.errors import SandboxUnavailable
 
 SOURCE = Path(__file__).with_name("box.c")
 _build_lock = threading.Lock()
-
-
-def cache_dir() -> Path:
-    """The machine-wide cache (`SPROUT_CACHE`, else ~/.cache/sprout): the helper, images and
-    tasks' base layers, shared by every run."""
-    configured = os.environ.get("SPROUT_CACHE")
-    if configured:
-        return Path(configured)
-    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    if os.access(home.parent if not home.exists() else home, os.W_OK):
-        return home / "sprout"
-    return Path(tempfile.gettempdir()) / f"sprout-{os.getuid()}"
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,8 @@ import time
 import zipfile
 from pathlib import Path
 
-from sprout.durable import file_lock
+from sprout.durable import cache_dir, file_lock
 from sprout.sandbox import Sandbox
-from sprout.sandbox.helper import cache_dir
 from sprout.verify.types import VerifierSetupError
 
 BINARIES = ("uv", "uvx")
