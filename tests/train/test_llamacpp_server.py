@@ -61,5 +61,8 @@ def test_an_attempt_and_its_branch_store_what_llama_server_sampled(overlay_store
     first_prompt = branch_calls[0][0]["prompt"]
     expected = retained + list(starting.context_ids) + list(starting.completion_ids)
     assert first_prompt[: len(expected)] == expected, "the branch continues the parent's ids"
-    assert branch_calls[0][1]["tokens_cached"] > 0, "the server reused its cached prefix"
+    reused = branch_calls[0][1]["timings"]["cache_n"]
+    assert reused >= len(retained), "the server reused its cache for the whole retained prefix"
+    [first_call] = world.tree.model_calls(attempt_id=branch.id)[:1]
+    assert first_call.cached_tokens == reused
     assert world.store.get_meta("tokenizer")["server"] == "llama.cpp"

@@ -104,8 +104,9 @@ class LlamaCppServer:
                 body["seed"] = seed + number
             reply = self.http.post("/completion", body)
             samples.append(self._sample(reply, top_logprobs))
-            if isinstance(reply.get("tokens_cached"), int):
-                cached.append(reply["tokens_cached"])
+            timings = reply.get("timings")  # `tokens_cached` counts the whole slot, not reuse
+            if isinstance(timings, dict) and isinstance(timings.get("cache_n"), int):
+                cached.append(timings["cache_n"])
         return Generation(tuple(samples), cached[0] if cached else None)
 
     def _sample(self, reply: dict[str, Any], top_logprobs: int) -> Sample:
