@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from sprout.durable import bytes_freed_by_removing, describe_processes, lock_holders, try_lock
 from sprout.sandbox.errors import SandboxError, UnknownCheckpoint
-from sprout.sandbox.files import remove_tree
 from sprout.sandbox.processes import alive
+from sprout.sandbox.refs import drop_ref, ref_names
 
 if TYPE_CHECKING:
     from sprout.sandbox.layers import LayerStore
@@ -89,15 +89,13 @@ def collect(
         missing: list[str] = []
         for layer_id in sorted(set(references()) if references is not None else ()):
             (roots if _is_sealed(store, layer_id) else missing).append(layer_id)
-        for name in os.listdir(os.path.join(store.path, "r")):
-            if name.endswith(".tmp") or name in forgotten:
-                continue
-            ref = store.ref(name)
+        for name in ref_names(store.refs_dir):
+            ref = store.ref(name) if name not in forgotten else None
             if ref is not None:
                 roots.append(ref)
-        sealed = set(store._sealed_ids())
+        sealed = set(store.sealed_ids())
         entries = _entries(store)  # listed before the holds: see `_debris`
-        live, dead = store._live_holds()
+        live, dead = store.live_holds()
         roots += [parent for parent in live.values() if parent is not None]
         roots += [layer_id for layer_id in live if layer_id in sealed]  # sealing now
         reachable = _reachable(store, roots, missing)
@@ -113,23 +111,18 @@ def collect(
         )
         if not dry_run:
             for name in forgotten:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(os.path.join(store.path, "r", name))
+                drop_ref(store.refs_dir, name)
             for layer_id in freed.layers:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(os.path.join(store.path, "m", f"{layer_id}.json"))
-                store._cache.pop(layer_id, None)
-                store._remove_files(layer_id)
-                remove_tree(store.scratch_dir(layer_id))
+                store.free(layer_id)
             _remove_debris(store, freed.debris, dead)
     return freed
 
 
 def sweep(store: LayerStore, *, dry_run: bool = False) -> Freed:
     """`LayerStore.sweep`: the debris of dead processes, nothing of a live one."""
-    sealed = set(store._sealed_ids())
+    sealed = set(store.sealed_ids())
     entries = _entries(store)
-    live, dead = store._live_holds()
+    live, dead = store.live_holds()
     freed = Freed(debris=_debris(store, sealed, entries, live), kept=len(sealed))
     freed.bytes_freed = bytes_freed_by_removing(_disk_paths(store, freed.debris, sealed=sealed))
     if not dry_run:
@@ -193,18 +186,12 @@ def _debris(
 
 
 def _remove_debris(store: LayerStore, debris: list[str], dead: list[str]) -> None:
-    """Remove what `_debris` found, sealed files excepted (checked again here: a layer
-    sealed since it was listed has its metadata by now, as sealing precedes dropping
-    the hold), and the holds of dead processes."""
-    for layer_id in debris:
-        with contextlib.suppress(FileNotFoundError):
-            if not os.path.exists(os.path.join(store.path, "m", f"{layer_id}.json")):
-                store._remove_files(layer_id)
-                remove_tree(os.path.join(store.path, "s", layer_id))
-            remove_tree(store.scratch_dir(layer_id))
-    for layer_id in [*debris, *dead]:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(os.path.join(store.path, "h", layer_id))
+    """Remove what `_debris` found and the holds of dead processes, sealed files excepted
+    (`discard` checks again: a layer sealed since it was listed has its metadata by now,
+    as sealing precedes dropping the hold)."""
+    for layer_id in sorted({*debris, *dead}):
+        with contextlib.suppress(FileNotFoundError):  # a sweep beside this one removed it
+            store.discard(layer_id)
     _remove_stale_temporaries(store)
 
 

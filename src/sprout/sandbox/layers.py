@@ -24,8 +24,8 @@ unsealed layer has a hold naming its owner (pid and start time): debris is
 what a dead owner left, and nothing of a live process is ever swept.
 
 `LayerStore` opens the store and finds, seals and discards layers; each other job has
-its module: `store_format` (store.json), `layer_meta` (m/), `holds` (h/), `squash`
-(deep stacks), `layer_share` (`adopt`), `layer_export` (`export`), `layer_gc` (GC, sweep).
+its module: `store_format` (store.json), `layer_meta` (m/), `holds` (h/), `refs` (r/),
+`squash` (deep stacks), `layer_share` (`adopt`), `layer_export` (`export`), `layer_gc` (GC).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from sprout.durable import HeldLock, flush_tree, hold_lock, write_atomically
+from sprout.durable import HeldLock, flush_tree, hold_lock
 from sprout.sandbox import layer_gc, layer_share
 from sprout.sandbox.errors import BadArgument, UnknownCheckpoint
 from sprout.sandbox.files import disk_usage, remove_tree
@@ -57,6 +57,7 @@ from sprout.sandbox.layerfmt import (
     resolve,
 )
 from sprout.sandbox.quota import create_subvolume, disk_cap_support, limit_exclusive_bytes
+from sprout.sandbox.refs import read_ref, ref_name, write_ref
 from sprout.sandbox.squash import squash
 from sprout.sandbox.store_format import MODES, StoreMode, open_store_format
 from sprout.sandbox.store_format import (  # re-exported: callers import them here
@@ -95,6 +96,7 @@ class LayerStore:
         self.hidden = (self.path, os.path.dirname(self.path), *(os.fspath(p) for p in hide))
         self._meta = os.path.join(self.path, "m")
         """Sealed layers' metadata (see sprout.sandbox.layer_meta)."""
+        self.refs_dir = os.path.join(self.path, "r")  # named checkpoints: sprout.sandbox.refs
         self._cache: dict[str, Layer] = {}
         self._claim: HeldLock | None = None
         self._mask: str | None = None
@@ -209,10 +211,8 @@ class LayerStore:
 
     def ref(self, name: str) -> str | None:
         """The checkpoint saved under `name`, or None (also when GC or a crash lost it)."""
-        try:
-            with open(os.path.join(self.path, "r", _ref_name(name)), encoding="ascii") as handle:
-                layer_id = handle.read().strip()
-        except FileNotFoundError:
+        layer_id = read_ref(self.refs_dir, name)
+        if layer_id is None:
             return None
         try:
             return self.layer(layer_id).id
@@ -222,7 +222,7 @@ class LayerStore:
     def set_ref(self, name: str, layer_id: str) -> None:
         """Save checkpoint `layer_id` under `name`; GC keeps it and all it stacks on."""
         self.layer(layer_id)
-        write_atomically(os.path.join(self.path, "r", _ref_name(name)), layer_id, self.durable)
+        write_ref(self.refs_dir, name, layer_id, self.durable)
 
     def adopt(self, source: LayerStore, layer_id: str) -> str:
         """Make checkpoint `layer_id` of `source` one of this store's by linking its layers'
@@ -281,16 +281,16 @@ class LayerStore:
         return layer_id
 
     def _remove_files(self, layer_id: str) -> None:
-        """Delete a layer's files (and its subvolume, where it has one)."""
+        """Delete a layer's files and its subvolume (even one l/ID was not linked to yet)."""
         files = self.diff_dir(layer_id)
+        remove_tree(os.path.join(self.path, "s", layer_id))
         if os.path.islink(files):
-            remove_tree(os.path.join(self.path, "s", layer_id))
             os.unlink(files)
         else:
             remove_tree(files)
 
     def discard(self, layer_id: str) -> None:
-        """Drop an unsealed layer and its hold (a sealed layer is left to GC)."""
+        """Drop an unsealed layer, its scratch and hold (a sealed layer's files are GC's)."""
         if not os.path.exists(meta_path(self._meta, layer_id)):
             self._remove_files(layer_id)
         remove_tree(self.scratch_dir(layer_id))
@@ -318,21 +318,30 @@ class LayerStore:
         write_meta(self._meta, layer, self.durable)
         self._cache[layer.id] = layer
 
-    def _live_holds(self) -> tuple[dict[str, str | None], list[str]]:
+    def free(self, layer_id: str) -> None:
+        """Remove sealed layer `layer_id`, its metadata first (it is no checkpoint from then
+        on): GC's last step, once it has made sure that nothing stacks on the layer."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(meta_path(self._meta, layer_id))
+        self._cache.pop(layer_id, None)
+        self.discard(layer_id)
+
+    def live_holds(self) -> tuple[dict[str, str | None], list[str]]:
         """Holds of live processes (layer id -> parent), and the layers of dead ones."""
         return read_holds(os.path.join(self.path, "h"))
 
-    def _sealed_ids(self) -> list[str]:
+    def sealed_ids(self) -> list[str]:
+        """The ids of every sealed layer."""
         return sealed_ids(self._meta)
 
     def layers(self) -> list[Layer]:
         """Every sealed layer, with its reference count filled in."""
-        found = [self.layer(i) for i in self._sealed_ids()]
+        found = [self.layer(i) for i in self.sealed_ids()]
         counts: dict[str, int] = {}
         for item in found:
             if item.parent is not None:
                 counts[item.parent] = counts.get(item.parent, 0) + 1
-        for parent in self._live_holds()[0].values():
+        for parent in self.live_holds()[0].values():
             if parent is not None:
                 counts[parent] = counts.get(parent, 0) + 1
         return sorted(
@@ -378,7 +387,7 @@ class LayerStore:
         `forget`, which go), and what open sandboxes stack on. Refuses with StoreInUse
         while another process has the store claimed.
         """
-        forgotten = {_ref_name(name) for name in forget}
+        forgotten = {ref_name(name) for name in forget}
         return layer_gc.collect(
             self, keep, references=references, forgotten=forgotten, dry_run=dry_run
         )
@@ -389,9 +398,3 @@ class LayerStore:
         scratch folders and holds. A layer whose owner still runs is never touched, so this
         is safe beside live users of the store; a run calls it when it starts or resumes."""
         return layer_gc.sweep(self, dry_run=dry_run)
-
-
-def _ref_name(name: str) -> str:
-    if not name or not all(c.isalnum() or c in "._-" for c in name) or name.startswith("."):
-        raise BadArgument("name", f"{name!r}: use letters, digits, '.', '_' and '-'")
-    return name
