@@ -1,8 +1,9 @@
 """TOML files read one way: settings (one file, one table per part: `[actor]`, `[roles]`)
 and the tables of task files (`task.toml`'s `[sprout]`, sidecars, `--images`).
 
-Every table is validated with a pydantic model (`extra="forbid"`); an error is one
-line, `FILE: TABLE.FIELD: PROBLEM`, so a typo is caught before anything runs.
+Every table is validated with a pydantic model (`extra="forbid"`, but for Harbor's own
+tables of task.toml: `sprout.tasks.harness`); an error is one line,
+`FILE: TABLE.FIELD: PROBLEM`, so a typo is caught before anything runs.
 """
 
 from __future__ import annotations

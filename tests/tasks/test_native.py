@@ -106,6 +106,10 @@ def test_container_instructions_are_recorded_not_refused(tmp_path, line):
         ("[environment]\nmemory_mb = 'lots'\n", "environment.memory_mb"),
         ("[environment]\nstorage = '10 parsecs'\n", "environment.storage"),
         ("[environment]\ncpus = true\n", "environment.cpus"),
+        ("[environment]\nmemory = ''\n", "environment.memory"),
+        ("[environment]\nmemory = 'nan'\n", "environment.memory"),
+        ("[agent]\ntimeout_sec = '60'\n", "agent.timeout_sec"),
+        ("[agent]\ntimeout_sec = -1\n", "agent.timeout_sec"),
     ],
 )
 def test_bad_sprout_fields_name_task_file_and_field(tmp_path, toml, field):
@@ -226,12 +230,39 @@ def test_an_offline_task_gives_the_agent_only_loopback(overlay_store: LayerStore
     [
         ("[environment]\ncpus = 1\nmemory_mb = 2048\nstorage_mb = 10240\n", 1.0, 2 << 30, 10 << 30),
         ('[environment]\ncpus = 0.5\nmemory = "512M"\nstorage = "2G"\n', 0.5, 512 << 20, 2 << 30),
+        (
+            '[environment]\nmemory_mb = 1024\nmemory = "2G"\nstorage = "1.5GiB"\n',
+            None,
+            1 << 30,
+            3 << 29,
+        ),
         ("", None, None, None),
     ],
 )
 def test_environment_resources_are_read(tmp_path, toml, cpus, memory, disk):
     task = load_native(make_task(tmp_path, toml=toml))
     assert (task.cpus, task.memory_bytes, task.disk_bytes) == (cpus, memory, disk)
+
+
+def test_harbors_fields_that_sprout_does_not_read_are_accepted(tmp_path):
+    """Harbor adds fields to its tables over time: a task written for a newer Harbor loads."""
+    toml = (
+        '[metadata]\nauthor_name = "A"\ntags = ["x"]\n'
+        '[agent]\ntimeout_sec = 120.0\nuser = "agent"\n'
+        '[environment]\nbuild_timeout_sec = 600.0\ndocker_image = "x:1"\ncpus = 2\n'
+        "memory_mb = 4096\ngpus = 0\nallow_internet = true\n"
+        "[solution]\nenv = {}\n"
+    )
+    task = load_native(make_task(tmp_path, toml=toml))
+    assert (task.agent_timeout_s, task.cpus, task.memory_bytes) == (120.0, 2.0, 4 << 30)
+
+
+@pytest.mark.parametrize("table", ["verifier", "agent", "environment"])
+def test_a_harness_table_that_is_no_table_is_named(tmp_path, table):
+    task = make_task(tmp_path)
+    (task / "task.toml").write_text(f"{table} = 3\n")
+    with pytest.raises(TaskError, match=f"^fix-calc: .*task.toml: {table}: Input should be"):
+        load_native(task)
 
 
 def test_the_agent_gets_the_tasks_limits_and_set_up_the_defaults(

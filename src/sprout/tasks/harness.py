@@ -1,76 +1,75 @@
-"""The harness's own tables of a task.toml, as Harbor reads them: `[environment]` (cpus,
-memory, storage) and the `timeout_sec` of `[agent]` and `[verifier]`."""
+"""The harness's own tables of a task.toml, as Harbor writes them: `[environment]` (cpus,
+memory, storage) and the `timeout_sec` of `[agent]` and `[verifier]`.
+
+Each table is a model of the fields sprout reads, typed and bounded, read as every table
+is (`sprout.config.validate_table`: a bad value is one line, `FILE: TABLE.FIELD: PROBLEM`).
+Unlike `[sprout]`, they ignore the fields sprout does not read: Harbor adds fields over
+time (`build_timeout_sec`, `docker_image`, `gpus`, `allow_internet`, ...), and a task
+written for a newer Harbor must still load.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from typing import Annotated
 
-from sprout.task import TaskError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-
-def harness_timeout(data: dict[str, object], table: str, path: Path, task_id: str) -> float | None:
-    """`[TABLE] timeout_sec` (TABLE: `agent`, `verifier`), None when unset."""
-    section = data.get(table, {})
-    value = section.get("timeout_sec") if isinstance(section, dict) else None
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise TaskError(f"{task_id}: {path}: {table}.timeout_sec: expected a positive number")
-    return float(value)
-
+PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
+"""A finite number above 0; `strict` refuses `true` and "60", which are no numbers."""
 
 SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 
-@dataclass(frozen=True)
-class Resources:
-    """What the harness's `[environment]` table asks for the agent's sandbox."""
-
-    cpus: float | None = None
-    memory_bytes: int | None = None
-    disk_bytes: int | None = None
-
-
-def _size(value: object, field: str, megabytes: bool) -> int:
-    """`memory_mb = 2048`, or `memory = "2G"` / `"512M"` / a number of bytes."""
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value * 1024**2 if megabytes else value
-    if isinstance(value, float) and value > 0:
-        return int(value * 1024**2 if megabytes else value)
-    if isinstance(value, str) and not megabytes:
-        text = value.strip().lower().removesuffix("b").removesuffix("i")
-        number, unit = (text[:-1], text[-1]) if text[-1:] in SIZE_UNITS else (text, "")
-        try:
-            amount = float(number)
-        except ValueError:
-            amount = -1
-        if amount > 0:
-            return int(amount * SIZE_UNITS[unit])
-    wanted = "a positive number of megabytes" if megabytes else 'a size such as "2G" or "512M"'
-    raise ValueError(f"{field}: expected {wanted}, got {value!r}")
-
-
-def read_resources(data: dict[str, object], path: Path, task_id: str) -> Resources:
-    """The `[environment]` table's cpus, memory and storage (Harbor's `memory_mb` and
-    `storage_mb`, or Terminal-Bench's `memory = "2G"` and `storage = "10G"`)."""
-    table = data.get("environment", {})
-    if not isinstance(table, dict):
-        raise TaskError(f"{task_id}: {path}: environment: expected a table")
+def _size_in_bytes(value: object) -> object:
+    """Terminal-Bench's `"2G"`, `"512M"` or `"1.5GiB"` as bytes; a number as it is (bytes)."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip().lower().removesuffix("b").removesuffix("i")
+    number, unit = (text[:-1], text[-1:]) if text[-1:] in SIZE_UNITS else (text, "")
     try:
-        cpus = table.get("cpus")
-        if cpus is not None and (
-            isinstance(cpus, bool) or not isinstance(cpus, int | float) or cpus <= 0
-        ):
-            raise ValueError(f"environment.cpus: expected a positive number, got {cpus!r}")
-        sizes: dict[str, int | None] = {}
-        for name in ("memory", "storage"):
-            if f"{name}_mb" in table:
-                sizes[name] = _size(table[f"{name}_mb"], f"environment.{name}_mb", True)
-            elif name in table:
-                sizes[name] = _size(table[name], f"environment.{name}", False)
-            else:
-                sizes[name] = None
-    except ValueError as error:
-        raise TaskError(f"{task_id}: {path}: {error}") from None
-    return Resources(float(cpus) if cpus is not None else None, sizes["memory"], sizes["storage"])
+        return float(number) * SIZE_UNITS[unit]
+    except ValueError:
+        raise ValueError(f'expected a size such as "2G" or "512M", got {value!r}') from None
+
+
+Size = Annotated[PositiveNumber, BeforeValidator(_size_in_bytes)]
+"""Bytes, written as a number or as a size with a unit."""
+
+
+class TimeoutTable(BaseModel):
+    """Harbor's `[agent]` or `[verifier]` table: sprout reads its `timeout_sec`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    timeout_sec: PositiveNumber | None = None
+    """Seconds the agent (or the verifier) may take; None: sprout's default."""
+
+
+class EnvironmentTable(BaseModel):
+    """Harbor's `[environment]` table: the limits of the agent's sandbox (None: the
+    sandbox's defaults). Harbor writes `memory_mb` and `storage_mb`, Terminal-Bench
+    `memory = "2G"` and `storage = "10G"`; the megabytes win where both are set."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    cpus: PositiveNumber | None = None
+    memory_mb: PositiveNumber | None = None
+    storage_mb: PositiveNumber | None = None
+    memory: Size | None = None
+    storage: Size | None = None
+
+    @property
+    def memory_bytes(self) -> int | None:
+        """Memory of the agent's sandbox."""
+        return _bytes(self.memory_mb, self.memory)
+
+    @property
+    def disk_bytes(self) -> int | None:
+        """Bytes the agent may write."""
+        return _bytes(self.storage_mb, self.storage)
+
+
+def _bytes(megabytes: float | None, size: float | None) -> int | None:
+    if megabytes is not None:
+        return int(megabytes * 1024**2)
+    return int(size) if size is not None else None

@@ -30,7 +30,7 @@ from sprout.tasks.files import (
     subfolder,
     task_table,
 )
-from sprout.tasks.harness import harness_timeout, read_resources
+from sprout.tasks.harness import EnvironmentTable, TimeoutTable
 from sprout.tasks.imageref import task_image
 
 STEP_MARKER = "# step"
@@ -295,6 +295,9 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
     toml_path = path / "task.toml"
     data = read_toml(toml_path, task_id) or {}
     sprout = task_table(data, "sprout", SproutTable, toml_path, task_id)
+    verifier = task_table(data, "verifier", TimeoutTable, toml_path, task_id)
+    agent = task_table(data, "agent", TimeoutTable, toml_path, task_id)
+    resources = task_table(data, "environment", EnvironmentTable, toml_path, task_id)
 
     environment = path / "environment"
     environment_dir = subfolder(environment, task_id, "the Dockerfile and what it copies")
@@ -305,7 +308,6 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
     solution_dir = subfolder(path / "solution", task_id, "the reference solution, solve.sh")
     script = optional_text(path / "solution" / "solve.sh", task_id)
     solution = split_solution(script, "/solution/solve.sh") if script is not None else ()
-    resources = read_resources(data, toml_path, task_id)
     tests_dir = subfolder(path / "tests", task_id, "the hidden tests, test.sh")
     for copied in (solution_dir, tests_dir):  # into sandboxes as they are
         if copied is not None:
@@ -333,8 +335,8 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         solution_dir=solution_dir,
         tests_dir=tests_dir,
         verifier_command=sprout.verifier_command or "bash /tests/test.sh",
-        verifier_timeout_s=harness_timeout(data, "verifier", toml_path, task_id) or 900.0,
-        agent_timeout_s=harness_timeout(data, "agent", toml_path, task_id),
+        verifier_timeout_s=verifier.timeout_sec or 900.0,
+        agent_timeout_s=agent.timeout_sec,
         cpus=resources.cpus,
         memory_bytes=resources.memory_bytes,
         disk_bytes=resources.disk_bytes,
