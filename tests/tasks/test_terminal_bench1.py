@@ -102,7 +102,7 @@ def test_sprout_toml_overrides(tmp_path: Path):
                 f'[sprout]\nimage = "{rootfs}"\nworkdir = "/srv"\nnetwork = false\n'
                 'results = "junit"\nrequired_tests = ["test_outputs.py::test_hello_file"]\n'
                 'verifier_command = "cd /app && python3 -m pytest --junitxml=/logs/verifier/j.xml '
-                '/tests"\n'
+                '/tests"\nuser_namespaces = true\n'
             ),
         },
     )
@@ -110,6 +110,7 @@ def test_sprout_toml_overrides(tmp_path: Path):
     assert loaded.image == str(rootfs) and loaded.workdir == "/srv" and loaded.network is False
     assert loaded.results == "junit"
     assert loaded.required_tests == ("test_outputs.py::test_hello_file",)
+    assert loaded.user_namespaces is True
     assert loaded.verifier_command.startswith("export TEST_DIR=/tests; cd /app && python3")
 
 

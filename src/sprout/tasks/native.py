@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -239,6 +240,23 @@ def task_environment(
     )
 
 
+def task_fields(setting: TaskEnvironment, sprout: SproutTable) -> dict[str, Any]:
+    """The Task's fields that its environment and its `[sprout]` table decide, alike in every
+    folder format that has both (native, Terminal-Bench 1); the loader adds the rest."""
+    return {
+        "image": setting.image,
+        "setup": setting.steps,
+        "stages": setting.stages,
+        "user": setting.user,
+        "user_origin": setting.user_origin,
+        "workdir": setting.workdir,
+        "env": setting.env,
+        "network": sprout.network,
+        "user_namespaces": sprout.user_namespaces,
+        "required_tests": tuple(sprout.required_tests) if sprout.required_tests else None,
+    }
+
+
 def _plan(
     task_id: str,
     dockerfile: Path,
@@ -318,19 +336,11 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
             "sprout.verifier_command"
         )
     return Task(
+        **task_fields(setting, sprout),
         id=task_id,
         path=path,
         instruction=instruction,
-        image=setting.image,
-        setup=setting.steps,
-        stages=setting.stages,
-        user=setting.user,
-        user_origin=setting.user_origin,
         environment_dir=environment_dir,
-        workdir=setting.workdir,
-        env=setting.env,
-        network=sprout.network,
-        user_namespaces=sprout.user_namespaces,
         solution=solution,
         solution_dir=solution_dir,
         tests_dir=tests_dir,
@@ -341,6 +351,5 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         memory_bytes=resources.memory_bytes,
         disk_bytes=resources.disk_bytes,
         results=sprout.results,
-        required_tests=tuple(sprout.required_tests) if sprout.required_tests else None,
         warnings=setting.warnings,
     )

@@ -30,7 +30,13 @@ from sprout.tasks.files import (
     subfolder,
     task_table,
 )
-from sprout.tasks.native import SproutTable, TaskEnvironment, split_solution, task_environment
+from sprout.tasks.native import (
+    SproutTable,
+    TaskEnvironment,
+    split_solution,
+    task_environment,
+    task_fields,
+)
 
 AGENT_TIMEOUT_S = 360.0
 """Terminal-Bench 1's default max_agent_timeout_sec."""
@@ -191,18 +197,11 @@ def load_terminal_bench1(path: str | Path, *, images: Mapping[str, str] | None =
     verifier = _verifier(folder, task_id, sprout, sprout_toml)
     run_tests = verifier.run_tests
     return Task(
+        **task_fields(setting, sprout),
         id=task_id,
         path=folder,
         instruction=instruction,
-        image=setting.image,
-        setup=setting.steps,
-        stages=setting.stages,
-        user=setting.user,
-        user_origin=setting.user_origin,
         environment_dir=folder,
-        workdir=setting.workdir,
-        env=setting.env,
-        network=sprout.network,
         solution=_solution(folder, task_id),
         tests_dir=verifier.tests_dir,
         test_files={"run-tests.sh": run_tests} if run_tests is not None else {},
@@ -210,6 +209,5 @@ def load_terminal_bench1(path: str | Path, *, images: Mapping[str, str] | None =
         verifier_timeout_s=test_timeout or TEST_TIMEOUT_S,
         agent_timeout_s=agent_timeout or AGENT_TIMEOUT_S,
         results=results,
-        required_tests=tuple(sprout.required_tests) if sprout.required_tests else None,
         warnings=(*setting.warnings, *_leak_warnings(folder, dockerfile, setting)),
     )
