@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from sprout.train.export import write_records
+from sprout.train.credit import Credit
+from sprout.train.export import Format, write_records
 from sprout.train.samples import Sample, build_samples
 from tests.train.conftest import require_train_extra
 from tests.train.synthetic import family
@@ -25,10 +26,12 @@ from tests.train.synthetic import family
 MISSING = "{} is not installed (the trainers extra: make test installs it)"
 
 
-def exported(tmp_path: Path, fmt: str) -> tuple[list[Sample], list[dict[str, Any]]]:
+def exported(
+    tmp_path: Path, fmt: Format, credit: Credit = "grpo"
+) -> tuple[list[Sample], list[dict[str, Any]]]:
     """The family's samples and the records `sprout export --format FMT` writes for them."""
-    samples = list(build_samples(family(tmp_path).tree).samples)
-    path = write_records(samples, fmt, tmp_path / f"groups.{fmt}.jsonl")  # type: ignore[arg-type]
+    samples = list(build_samples(family(tmp_path).tree, credit=credit).samples)
+    path = write_records(samples, fmt, tmp_path / f"groups.{fmt}.jsonl")
     return samples, [json.loads(line) for line in path.read_text().splitlines()]
 
 
@@ -66,12 +69,41 @@ def test_verl_agent_loop_output_takes_every_record_as_written(tmp_path: Path) ->
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("credit", "norm_by_std"), [("grpo", True), ("drgrpo", False)])
+def test_verl_grpo_over_the_uid_gives_the_exported_advantages(
+    tmp_path: Path, credit: Credit, norm_by_std: bool
+) -> None:
+    require_train_extra()
+    agent_loop = pytest.importorskip(
+        "verl.experimental.agent_loop.agent_loop", reason=MISSING.format("verl")
+    )
+    from torch.nn.utils.rnn import pad_sequence
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
+
+    samples, records = exported(tmp_path, "verl", credit)
+    outputs = [agent_loop.AgentLoopOutput(**record).as_dict() for record in records]
+    advantages, _ = compute_grpo_outcome_advantage(
+        token_level_rewards=pad_sequence([o["rm_scores"] for o in outputs], batch_first=True),
+        response_mask=pad_sequence([o["response_mask"] for o in outputs], batch_first=True),
+        index=[o["extra_fields"]["uid"] for o in outputs],
+        norm_adv_by_std_in_grpo=norm_by_std,
+    )
+    assert len({sample.reward for sample in samples}) > 1, "a group with variance"
+    for row, sample in zip(advantages.tolist(), samples, strict=True):
+        cut = sample.loss_mask.index(1)
+        ours = list(sample.advantages[cut:])
+        assert row == pytest.approx(ours + [0.0] * (len(row) - len(ours)), abs=1e-6)
+
+
+@pytest.mark.slow
 def test_trl_grpo_trainer_takes_a_step_on_the_exported_ids(
     tmp_path: Path, tiny_model_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    trl = pytest.importorskip("trl", reason=MISSING.format("trl"))
-    datasets = pytest.importorskip("datasets", reason=MISSING.format("datasets"))
+    pytest.importorskip("trl", reason=MISSING.format("trl"))
+    pytest.importorskip("datasets", reason=MISSING.format("datasets"))
     import torch
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental: we know
     samples, records = exported(tmp_path, "trl")
@@ -98,12 +130,14 @@ def test_trl_grpo_trainer_takes_a_step_on_the_exported_ids(
             "sprout_reward": [r["reward"] for r in rows],
         }
 
-    def sprout_reward(completions: list[str], sprout_reward: list[float], **_: Any) -> list[float]:
+    def sprout_reward(
+        completions: list[str], sprout_reward: list[float | None], **_: Any
+    ) -> list[float | None]:
         return sprout_reward
 
     batches: list[dict[str, Any]] = []
 
-    class Recording(trl.GRPOTrainer):  # type: ignore[misc]
+    class Recording(GRPOTrainer):
         """TRL's trainer, keeping each batch its loss is computed on."""
 
         def compute_loss(self, model: Any, inputs: dict[str, Any], *args: Any, **kw: Any) -> Any:
@@ -113,9 +147,9 @@ def test_trl_grpo_trainer_takes_a_step_on_the_exported_ids(
     trainer = Recording(
         model=str(tiny_model_path),
         reward_funcs=sprout_reward,
-        train_dataset=datasets.Dataset.from_dict({"prompt": list(groups)}),
+        train_dataset=Dataset.from_dict({"prompt": list(groups)}),
         rollout_func=rollout_func,
-        args=trl.GRPOConfig(
+        args=GRPOConfig(
             output_dir=str(tmp_path / "trl"),
             num_generations=size,
             per_device_train_batch_size=size,
@@ -129,7 +163,9 @@ def test_trl_grpo_trainer_takes_a_step_on_the_exported_ids(
             seed=0,
         ),
     )
-    before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+    model = trainer.model
+    assert model is not None
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
     trainer.train()
 
     assert trainer.state.global_step == 1 and len(batches) == 1
@@ -156,5 +192,5 @@ def test_trl_grpo_trainer_takes_a_step_on_the_exported_ids(
         )
         # TRL's scale_rewards="group" is our grpo credit, up to its epsilon (1e-4 against 1e-6)
         assert advantage == pytest.approx(sample.advantages[cut], rel=1e-3)
-    after = dict(trainer.model.named_parameters())
+    after = dict(model.named_parameters())
     assert any(not torch.equal(before[name], after[name].detach()) for name in before)
