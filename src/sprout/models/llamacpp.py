@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from sprout.models.http_json import JsonServer
-from sprout.models.token_server import Generation, Sample, checked_sample
+from sprout.models.token_server import Generation, Sample, Sampling, checked_sample
 from sprout.models.types import Message, ModelError
 
 
@@ -78,32 +78,23 @@ class LlamaCppServer:
             "build_info": props.get("build_info", ""),
         }
 
-    def generate(
-        self,
-        prompt: Sequence[int],
-        *,
-        n: int,
-        temperature: float | None,
-        seed: int | None,
-        top_logprobs: int,
-        max_tokens: int | None,
-    ) -> Generation:
+    def generate(self, sampling: Sampling) -> Generation:
         body: dict[str, Any] = {
-            "prompt": list(prompt),
-            "n_predict": -1 if max_tokens is None else max_tokens,
-            "n_probs": max(1, top_logprobs),
+            "prompt": list(sampling.prompt),
+            "n_predict": -1 if sampling.max_tokens is None else sampling.max_tokens,
+            "n_probs": max(1, sampling.top_logprobs),
             "return_tokens": True,
             "cache_prompt": True,
             "stream": False,
         }
-        if temperature is not None:
-            body["temperature"] = temperature
+        if sampling.temperature is not None:
+            body["temperature"] = sampling.temperature
         samples, cached = [], []
-        for number in range(n):
-            if seed is not None:
-                body["seed"] = seed + number
+        for number in range(sampling.n):
+            if sampling.seed is not None:
+                body["seed"] = sampling.seed + number
             reply = self.http.post("/completion", body)
-            samples.append(self._sample(reply, top_logprobs))
+            samples.append(self._sample(reply, sampling.top_logprobs))
             timings = reply.get("timings")  # `tokens_cached` counts the whole slot, not reuse
             if isinstance(timings, dict) and isinstance(timings.get("cache_n"), int):
                 cached.append(timings["cache_n"])

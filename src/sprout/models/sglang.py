@@ -15,7 +15,7 @@ from typing import Any
 
 from sprout.models.hf_tokenizer import HFTokenizer
 from sprout.models.http_json import JsonServer
-from sprout.models.token_server import Generation, Sample, checked_sample
+from sprout.models.token_server import Generation, Sample, Sampling, checked_sample
 from sprout.models.types import Message, ModelError
 
 
@@ -48,36 +48,27 @@ class SGLangServer:
             "base_url": self.base_url,
         }
 
-    def generate(
-        self,
-        prompt: Sequence[int],
-        *,
-        n: int,
-        temperature: float | None,
-        seed: int | None,
-        top_logprobs: int,
-        max_tokens: int | None,
-    ) -> Generation:
+    def generate(self, sampling: Sampling) -> Generation:
         params: dict[str, Any] = {"skip_special_tokens": False}
-        if temperature is not None:
-            params["temperature"] = temperature
-        if max_tokens is not None:
-            params["max_new_tokens"] = max_tokens
+        if sampling.temperature is not None:
+            params["temperature"] = sampling.temperature
+        if sampling.max_tokens is not None:
+            params["max_new_tokens"] = sampling.max_tokens
         samples, cached = [], []
-        for number in range(n):
-            if seed is not None:
-                params["sampling_seed"] = seed + number
+        for number in range(sampling.n):
+            if sampling.seed is not None:
+                params["sampling_seed"] = sampling.seed + number
             body = {
-                "input_ids": list(prompt),
+                "input_ids": list(sampling.prompt),
                 "sampling_params": dict(params),
                 "return_logprob": True,
-                "top_logprobs_num": top_logprobs,
+                "top_logprobs_num": sampling.top_logprobs,
             }
             reply = self.http.post("/generate", body)
             meta = reply.get("meta_info")
             if not isinstance(meta, dict):
                 raise ModelError("malformed", f"{self.base_url}/generate: no meta_info")
-            samples.append(self._sample(reply, meta, top_logprobs))
+            samples.append(self._sample(reply, meta, sampling.top_logprobs))
             if isinstance(meta.get("cached_tokens"), int):
                 cached.append(meta["cached_tokens"])
         return Generation(tuple(samples), cached[0] if cached else None)

@@ -49,6 +49,21 @@ class Sample:
 
 
 @dataclass(frozen=True)
+class Sampling:
+    """What to sample after a prompt of ids."""
+
+    prompt: tuple[int, ...]
+    n: int = 1
+    temperature: float | None = None
+    seed: int | None = None
+    """The seed of the first reply; a server that samples one reply per request seeds the
+    others `seed + 1`, `seed + 2`, ..."""
+    top_logprobs: int = 0
+    """Alternatives per token to return (0: only the sampled token's log-prob)."""
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
 class Generation:
     samples: tuple[Sample, ...]
     cached_tokens: int | None = None
@@ -64,17 +79,8 @@ class TokenServer(TextTokenizer, Protocol):
         """The id that closes an assistant reply (ChatML: ``<|im_end|>``)."""
         ...
 
-    def generate(
-        self,
-        prompt: Sequence[int],
-        *,
-        n: int,
-        temperature: float | None,
-        seed: int | None,
-        top_logprobs: int,
-        max_tokens: int | None,
-    ) -> Generation:
-        """`n` replies sampled after the ids `prompt`, each with its ids and log-probs."""
+    def generate(self, sampling: Sampling) -> Generation:
+        """`sampling.n` replies sampled after its prompt, each with its ids and log-probs."""
         ...
 
     def fingerprint(self) -> dict[str, Any]:
@@ -124,13 +130,9 @@ class TokenServerModel:
         started = time.monotonic()
         prefix = tuple(int(i) for i in prefix_ids or ())
         prompt = prefix + self.context_ids(messages, prefix)
+        top = TOP_LOGPROBS if logprobs else 0
         generation = self.server.generate(
-            prompt,
-            n=n,
-            temperature=temperature,
-            seed=seed,
-            top_logprobs=TOP_LOGPROBS if logprobs else 0,
-            max_tokens=self.max_tokens,
+            Sampling(prompt, n, temperature, seed, top, self.max_tokens)
         )
         if len(generation.samples) != n:
             raise ModelError(

@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from sprout.models.http_json import JsonServer
-from sprout.models.token_server import Generation, Sample, checked_sample
+from sprout.models.token_server import Generation, Sample, Sampling, checked_sample
 from sprout.models.types import Message, ModelError
 
 _PROBE = "\x00sprout-reply\x00"
@@ -88,31 +88,18 @@ class VLLMServer:
             "end_of_turn": self.end_of_turn(),
         }
 
-    def generate(
-        self,
-        prompt: Sequence[int],
-        *,
-        n: int,
-        temperature: float | None,
-        seed: int | None,
-        top_logprobs: int,
-        max_tokens: int | None,
-    ) -> Generation:
+    def generate(self, sampling: Sampling) -> Generation:
         body: dict[str, Any] = {
             "model": self.model,
-            "prompt": list(prompt),
-            "n": n,
-            "logprobs": top_logprobs,
+            "prompt": list(sampling.prompt),
+            "n": sampling.n,
+            "logprobs": sampling.top_logprobs,
             "return_token_ids": True,
             "skip_special_tokens": False,
         }
-        for key, value in (
-            ("temperature", temperature),
-            ("seed", seed),
-            ("max_tokens", max_tokens),
-        ):
-            if value is not None:
-                body[key] = value
+        for key in ("temperature", "seed", "max_tokens"):
+            if getattr(sampling, key) is not None:
+                body[key] = getattr(sampling, key)
         reply = self.http.post("/v1/completions", body)
         choices = reply.get("choices")
         if not isinstance(choices, list) or not choices:
@@ -121,7 +108,7 @@ class VLLMServer:
         usage = reply.get("usage") or {}
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
         return Generation(
-            tuple(self._sample(choice, top_logprobs) for choice in ordered),
+            tuple(self._sample(choice, sampling.top_logprobs) for choice in ordered),
             cached if isinstance(cached, int) else None,
         )
 
