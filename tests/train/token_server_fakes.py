@@ -3,7 +3,11 @@
 vLLM: `/tokenize` (a prompt, or chat messages through the template),
 `/detokenize` and `/v1/completions` with a token-list prompt and
 `return_token_ids`. SGLang: `/generate` with `input_ids`, answering with
-`meta_info.output_token_logprobs` and `output_ids`. The tokenizer and chat
+`meta_info.output_token_logprobs` and `output_ids`, and
+`/update_weights_from_disk` (`model_path`; each call kept in `loaded`, refused
+with SGLang's `success: false` for a path in `unloadable`). llama.cpp's
+`/tokenize` (`content`) and `/props`, for the rollout server's vocabulary check.
+The tokenizer and chat
 template are the tiny model's real ones (transformers), so
 what the client renders, sends and stores can be checked against them. The
 replies are scripted texts, returned as the ids they encode to plus the
@@ -29,6 +33,8 @@ class FakeTokenServer:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.broken: str | None = None
         """When set, a sampling route leaves this field out of its reply."""
+        self.loaded: list[str] = []
+        self.unloadable: set[str] = set()
         self.end = tokenizer.convert_tokens_to_ids("<|im_end|>")
 
     def encode(self, text: str) -> list[int]:
@@ -36,6 +42,12 @@ class FakeTokenServer:
 
     def answer(self, route: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         self.requests.append((route, body))
+        if route == "/tokenize" and "content" in body:
+            return 200, {"tokens": self.encode(body["content"])}
+        if route == "/props":
+            return 200, {"eos_token": "<|im_end|>", "model_path": "fake.gguf"}
+        if route == "/update_weights_from_disk":
+            return self.update_weights(body["model_path"])
         if route == "/tokenize" and "messages" in body:
             text = self.tokenizer.apply_chat_template(
                 body["messages"],
@@ -55,6 +67,12 @@ class FakeTokenServer:
         if route == "/generate":
             return 200, self.generate(body)
         return 404, {"error": f"no route {route}"}
+
+    def update_weights(self, path: str) -> tuple[int, dict[str, Any]]:
+        if path in self.unloadable:
+            return 400, {"success": False, "message": f"Failed to load {path}"}
+        self.loaded.append(path)
+        return 200, {"success": True, "message": "Succeeded to update model weights."}
 
     def sampled(self) -> list[int]:
         """The next scripted reply as the ids a server samples: its tokens, then the stop."""
@@ -116,7 +134,12 @@ def serving(fake: FakeTokenServer) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
-            status, body = fake.answer(self.path, json.loads(self.rfile.read(length)))
+            self._reply(*fake.answer(self.path, json.loads(self.rfile.read(length))))
+
+        def do_GET(self) -> None:
+            self._reply(*fake.answer(self.path, {}))
+
+        def _reply(self, status: int, body: dict[str, Any]) -> None:
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

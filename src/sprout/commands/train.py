@@ -129,6 +129,7 @@ def _train(args: argparse.Namespace) -> int:
     import transformers
 
     from sprout.agent import ActorConfig
+    from sprout.pipeline.rollout_server import RolloutServerError, rollout_server
     from sprout.pipeline.training import TrainResumeError, TrainSettings, train
     from sprout.search import Progress
     from sprout.search.halt import Halt
@@ -158,18 +159,30 @@ def _train(args: argparse.Namespace) -> int:
         actor=actor,
         hf_options={"max_new_tokens": args.max_new_tokens, "device": learner.device},
         learner=learner,
+        rollout_server=args.rollout_server,
     )
+    try:
+        server = None
+        if args.rollout_server:
+            server = rollout_server(args.rollout_server, Path(args.out), args.base_url)
+        elif args.base_url:
+            raise RolloutServerError("--base-url: only with --rollout-server sglang")
+    except RolloutServerError as error:
+        raise UsageError(str(error)) from None
     transformers.logging.disable_progress_bar()
     report = check_isolation(args.out, args.isolation, "train")
     run = RunFolder.resume(args.out) if args.resume else RunFolder.create_new(args.out)
     halt = Halt()
     try:
         tag = "" if report.holds else "[NO ISOLATION]"
+        progress = Progress(quiet=args.quiet, tag=tag)
         with halting_on_ctrl_c(halt, "train") as ctrl_c:
-            history = train(loaded.tasks, run, settings, Progress(quiet=args.quiet, tag=tag), halt)
-    except TrainResumeError as error:
+            history = train(loaded.tasks, run, settings, progress, halt, server)
+    except (TrainResumeError, RolloutServerError) as error:
         raise UsageError(str(error)) from None
     finally:
+        if server is not None:
+            server.close()
         run.close()
     print(f"\n{len(history)} steps run now; log: {Path(args.out) / 'train.jsonl'}")
     if ctrl_c.pressed:
@@ -221,6 +234,16 @@ def _train_arguments(train: argparse.ArgumentParser) -> None:
     train.add_argument("--max-turns", type=int, metavar="N", help="turns per attempt (8)")
     train.add_argument(
         "--max-new-tokens", type=int, default=256, metavar="N", help="tokens per reply (256)"
+    )
+    train.add_argument(
+        "--rollout-server",
+        metavar="KIND",
+        help="sample rollouts from a server put on each step's weights: llamacpp (started "
+        "and restarted by sprout on GGUF conversions) or sglang (yours, at --base-url; "
+        "reloaded with /update_weights_from_disk); default: in process (hf/)",
+    )
+    train.add_argument(
+        "--base-url", metavar="URL", help="the address of the --rollout-server sglang you run"
     )
     add_task_source_arguments(train)
     add_isolation_argument(train)

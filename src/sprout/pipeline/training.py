@@ -2,20 +2,24 @@
 
 Each step's rollouts are played by the weights the previous step saved
 (`OUT/policy/step-K`), so every sample is on-policy for the step that trains
-on it, and a step's policy can be opened, served or exported on its own. The
-learner keeps its optimizer state across steps within one command.
+on it, and a step's policy can be opened, served or exported on its own: in
+process (`hf/`), or by a rollout server put on those weights before the step
+(`sprout.pipeline.rollout_server`). The learner keeps its optimizer state
+across steps within one command.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from sprout.agent import ActorConfig
+from sprout.models.config import ModelConfig
 from sprout.models.fingerprint import TOKENIZER_META
+from sprout.pipeline.rollout_server import RolloutServer
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, run_tasks
 from sprout.search.halt import Halt
@@ -41,7 +45,10 @@ class TrainSettings:
     workers: int = 1
     actor: ActorConfig = field(default_factory=lambda: ActorConfig(max_turns=8))
     hf_options: dict[str, Any] = field(default_factory=dict)
+    """The rollout model's options (`max_new_tokens` also caps a rollout server's replies)."""
     learner: LearnerConfig = field(default_factory=LearnerConfig)
+    rollout_server: str | None = None
+    """The kind of server that plays the rollouts (`rollout_server.SERVERS`); None: `hf/`."""
 
 
 LOG = "train.jsonl"
@@ -60,6 +67,7 @@ def _settings_json(settings: TrainSettings) -> dict[str, Any]:
         "actor": settings.actor.model_dump(mode="json"),
         "hf_options": settings.hf_options,
         "learner": settings.learner.model_dump(mode="json"),
+        **({"rollout_server": settings.rollout_server} if settings.rollout_server else {}),
     }
 
 
@@ -86,6 +94,7 @@ def train(
     settings: TrainSettings,
     progress: Progress,
     halt: Halt | None = None,
+    server: RolloutServer | None = None,
 ) -> list[StepStats]:
     """Rollouts and one learner step, up to `settings.steps` steps; stats of the steps run
     now, also appended to `OUT/train.jsonl` as they come.
@@ -93,14 +102,17 @@ def train(
     A run folder that already holds steps (a resumed run) goes on after its last saved
     step, from that step's weights and optimizer state; the rollouts of an unfinished
     step continue where they stopped. With `halt` set (Ctrl-C) the rollouts stop as
-    `sprout run`'s do and no learner step is taken on them.
+    `sprout run`'s do and no learner step is taken on them. With `server` (of kind
+    `settings.rollout_server`; the caller closes it) each step's rollouts are sampled by it,
+    put on the step's weights first.
     """
     halt = halt or Halt()
     _claim_settings(run, settings)
     done = finished_steps(run)
     policy = Path(done[-1]["policy"]) if done else settings.model
     learner = Learner(policy, settings.learner)
-    learner.check_tokenizer(run.tree.get_meta(TOKENIZER_META), where=str(run.path))
+    if server is None:  # a server's ids are checked against the learner's at every step
+        learner.check_tokenizer(run.tree.get_meta(TOKENIZER_META), where=str(run.path))
     for note in learner.notes:
         progress.event("-", "train", f"note: {note}")
     history: list[StepStats] = []
@@ -111,12 +123,17 @@ def train(
             selector=settings.selector,
             name=f"train@{step}",
         )
-        progress.event("-", method.name, f"rollouts with {policy}")
-        run_tasks(tasks, run, _rollout_settings(settings, policy, method), progress, halt)
+        rollouts = _rollout_settings(settings, policy, method)
+        served: dict[str, Any] = {}
+        if server is not None:
+            rollouts, served = _serve(server, policy, step - 1, learner, rollouts)
+        where = f" on {served['url']} ({served['weights']})" if served else ""
+        progress.event("-", method.name, f"rollouts with {policy}{where}")
+        run_tasks(tasks, run, rollouts, progress, halt)
         if halt.is_set():
             progress.event("-", method.name, f"no learner step: {halt.reason}")
             break
-        stats, policy = _learner_step(run, settings, learner, method.name, step, progress)
+        stats, policy = _learner_step(run, settings, learner, method.name, step, progress, served)
         history.append(stats)
     return history
 
@@ -151,6 +168,27 @@ def _rollout_settings(settings: TrainSettings, policy: Path, method: Method) -> 
     )
 
 
+def _serve(
+    server: RolloutServer, policy: Path, step: int, learner: Learner, rollouts: RunSettings
+) -> tuple[RunSettings, dict[str, Any]]:
+    """`rollouts` played by `server` put on `policy` (saved after `step` steps) and checked
+    against the learner's vocabulary; (those settings, what the step's log line records:
+    the URL, the weights served, the seconds it took and the server's own fingerprint)."""
+    served = server.serve(policy, step)
+    fingerprint = server.check(served.url, learner.tokenizer, policy)
+    options = ModelConfig(
+        max_tokens=rollouts.hf_options.get("max_new_tokens"), tokenizer=str(policy)
+    )
+    played = replace(
+        rollouts,
+        model=f"{server.kind}/{policy.name}",
+        base_url=served.url,
+        model_options=options,
+    )
+    record = {"url": served.url, "weights": served.weights, "serve_s": served.seconds}
+    return played, {**fingerprint, **record}
+
+
 def _learner_step(
     run: RunFolder,
     settings: TrainSettings,
@@ -158,9 +196,11 @@ def _learner_step(
     method: str,
     step: int,
     progress: Progress,
+    served: dict[str, Any],
 ) -> tuple[StepStats, Path]:
     """Samples of `method`'s rollouts, one learner step on them, the weights saved and the
-    step logged to `OUT/train.jsonl` (which a resume reads); (its stats, the new policy)."""
+    step logged to `OUT/train.jsonl` (which a resume reads), with the rollout server that
+    played them (`served`, when one did); (its stats, the new policy)."""
     batch = build_samples(
         run.tree,
         methods=[method],
@@ -177,6 +217,8 @@ def _learner_step(
     record = {"step": step, "policy": str(policy), **stats.as_dict()}
     record["groups"] = batch.report.groups
     record["zero_variance_groups"] = batch.report.zero_variance_groups
+    if served:
+        record["rollout_server"] = served
     with (run.path / LOG).open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(record) + "\n")
     return stats, policy
