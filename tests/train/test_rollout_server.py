@@ -10,6 +10,9 @@ weight reload is tested against the loopback fake that speaks its routes.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from collections import Counter
 from contextlib import ExitStack
 from dataclasses import replace
@@ -29,7 +32,7 @@ from sprout.pipeline.rollout_server import (
 from sprout.runfolder import RunFolder
 from tests.conftest import require_host_image
 from tests.taskfolders import two_edits_task
-from tests.train.llama_server import Recorder, recording_proxy
+from tests.train.llama_server import Recorder, recording_proxy, smollm2_gguf
 from tests.train.smollm2 import missing, save_folder
 from tests.train.test_train_loop import COIN
 from tests.train.token_server_fakes import FakeTokenServer, serving
@@ -128,32 +131,67 @@ def test_a_server_with_another_vocabulary_is_refused_naming_both(
     assert f"(fake.gguf at {url}) and the learner's ({other}) are not one vocabulary" in message
 
 
-def test_sglang_loads_the_weights_of_each_step_from_disk(
+def test_sglang_loads_the_weights_of_each_step_from_disk_a_resume_too(
     tmp_path: Path, tiny_model_path: Path
 ) -> None:
     from transformers import AutoTokenizer
 
     require_host_image()
     coin_task(tmp_path)
-    fake = FakeTokenServer(
-        AutoTokenizer.from_pretrained(tiny_model_path), ["```bash\nls\n```"] * 99
-    )
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_path)
+    fake = FakeTokenServer(tokenizer, ["```bash\nls\n```"] * 99)
     with serving(fake) as url:
-        assert (
-            train(tmp_path, tiny_model_path, "--rollout-server", "sglang", "--base-url", url) == 0
-        )
+        server = ("--rollout-server", "sglang", "--base-url", url)
+        assert train(tmp_path, tiny_model_path, *server, steps=1) == 0
+        assert train(tmp_path, tiny_model_path, *server, "--resume") == 0
         fake.unloadable.add(str(tiny_model_path))
-        with pytest.raises(
-            RolloutServerError, match=f"did not load|Failed to load {tiny_model_path}"
-        ):
+        with pytest.raises(RolloutServerError) as refused:
             SGLangRollouts(url).serve(tiny_model_path, 0)
+    assert str(refused.value).startswith("--rollout-server sglang: ")
+    assert f"Failed to load {tiny_model_path}" in str(refused.value)
     steps = log(tmp_path)
     policies = [str(tiny_model_path), steps[0]["policy"]]
-    assert fake.loaded == policies, "step 1 on the starting weights, step 2 on step 1's"
+    assert fake.loaded == policies, "step 1 on the starting weights, step 2 (resumed) on step 1's"
     assert [s["rollout_server"]["weights"] for s in steps] == policies
     assert all(s["tokens_trained"] > 0 for s in steps)
     prompts = [body["input_ids"] for route, body in fake.requests if route == "/generate"]
     assert prompts == fake.prompts and len(prompts) >= 8, "every reply came from /generate"
+
+
+def test_a_llama_server_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
+    """A second Ctrl-C leaves with `os._exit`, where no `stop` runs: the server goes too."""
+    if find_llama_server() is None:
+        pytest.skip("no llama-server: scripts/llama-server builds one")
+    script = (
+        "import os, sys\n"
+        "from sprout.models.llamacpp_process import LlamaServer\n"
+        "server = LlamaServer(sys.argv[1], log=sys.argv[2])\n"
+        "server.start()\n"
+        "print(server.process.pid, flush=True)\n"
+        "os._exit(130)\n"
+    )
+    log_file = str(tmp_path / "server.log")
+    started = subprocess.run(
+        [sys.executable, "-c", script, str(smollm2_gguf()), log_file],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert started.returncode == 130, started.stderr
+    pid = int(started.stdout)
+    deadline = time.monotonic() + 15
+    while _alive(pid):
+        assert time.monotonic() < deadline, f"llama-server {pid} outlived sprout"
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie has ended; only its parent has not read its status)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def sampled_per_step(recorder: Recorder, folder: Path) -> dict[int, Counter[tuple[Any, ...]]]:
