@@ -35,9 +35,6 @@ NOT_YET = {
     "vllm": "vLLM's weight reload (LoRA loading or sleep/wake-up and reload) is not "
     "supported yet (docs/training.md); use llamacpp or sglang",
 }
-SERVER_OPTIONS = ("-c", "4096", "-np", "1", "-t", "2")
-"""llama-server's context, one slot (rollouts are played one call at a time per
-worker), threads."""
 PROBE = [
     {"role": "system", "content": "Answer in the shell."},
     {"role": "user", "content": "ls -la ~/src && grep -rn 'def ' . | head\n\tdéjà vu: 42"},
@@ -96,9 +93,7 @@ class LlamaCppRollouts:
         try:
             convert_to_gguf(policy, gguf, outtype=self.outtype)
             if self.server is None:
-                self.server = LlamaServer(
-                    gguf, log=self.folder / "llama-server.log", options=SERVER_OPTIONS
-                )
+                self.server = LlamaServer(gguf, log=self.folder / "llama-server.log")
                 url = self.server.start()
             else:
                 url = self.server.restart(gguf)
