@@ -50,7 +50,7 @@ def backoff(number: int, retry_after: float | None) -> float:
     else 0.5, 1, 2, 4, 8, 8, ... (deterministic: runs are compared by their timings too)."""
     if retry_after is not None and 0 <= retry_after <= RETRY_AFTER_MAX_S:
         return retry_after
-    return min(0.5 * 2**number, 8.0)
+    return min(0.5 * 2.0**number, 8.0)
 
 
 def retry_after(headers: Mapping[str, str] | None) -> float | None:
