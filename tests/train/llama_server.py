@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sprout.models.llamacpp_process import LlamaServer, find_llama_server
+from tests.loopback import loopback
 from tests.train.smollm2 import GGUF_NAME, GGUF_PACKAGE, gguf_file
 
 
@@ -61,43 +60,19 @@ def recording_proxy(upstream: str) -> Iterator[tuple[str, Recorder]]:
     """A loopback proxy to `upstream` that keeps every JSON exchange; yields (URL, record)."""
     recorder = Recorder()
 
-    class Handler(BaseHTTPRequestHandler):
-        def _forward(self, body: bytes | None) -> None:
-            request = urllib.request.Request(
-                upstream + self.path,
-                data=body,
-                method=self.command,
-                headers={"Content-Type": "application/json"},
-            )
-            try:
-                with urllib.request.urlopen(request, timeout=600) as answer:
-                    status, data = answer.status, answer.read()
-            except urllib.error.HTTPError as error:
-                status, data = error.code, error.read()
-            recorder.exchanges.append(
-                (self.path, json.loads(body) if body else None, json.loads(data or b"null"))
-            )
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def forward(method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+        request = urllib.request.Request(
+            upstream + path, data=body, method=method, headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=600) as answer:
+                status, data = answer.status, answer.read()
+        except urllib.error.HTTPError as error:
+            status, data = error.code, error.read()
+        recorder.exchanges.append(
+            (path, json.loads(body) if body else None, json.loads(data or b"null"))
+        )
+        return status, data
 
-        def do_POST(self) -> None:
-            self._forward(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-
-        def do_GET(self) -> None:
-            self._forward(None)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", recorder
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with loopback(forward) as url:
+        yield url, recorder

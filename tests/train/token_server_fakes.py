@@ -18,11 +18,11 @@ sent is kept in `prompts`.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.loopback import loopback
 
 
 class FakeTokenServer:
@@ -131,31 +131,9 @@ class FakeTokenServer:
 def serving(fake: FakeTokenServer) -> Iterator[str]:
     """`fake` on a loopback port for the `with` block; yields its base URL."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", 0))
-            self._reply(*fake.answer(self.path, json.loads(self.rfile.read(length))))
+    def answer(method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+        status, reply = fake.answer(path, json.loads(body) if body else {})
+        return status, json.dumps(reply).encode()
 
-        def do_GET(self) -> None:
-            self._reply(*fake.answer(self.path, {}))
-
-        def _reply(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with loopback(answer) as url:
+        yield url
