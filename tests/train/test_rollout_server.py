@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from sprout.cli import main
 from sprout.models.llamacpp_process import find_converter, find_llama_server
 from sprout.pipeline.rollout_server import (
     LlamaCppRollouts,
@@ -35,35 +34,14 @@ from tests.taskfolders import two_edits_task
 from tests.train.llama_server import Recorder, recording_proxy, smollm2_gguf
 from tests.train.smollm2 import missing, save_folder
 from tests.train.test_train_loop import COIN
+from tests.train.test_train_loop import train as train_loop
 from tests.train.token_server_fakes import FakeTokenServer, serving
 
 
 def train(tmp_path: Path, model: Path, *extra: str, steps: int = 2) -> int:
-    return main(
-        [
-            "train",
-            "--model",
-            f"hf/{model}",
-            "--tasks",
-            str(tmp_path / "tasks"),
-            "--steps",
-            str(steps),
-            "--out",
-            str(tmp_path / "run"),
-            "--max-turns",
-            "2",
-            "--max-new-tokens",
-            "12",
-            "--children",
-            "1",
-            "--selector",
-            "heuristic",
-            "--lr",
-            "1e-3",
-            "--quiet",
-            *extra,
-        ]
-    )
+    """`sprout train` as tests/train/test_train_loop.py runs it, the children chosen by the
+    heuristic selector (the 135M model writes no review worth a call)."""
+    return train_loop(tmp_path, model, "--selector", "heuristic", *extra, steps=steps)
 
 
 def coin_task(tmp_path: Path) -> None:
