@@ -31,6 +31,10 @@ from sprout.sandbox.backends import overlay_unavailable_reason
 if TYPE_CHECKING:
     from tests.agent.helpers import World
 
+os.environ.setdefault("SPROUT_STORE_FS", "off")
+"""Tests never make the machine's store filesystem (a 256 GiB image in the real cache);
+tests/sandbox/test_store_fs.py makes one of its own in a temporary cache."""
+
 COPY_WARNING = "ignore:sprout. the copy sandbox backend gives NO isolation:RuntimeWarning"
 """The copy backend warns once per process; test_copy_backend.py checks the warning itself."""
 

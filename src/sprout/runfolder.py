@@ -20,6 +20,7 @@ from sprout.durable import HeldLock, describe_processes, lock_holders, try_lock
 from sprout.sandbox import Change, LayerStore, SandboxError
 from sprout.sandbox.changes import checkpoint_changes
 from sprout.sandbox.layers import Freed
+from sprout.sandbox.store_fs import place
 from sprout.store import RunStore
 from sprout.tree import RolloutTree
 
@@ -117,6 +118,7 @@ class RunFolder:
             store.check_writable()
             if check is not None:
                 check(store)
+            placement = place(path / "layers")
             layers = LayerStore(path / "layers")
             layers.claim()
             run = cls._of(path, store, layers, writer=True)
@@ -129,17 +131,22 @@ class RunFolder:
         note = run.sweep_note()
         if note is not None:
             print(f"sprout: {note}", file=sys.stderr)
+        if placement is not None and placement.said_in_run:
+            print(f"sprout: {placement.clone.detail}: {placement.note}", file=sys.stderr)
         return run
 
     @classmethod
     def open(cls, path: str | Path) -> RunFolder:
         """An existing run folder, to read (a shell's forks are its only writes)."""
         path = Path(path)
-        if not (path / "sprout.db").exists() or not (path / "layers").is_dir():
+        layers_path = path / "layers"  # a link, where sprout's store filesystem holds them
+        if not (path / "sprout.db").exists() or not (
+            layers_path.is_dir() or layers_path.is_symlink()
+        ):
             raise RunFolderError(f"{path}: not a run folder (needs sprout.db and layers/)")
         store = RunStore(path / "sprout.db")
         try:
-            layers = LayerStore(path / "layers")
+            layers = LayerStore(layers_path)
             layers.claim()
         except BaseException:
             store.close()

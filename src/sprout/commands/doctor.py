@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from collections.abc import Sequence
 from typing import Any
 
 from sprout.sandbox.isolation import IsolationReport, probe_isolation
+from sprout.sandbox.store_fs import Placement, plan
 
 
 def add_parser(commands: Any) -> None:
@@ -16,21 +19,24 @@ def add_parser(commands: Any) -> None:
         description="Check each measure of the sandbox's jail on this machine (user "
         "namespaces and the id range, capabilities, seccomp, /proc masking, cgroups, the "
         "host image's view, the disk cap of the store's filesystem) and, as root, run one "
-        "call in the jail and read them back from inside. Exit 0 when the sandbox holds, "
-        "1 when a required measure is missing (then `sprout run` refuses to start unless "
-        "given --isolation none).",
+        "call in the jail and read them back from inside; then whether the store's "
+        "filesystem clones extents, and where sprout keeps layers when it does not. Exit 0 "
+        "when the sandbox holds, 1 when a required measure is missing (then `sprout run` "
+        "refuses to start unless given --isolation none).",
     )
     doctor.add_argument(
         "--store",
         metavar="DIR",
-        help="where the layers will live, for the disk cap (default: the current directory)",
+        help="where the layers will live, for the disk cap and the clone probe (default: the "
+        "current directory)",
     )
     doctor.add_argument("--json", action="store_true", help="the report as JSON")
     doctor.set_defaults(func=cmd_doctor)
 
 
-def report_lines(report: IsolationReport) -> list[str]:
-    """The report as the terminal shows it: one line per measure, then the verdict."""
+def report_lines(report: IsolationReport, store: Sequence[str] = ()) -> list[str]:
+    """The report as the terminal shows it: one line per measure, the `store` lines, then
+    the verdict."""
     width = max(len(m.name) for m in report.measures)
     lines = [
         f"sandboxes here: {report.mode} ({'copy backend' if report.mode == 'copy' else 'overlay'})"
@@ -40,6 +46,7 @@ def report_lines(report: IsolationReport) -> list[str]:
         lines.append(f"  {status:<8} {measure.name:<{width}}  {measure.detail}")
         if measure.consequence and not measure.ok:
             lines.append(f"  {'':<8} {'':<{width}}  -> {measure.consequence}")
+    lines.extend(store)
     if report.holds:
         extra = f" ({len(report.warnings)} warning)" if report.warnings else ""
         lines.append(f"the sandbox holds{extra}")
@@ -51,10 +58,26 @@ def report_lines(report: IsolationReport) -> list[str]:
     return lines
 
 
+def placement_lines(placement: Placement) -> list[str]:
+    """Whether the store's filesystem clones extents and, where not, what that costs."""
+    lines = [f"store filesystem: {placement.clone.detail}"]
+    if placement.note:
+        lines.append(f"  -> {placement.note}")
+    return lines
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     report = probe_isolation(store_path=args.store)
+    placement = plan(args.store or os.getcwd())
     if args.json:
-        print(json.dumps(report.to_json(), indent=2))
+        found = report.to_json()
+        found["store_filesystem"] = {
+            "clones": placement.clone.clones,
+            "detail": placement.clone.detail,
+            "own_filesystem": placement.own_fs,
+            "note": placement.note,
+        }
+        print(json.dumps(found, indent=2))
     else:
-        print("\n".join(report_lines(report)))
+        print("\n".join(report_lines(report, placement_lines(placement))))
     return 0 if report.holds else 1

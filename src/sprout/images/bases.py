@@ -9,8 +9,11 @@ layer in every run folder. It is built in a store of the machine's cache,
         locks/NAME                 held while base layer NAME is built
 
 and each run's store links it (`LayerStore.adopt`) instead of building it
-again. Only bases over images of the cache are shared: the `host` image and
-folders change under a name, an image of the cache never does.
+again. Where sprout keeps run stores on its own store filesystem, MODE-IDS is a
+link into it too (`sprout.sandbox.store_fs`), so a run's link to a base layer stays
+on one filesystem and a copy-up from it is a clone. Only bases over images of the
+cache are shared: the `host` image and folders change under a name, an image of the
+cache never does.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from sprout.durable import cache_dir, file_lock, write_atomically
 from sprout.sandbox import LayerStore
 from sprout.sandbox.idmap import configured_range
 from sprout.sandbox.layers import current_user_mode
+from sprout.sandbox.store_fs import place
 
 COLLECTING = ".collecting"
 
@@ -44,7 +48,9 @@ def shared_store(like: LayerStore) -> LayerStore | None:
         key = f"root-{like.ids}".replace(":", "-")
     else:
         key = f"rootless-{os.geteuid()}"
-    return LayerStore(bases_root() / key, mode=like.mode)
+    path = bases_root() / key
+    place(path)  # beside run stores on sprout's store filesystem, where it makes one
+    return LayerStore(path, mode=like.mode)
 
 
 @contextlib.contextmanager

@@ -17,6 +17,9 @@ the whole lower-layer list in one mount option of at most one page):
                       holding its files and its overlay workdir; l/ID links to s/ID/u
                       (l/ID may also link to a layer of another store: see `adopt`)
 
+The store's path may itself be a link into sprout's own store filesystem (a btrfs
+image it mounts where the disk cannot clone extents: sprout.sandbox.store_fs).
+
 A checkpoint id is a layer id. Sealing writes the metadata last, atomically,
 so a process killed mid-turn leaves at worst an unsealed directory (and its
 scratch) that `sweep` or GC removes, never a half-written checkpoint. Each
@@ -63,6 +66,7 @@ from sprout.sandbox.store_format import MODES, StoreMode, open_store_format
 from sprout.sandbox.store_format import (  # re-exported: callers import them here
     current_user_mode as current_user_mode,
 )
+from sprout.sandbox.store_fs import keep_room, mount_point_of
 from sprout.sandbox.types import SandboxConfig
 
 
@@ -93,7 +97,15 @@ class LayerStore:
         self.path = os.path.abspath(os.fspath(path))
         self.durable = durable
         self.max_stack = max_stack
-        self.hidden = (self.path, os.path.dirname(self.path), *(os.fspath(p) for p in hide))
+        self.store_fs = mount_point_of(self.path)
+        """Where sprout's own store filesystem holding the layers is mounted, if it does."""
+        on_store_fs = () if self.store_fs is None else (os.path.dirname(self.store_fs),)
+        self.hidden = (
+            self.path,
+            os.path.dirname(self.path),
+            *on_store_fs,
+            *(os.fspath(p) for p in hide),
+        )
         self._meta = os.path.join(self.path, "m")
         """Sealed layers' metadata (see sprout.sandbox.layer_meta)."""
         self.refs_dir = os.path.join(self.path, "r")  # named checkpoints: sprout.sandbox.refs
@@ -265,6 +277,8 @@ class LayerStore:
     def new_layer(self, parent: str | None) -> str:
         """Start an unsealed layer on top of `parent`, held by this process until sealed."""
         layer_id = secrets.token_hex(5)
+        if self.store_fs is not None:
+            keep_room(self.store_fs)
         write_hold(os.path.join(self.path, "h"), layer_id, parent)
         if self.capped:
             subvolumes = os.path.join(self.path, "s")

@@ -36,7 +36,7 @@ class DiskCapSupport:
     detail: str
 
 
-def _mount_of(path: str) -> tuple[str, str]:
+def mount_of(path: str) -> tuple[str, str]:
     """(mount point, filesystem type) of the mount holding `path`."""
     real = os.path.realpath(path)
     while not os.path.exists(real):
@@ -65,7 +65,7 @@ def _btrfs_quotas_enabled(path: str) -> bool:
 
 def disk_cap_support(path: str) -> DiskCapSupport:
     """Can the kernel cap a layer of a store at `path`?"""
-    point, kind = _mount_of(path)
+    point, kind = mount_of(path)
     if kind == "btrfs":
         existing = os.path.realpath(path)
         while not os.path.isdir(existing):

@@ -1,0 +1,274 @@
+"""sprout's own store filesystem: btrfs on a loop image, for stores whose disk cannot clone.
+
+A turn that appends one byte to a big file of a lower layer makes overlayfs copy the
+file up. Where the store's filesystem clones extents (btrfs, XFS with reflink) the
+copy-up shares the file's blocks and stores one block; elsewhere (ext4) it stores the
+whole file again. So, as root, a new store on a filesystem that cannot clone keeps its
+layers on a filesystem sprout makes once per machine, under the machine cache:
+
+    SPROUT_CACHE/storefs/          mode 0700: nothing in a sandbox can reach it
+        btrfs.img                  a sparse image file, formatted btrfs, quotas on
+        mnt/                       where it is loop-mounted (again after a reboot)
+        mnt/stores/ID/             one layer store: a run's, or base layers of the cache
+        lock                       held while the image is made, mounted or grown
+
+and the store's own path (RUN/layers, SPROUT_CACHE/bases/KEY) becomes a link to
+mnt/stores/ID, so every reader of the run folder finds its layers where they were.
+Run stores and the cache's base-layer stores share one filesystem, so adopting a
+base layer stays a link, and each sandbox's layer is a subvolume whose qgroup caps
+its bytes (sprout.sandbox.quota). Settings (environment):
+
+    SPROUT_STORE_FS     auto (the default) or off (layers stay where the store is)
+    SPROUT_STORE_SIZE   the image's size when made (e.g. 64G; default: the free space
+                        of the disk holding the cache, at most 256 GiB); it grows when
+                        less than an eighth is free, as far as that disk allows
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import re
+import secrets
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+from sprout.durable import cache_dir, file_lock
+from sprout.sandbox.errors import BadArgument, SandboxError
+from sprout.sandbox.files import FICLONE
+from sprout.sandbox.quota import disk_cap_support, mount_of
+
+SWITCH = "SPROUT_STORE_FS"
+SIZE = "SPROUT_STORE_SIZE"
+DEFAULT_MAX_SIZE = 256 << 30
+"""The default size is the cache disk's free space, but no more than this."""
+MIN_SIZE = 256 << 20
+"""mkfs.btrfs needs about 114 MiB; below this a store would be full at once."""
+HOST_MARGIN = 1 << 30
+"""Growing never leaves the disk under the image with less free space than this."""
+UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+LINKED = re.compile(r"^(/.*/storefs/mnt)/stores/[0-9a-f]+$")
+"""What a store's link into a store filesystem looks like: the mount point, then the store."""
+
+
+@dataclass(frozen=True)
+class CloneSupport:
+    """Whether the filesystem under a path clones extents (FICLONE), and what it is."""
+
+    clones: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a store at some path keeps its layers, and what that costs."""
+
+    clone: CloneSupport
+    own_fs: bool
+    """The layers are (or, for a new store, would be) on sprout's store filesystem."""
+    note: str
+    """What the user should know ('' when the store's own filesystem clones)."""
+    said_in_run: bool = False
+    """A run should say `note` as it starts: rootless, nothing can be done about it."""
+
+
+def clone_support(path: str | os.PathLike[str]) -> CloneSupport:
+    """Probe the filesystem a store at `path` would be on: clone one block between two
+    scratch files in the nearest existing folder of `path`."""
+    folder = os.path.realpath(path)
+    while not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    point, kind = mount_of(folder)
+    where = f"{kind} at {point}"
+    try:
+        source_fd, source = tempfile.mkstemp(prefix=".sprout-clone-probe-", dir=folder)
+    except OSError as error:
+        return CloneSupport(False, f"{where}: cannot tell ({error.strerror})")
+    try:
+        with os.fdopen(source_fd, "wb") as source_file, open(f"{source}.2", "wb") as target:
+            source_file.write(b"\0" * 4096)
+            source_file.flush()
+            fcntl.ioctl(target.fileno(), FICLONE, source_file.fileno())
+    except OSError as error:
+        if error.errno not in (errno.EOPNOTSUPP, errno.EXDEV, errno.EINVAL, errno.ENOTTY):
+            raise
+        return CloneSupport(False, f"{where} does not clone extents")
+    finally:
+        for scratch in (source, f"{source}.2"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(scratch)
+    return CloneSupport(True, f"{where} clones extents")
+
+
+def enabled() -> bool:
+    """Whether `SPROUT_STORE_FS` lets sprout use its own store filesystem."""
+    value = os.environ.get(SWITCH, "auto").strip().lower()
+    if value not in ("auto", "off"):
+        raise BadArgument(SWITCH, f"expected auto or off, got {value!r}")
+    return value == "auto"
+
+
+def configured_size(free: int) -> int:
+    """The image's size: `SPROUT_STORE_SIZE`, else `free` (the cache disk's) capped."""
+    text = os.environ.get(SIZE, "").strip()
+    if not text:
+        return max(MIN_SIZE, min(free, DEFAULT_MAX_SIZE))
+    found = re.fullmatch(r"(\d+)\s*([KMGT]?)(?:i?B)?", text, re.IGNORECASE)
+    if found is None:
+        raise BadArgument(SIZE, f"expected a size such as 64G or 512M, got {text!r}")
+    size = int(found.group(1)) * UNITS[found.group(2).upper()]
+    if size < MIN_SIZE:
+        raise BadArgument(SIZE, f"{text!r} is under the smallest store (256M)")
+    return size
+
+
+def plan(path: str | os.PathLike[str]) -> Placement:
+    """Where a new store at `path` would keep its layers, for this process and its settings."""
+    clone = clone_support(path)
+    if clone.clones:
+        return Placement(clone, False, "")
+    cost = (
+        "a one-byte append to a big file of a lower layer stores the whole file again "
+        "(500 MB for a 500 MB file)"
+    )
+    if os.geteuid() != 0:
+        rootless = "rootless, sprout cannot make a store filesystem of its own"
+        return Placement(clone, False, f"{cost}; {rootless}, so layers stay there", True)
+    if not enabled():
+        return Placement(clone, False, f"{cost}; {SWITCH}=off keeps layers there")
+    return Placement(
+        clone,
+        True,
+        f"{cost} there, so as root sprout keeps layers on its own btrfs store filesystem "
+        f"({root_dir()}/btrfs.img, quotas on; {SWITCH}=off keeps them there)",
+    )
+
+
+def place(path: str | os.PathLike[str]) -> Placement | None:
+    """Decide where a store about to be made at `path` keeps its layers; on sprout's
+    store filesystem, `path` becomes a link to a new store folder there. None when a
+    store (or anything) is at `path` already."""
+    path = os.path.abspath(path)
+    if os.path.lexists(path):
+        return None
+    placement = plan(path)
+    if not placement.own_fs:
+        return placement
+    stores = os.path.join(mount(), "stores")
+    os.makedirs(stores, exist_ok=True)
+    target = os.path.join(stores, secrets.token_hex(8))
+    os.mkdir(target)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        os.symlink(target, path)
+    except FileExistsError:  # another process made this store first
+        os.rmdir(target)
+    return placement
+
+
+def root_dir() -> str:
+    """The folder of the machine's store filesystem (see the module's docstring)."""
+    return os.path.join(cache_dir(), "storefs")
+
+
+def mount(root: str | None = None) -> str:
+    """Make (once), mount (when it is not) and return the mount point of the store
+    filesystem under `root` (default: the machine cache's)."""
+    root = root or root_dir()
+    mount_point = os.path.join(root, "mnt")
+    if os.path.ismount(mount_point):
+        return mount_point
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    os.chmod(root, 0o700)  # the image holds every run's layers: no sandbox may read it
+    with file_lock(os.path.join(root, "lock")):
+        if os.path.ismount(mount_point):
+            return mount_point
+        image = os.path.join(root, "btrfs.img")
+        if not os.path.exists(image):
+            _make_image(image)
+        os.makedirs(mount_point, exist_ok=True)
+        _run(["mount", "-o", "loop", image, mount_point])
+        if not disk_cap_support(mount_point).enforced:
+            _run(["btrfs", "quota", "enable", mount_point])
+    return mount_point
+
+
+def _make_image(image: str) -> None:
+    """A sparse image file of the configured size, formatted btrfs."""
+    free = os.statvfs(os.path.dirname(image))
+    size = configured_size(free.f_bavail * free.f_frsize)
+    temporary = f"{image}.{os.getpid()}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.ftruncate(fd, size)
+    finally:
+        os.close(fd)
+    try:
+        _run(["mkfs.btrfs", "-q", "-f", temporary])
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    os.rename(temporary, image)
+
+
+def _run(argv: list[str]) -> str:
+    """Run a btrfs-progs or util-linux tool; SandboxError naming it when it fails."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise SandboxError(
+            f"{argv[0]}: not found; sprout's store filesystem needs btrfs-progs and "
+            f"util-linux (or set {SWITCH}=off)"
+        ) from None
+    if done.returncode != 0:
+        raise SandboxError(
+            f"{' '.join(argv)}: {done.stderr.strip() or f'exit {done.returncode}'} "
+            f"(set {SWITCH}=off to keep layers on the plain filesystem)"
+        )
+    return done.stdout
+
+
+def mount_point_of(store_path: str) -> str | None:
+    """The mount point of the store filesystem that the store at `store_path` keeps its
+    layers on (mounting it when a reboot left it unmounted), or None for a plain store."""
+    if not os.path.islink(store_path):
+        return None
+    found = LINKED.match(os.readlink(store_path))
+    if found is None:
+        return None
+    mount_point = found.group(1)
+    if not os.path.ismount(mount_point):
+        if os.geteuid() != 0:
+            raise SandboxError(
+                f"{store_path}: its layers are on sprout's store filesystem {mount_point}, "
+                "which is not mounted; run sprout as root once to mount it"
+            )
+        mount(os.path.dirname(mount_point))
+    return mount_point
+
+
+def keep_room(mount_point: str) -> None:
+    """Grow the store filesystem at `mount_point` when less than an eighth of it is free:
+    double the image (sparse), as far as the disk under it leaves HOST_MARGIN free."""
+    fs = os.statvfs(mount_point)
+    size = fs.f_blocks * fs.f_frsize
+    if fs.f_bavail * fs.f_frsize >= size // 8:
+        return
+    root = os.path.dirname(mount_point)
+    image = os.path.join(root, "btrfs.img")
+    with file_lock(os.path.join(root, "lock")):
+        fs = os.statvfs(mount_point)
+        if fs.f_bavail * fs.f_frsize >= fs.f_blocks * fs.f_frsize // 8:
+            return  # another process grew it
+        host = os.statvfs(root)
+        current = os.path.getsize(image)
+        grown = min(2 * current, current + host.f_bavail * host.f_frsize - HOST_MARGIN)
+        if grown <= current:
+            return  # the disk under the image is full: btrfs will say ENOSPC
+        os.truncate(image, grown)
+        for device in _run(["losetup", "-j", image, "-O", "NAME", "-n"]).split():
+            _run(["losetup", "-c", device])
+        _run(["btrfs", "filesystem", "resize", "max", mount_point])

@@ -1,0 +1,280 @@
+"""sprout's own store filesystem (btrfs on a loop image) for stores on disks that cannot clone.
+
+Each test points the machine cache at its own temporary folder (SPROUT_CACHE) with a
+small image, so it makes and mounts a store filesystem of its own, and unmounts it and
+detaches its loop device afterwards; the machine's real image is never made here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sprout.images.bases import shared_store
+from sprout.runfolder import RunFolder
+from sprout.sandbox import Limits, Sandbox
+from sprout.sandbox.errors import BadArgument
+from sprout.sandbox.store_fs import clone_support, configured_size, keep_room, plan
+from tests.conftest import require_host_image
+from tests.sandbox.conftest import as_nobody
+
+pytestmark = pytest.mark.sandbox
+MIB = 1 << 20
+
+
+def _loop_devices(image: Path) -> list[str]:
+    found = subprocess.run(
+        ["losetup", "-j", str(image), "-O", "NAME", "-n"], capture_output=True, text=True
+    )
+    return found.stdout.split()
+
+
+def _unmount(root: Path) -> None:
+    """Unmount this test's store filesystem and detach its loop device, by their own names."""
+    mount_point, image = root / "mnt", root / "btrfs.img"
+    if os.path.ismount(mount_point):
+        subprocess.run(["umount", str(mount_point)], check=True)
+    for device in _loop_devices(image):
+        subprocess.run(["losetup", "-d", device], check=True)
+
+
+@pytest.fixture
+def storefs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The store filesystem's folder in this test's own machine cache (made on first use)."""
+    require_host_image()
+    if "btrfs" not in Path("/proc/filesystems").read_text() or not shutil.which("mkfs.btrfs"):
+        pytest.skip("needs btrfs in the kernel and mkfs.btrfs (apt-get install btrfs-progs)")
+    if clone_support(tmp_path).clones:
+        pytest.skip(f"{tmp_path} clones extents already: sprout keeps layers there")
+    monkeypatch.setenv("SPROUT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SPROUT_STORE_SIZE", "1G")
+    monkeypatch.setenv("SPROUT_STORE_FS", "auto")
+    root = tmp_path / "cache" / "storefs"
+    try:
+        yield root
+    finally:
+        _unmount(root)
+
+
+def _big_files(folder: Path, size: int) -> Path:
+    folder.mkdir()
+    with open(folder / "big", "wb") as handle:
+        handle.write(os.urandom(MIB) * (size // MIB))
+    return folder
+
+
+def _exclusive_bytes(subvolume: str) -> int:
+    """Bytes that btrfs subvolume `subvolume` holds and no other shares (its qgroup's excl)."""
+    rootid = subprocess.run(
+        ["btrfs", "inspect-internal", "rootid", subvolume], capture_output=True, text=True
+    ).stdout.strip()
+    shown = subprocess.run(
+        ["btrfs", "qgroup", "show", "--raw", "--sync", subvolume],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for line in shown.splitlines():
+        fields = line.split()
+        if fields and fields[0] == f"0/{rootid}":
+            return int(fields[2])
+    raise AssertionError(f"no qgroup 0/{rootid} in:\n{shown}")
+
+
+def test_a_run_on_a_disk_that_cannot_clone_keeps_its_layers_on_sprouts_btrfs(storefs, tmp_path):
+    run = RunFolder.create_new(tmp_path / "run")
+    try:
+        layers = tmp_path / "run" / "layers"
+        assert layers.is_symlink() and os.readlink(layers).startswith(f"{storefs}/mnt/stores/")
+        assert stat.S_IMODE(os.stat(storefs).st_mode) == 0o700
+        assert stat.S_IMODE(os.stat(storefs / "btrfs.img").st_mode) == 0o600
+        assert os.stat(storefs / "btrfs.img").st_blocks * 512 < 100 * MIB, "not sparse"
+        assert run.layers.capped and clone_support(layers).clones
+        files = _big_files(tmp_path / "files", 200 * MIB)
+        with Sandbox.create(run.layers, files=files) as sandbox:
+            start = time.perf_counter()
+            appended = sandbox.run("printf x >> big && stat -c %s big")
+            checkpoint = sandbox.checkpoint()
+            took = time.perf_counter() - start
+        assert appended.output == f"{200 * MIB + 1}\n"
+        stored = _exclusive_bytes(os.path.join(run.layers.path, "s", checkpoint))
+        assert stored <= 64 * 1024, f"a 1-byte append stored {stored} bytes"
+        assert took < 0.5, f"append and seal took {took:.2f} s"
+    finally:
+        run.close()
+
+
+def test_a_base_layer_adopted_by_two_run_stores_shares_its_blocks(storefs, tmp_path):
+    runs = [RunFolder.create_new(tmp_path / name) for name in ("one", "two")]
+    try:
+        shared = shared_store(runs[0].layers)
+        assert shared is not None
+        mount_point = os.path.realpath(storefs / "mnt")
+        assert os.path.realpath(shared.path).startswith(mount_point + "/")
+        with Sandbox.create(shared, files=_big_files(tmp_path / "files", 100 * MIB)) as base:
+            base_id = base.checkpoint()
+        subprocess.run(["btrfs", "filesystem", "sync", str(storefs / "mnt")], check=True)
+        used = shutil.disk_usage(storefs / "mnt").used
+        for run in runs:
+            run.layers.adopt(shared, base_id)
+            with Sandbox.fork(run.layers, base_id) as fork:
+                assert fork.run("printf x >> big && stat -c %s big").output == f"{100 * MIB + 1}\n"
+                fork.checkpoint()
+        subprocess.run(["btrfs", "filesystem", "sync", str(storefs / "mnt")], check=True)
+        grown = shutil.disk_usage(storefs / "mnt").used - used
+        assert grown < 20 * MIB, f"two forks of a shared base layer took {grown} bytes"
+        targets = {os.path.realpath(os.path.join(r.layers.path, "l", base_id)) for r in runs}
+        assert targets == {os.path.realpath(shared.diff_dir(base_id))}
+    finally:
+        for run in runs:
+            run.close()
+
+
+def test_a_sandbox_on_sprouts_store_is_capped_and_sees_none_of_it(storefs, tmp_path):
+    run = RunFolder.create_new(tmp_path / "run")
+    try:
+        canary = storefs / "mnt" / "canary-e1f0"
+        canary.write_text("store filesystem canary\n")
+        reads = [
+            f"cat {canary}",
+            f"ls -a {storefs / 'mnt'} {storefs}",
+            f"head -c 100 {storefs / 'btrfs.img'}",
+        ]
+        with Sandbox.create(run.layers, limits=Limits(disk_bytes=20 * MIB)) as sandbox:
+            refused = [sandbox.run(command).exit_code for command in reads]
+            found = sandbox.run("grep -rl 'store filesystem canary' /root /tmp /etc", timeout=60)
+            mounts = sandbox.run("cat /proc/self/mountinfo").output
+            hog = sandbox.run("dd if=/dev/zero of=filler bs=1M count=60 2>&1", timeout=60)
+        assert 0 not in refused and found.output == ""
+        assert "btrfs" not in mounts and "storefs" not in mounts, mounts
+        assert hog.exit_code != 0 and "Disk quota exceeded" in hog.output
+    finally:
+        run.close()
+
+
+CRASH = r"""
+import sys, time
+from sprout.sandbox import LayerStore, Sandbox
+store = LayerStore(sys.argv[1])
+sandbox = Sandbox.fork(store, sys.argv[2])
+sandbox.run("echo unsealed > turn2 && echo changed > turn1")
+print(sandbox.upper, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_crash_mid_turn_on_sprouts_store_loses_no_sealed_checkpoint(storefs, tmp_path):
+    run = RunFolder.create_new(tmp_path / "run")
+    try:
+        with Sandbox.create(run.layers) as sandbox:
+            sandbox.run("echo sealed > turn1")
+            sealed = sandbox.checkpoint()
+        child = subprocess.Popen(
+            [sys.executable, "-c", CRASH, run.layers.path, sealed],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert child.stdout is not None
+        upper = child.stdout.readline().strip()
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        swept = run.layers.sweep()
+        assert upper in swept.debris, (upper, swept.debris)
+        assert not os.path.lexists(os.path.join(run.layers.path, "s", upper))
+        with Sandbox.fork(run.layers, sealed) as fork:
+            assert fork.run("cat turn1; ls").output == "sealed\nturn1\n"
+    finally:
+        run.close()
+
+
+def test_a_store_filesystem_found_unmounted_is_mounted_again(storefs, tmp_path):
+    run = RunFolder.create_new(tmp_path / "run")
+    with Sandbox.create(run.layers) as sandbox:
+        sandbox.run("echo kept > f")
+        checkpoint = sandbox.checkpoint()
+    run.close()
+    _unmount(storefs)  # as a reboot leaves it
+    again = RunFolder.open(tmp_path / "run")
+    try:
+        assert os.path.ismount(storefs / "mnt")
+        assert again.layers.read(checkpoint, "/workspace/f") == b"kept\n"
+    finally:
+        again.close()
+
+
+def test_the_store_filesystem_grows_when_it_runs_low(storefs, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPROUT_STORE_SIZE", "300M")
+    run = RunFolder.create_new(tmp_path / "run")
+    run.close()
+    mount_point = str(storefs / "mnt")
+    before = os.statvfs(mount_point)
+    with open(os.path.join(mount_point, "filler"), "wb") as handle:
+        handle.write(b"\1" * (200 * MIB))
+    os.sync()
+    keep_room(mount_point)
+    after = os.statvfs(mount_point)
+    assert os.path.getsize(storefs / "btrfs.img") == 600 * MIB
+    assert after.f_blocks * after.f_frsize > 1.5 * before.f_blocks * before.f_frsize
+
+
+def test_off_keeps_layers_in_the_run_folder(storefs, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPROUT_STORE_FS", "off")
+    run = RunFolder.create_new(tmp_path / "run")
+    run.close()
+    layers = tmp_path / "run" / "layers"
+    assert layers.is_dir() and not layers.is_symlink()
+    assert not storefs.exists()
+
+
+def test_bad_settings_name_the_setting(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPROUT_STORE_SIZE", "lots")
+    with pytest.raises(BadArgument, match="SPROUT_STORE_SIZE: expected a size"):
+        configured_size(1 << 40)
+    monkeypatch.setenv("SPROUT_STORE_SIZE", "10M")
+    with pytest.raises(BadArgument, match="SPROUT_STORE_SIZE: '10M' is under"):
+        configured_size(1 << 40)
+    monkeypatch.setenv("SPROUT_STORE_SIZE", "2GiB")
+    assert configured_size(1 << 40) == 2 << 30
+    if os.geteuid() == 0 and not clone_support(tmp_path).clones:
+        monkeypatch.setenv("SPROUT_STORE_FS", "yes")
+        with pytest.raises(BadArgument, match="SPROUT_STORE_FS: expected auto or off"):
+            plan(tmp_path / "store")
+
+
+ROOTLESS = r"""
+import os, sys
+from sprout.runfolder import RunFolder
+RunFolder.create_new(sys.argv[1]).close()
+print(os.path.islink(os.path.join(sys.argv[1], "layers")))
+"""
+
+
+def test_rootless_runs_keep_the_plain_store_and_say_so(nobody_env, nobody_dir):
+    if clone_support(nobody_dir).clones:
+        pytest.skip(f"{nobody_dir} clones extents: there is nothing to say")
+    done = as_nobody([sys.executable, "-c", ROOTLESS, str(nobody_dir / "run")], nobody_env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "False\n"
+    assert "does not clone extents" in done.stderr and "rootless" in done.stderr
+
+
+def test_doctor_says_what_a_store_that_cannot_clone_costs(storefs, tmp_path):
+    doctor = subprocess.run(
+        [sys.executable, "-m", "sprout.cli", "doctor", "--store", str(tmp_path / "x")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "does not clone extents" in doctor.stdout
+    assert "stores the whole file again" in doctor.stdout
+    assert "sprout keeps layers on its own btrfs store filesystem" in doctor.stdout
+    assert not storefs.exists(), "doctor made the store filesystem"
