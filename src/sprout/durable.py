@@ -1,6 +1,6 @@
-"""Writing files so that they survive a crash, measuring what deleting them frees, the
-file locks that keep processes apart (and name the holder when one is in the way), and
-where the machine keeps what every run shares."""
+"""Writing files so that they survive a crash, the file locks that keep processes apart
+(and name the holder when one is in the way), and where the machine keeps what every run
+shares."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import stat
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -62,21 +61,6 @@ def flush_tree(root: str, *, files: bool = True) -> None:
                 finally:
                     os.close(fd)
         fsync_directory(directory)
-
-
-def bytes_freed_by_removing(roots: list[str]) -> int:
-    """Disk bytes that deleting `roots` releases: a file counts once all its links go."""
-    links_seen: dict[int, int] = {}
-    inodes: dict[int, tuple[int, int, bool]] = {}
-    for root in roots:
-        for directory, dirnames, filenames in os.walk(root):
-            for name in (*dirnames, *filenames):
-                st = os.lstat(os.path.join(directory, name))
-                links_seen[st.st_ino] = links_seen.get(st.st_ino, 0) + 1
-                inodes[st.st_ino] = (st.st_nlink, st.st_blocks * 512, stat.S_ISDIR(st.st_mode))
-    return sum(
-        size for ino, (nlink, size, is_dir) in inodes.items() if is_dir or links_seen[ino] >= nlink
-    )
 
 
 class HeldLock:

@@ -1,5 +1,6 @@
-"""Running sandboxes as an unprivileged user: the tests run as root and switch to `nobody`
-for a small script that prints what it saw as JSON."""
+"""Fixtures the sandbox tests share. Running sandboxes as an unprivileged user: the tests
+run as root and switch to `nobody` for a small script that prints what it saw as JSON.
+A btrfs filesystem of a test's own (a store whose files clone, with quotas or not)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import require_host_image
 
 NOBODY = 65534
 
@@ -90,3 +94,34 @@ def own_image(nobody_dir: Path, minimal_rootfs: Path) -> Path:
 def run_in_image(script: str, image: Path, nobody_dir: Path, marker: str, env: dict[str, str]):
     store_path = nobody_dir / "store"
     return json.loads(run_script(script, [str(image), str(store_path), marker], env))
+
+
+def loop_btrfs(tmp_path: Path, *, quotas: bool) -> Iterator[Path]:
+    """A btrfs filesystem on a loop image of this test's own, unmounted after."""
+    require_host_image()
+    if "btrfs" not in Path("/proc/filesystems").read_text() or not shutil.which("mkfs.btrfs"):
+        pytest.skip("needs btrfs in the kernel and mkfs.btrfs (apt-get install btrfs-progs)")
+    image, mount_point = tmp_path / "store.img", tmp_path / "mnt"
+    with open(image, "wb") as handle:
+        handle.truncate(1024**3)  # sparse: it holds what the test writes
+    mount_point.mkdir()
+    subprocess.run(["mkfs.btrfs", "-q", "-f", str(image)], check=True, capture_output=True)
+    subprocess.run(["mount", "-o", "loop", str(image), str(mount_point)], check=True)
+    try:
+        if quotas:
+            subprocess.run(["btrfs", "quota", "enable", str(mount_point)], check=True)
+        yield mount_point
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=True)  # the loop device goes too
+
+
+@pytest.fixture
+def btrfs(tmp_path: Path) -> Iterator[Path]:
+    """A btrfs filesystem without quotas: a store there keeps its layers in plain folders."""
+    yield from loop_btrfs(tmp_path, quotas=False)
+
+
+@pytest.fixture
+def btrfs_with_quotas(tmp_path: Path) -> Iterator[Path]:
+    """A btrfs filesystem with quotas: a root store there makes each layer a subvolume."""
+    yield from loop_btrfs(tmp_path, quotas=True)

@@ -7,15 +7,10 @@ survives without the limit), and ends as an ordinary failed command.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from sprout.sandbox import LayerStore, Limits, Sandbox, cgroups
-from tests.conftest import require_host_image
 
 pytestmark = pytest.mark.sandbox
 
@@ -77,25 +72,6 @@ def test_cpu_quota_throttles_a_busy_loop(overlay_store, cgroup_support):
     with Sandbox.create(overlay_store, limits=Limits(cpus=0.2)) as sandbox:
         share = float(sandbox.run(busy, timeout=60).output)
     assert share < 0.5, f"a busy loop got {share} of a CPU under a 0.2 CPU quota"
-
-
-@pytest.fixture
-def btrfs_with_quotas(tmp_path: Path) -> Iterator[Path]:
-    """A btrfs filesystem with quotas on a loop image of this test's own, unmounted after."""
-    require_host_image()
-    if "btrfs" not in Path("/proc/filesystems").read_text() or not shutil.which("mkfs.btrfs"):
-        pytest.skip("needs btrfs in the kernel and mkfs.btrfs (apt-get install btrfs-progs)")
-    image, mount_point = tmp_path / "store.img", tmp_path / "mnt"
-    with open(image, "wb") as handle:
-        handle.truncate(1024 * MIB)  # sparse: it holds what the test writes
-    mount_point.mkdir()
-    subprocess.run(["mkfs.btrfs", "-q", "-f", str(image)], check=True, capture_output=True)
-    subprocess.run(["mount", "-o", "loop", str(image), str(mount_point)], check=True)
-    try:
-        subprocess.run(["btrfs", "quota", "enable", str(mount_point)], check=True)
-        yield mount_point
-    finally:
-        subprocess.run(["umount", str(mount_point)], check=True)  # the loop device goes too
 
 
 def test_a_layer_over_its_disk_cap_fails_the_write(btrfs_with_quotas, tmp_path):

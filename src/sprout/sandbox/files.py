@@ -1,6 +1,7 @@
 """Plain file operations on the store's disk: placing a layer's entries (hard links, reflink
-clones, special files recreated), copying, removing trees overlayfs left mode-000, and the
-bytes a tree occupies. Nothing here knows how a layer marks deletions (`layerfmt` does)."""
+clones, special files recreated), copying, and removing trees overlayfs left mode-000 (the
+bytes a tree owns are `extents`'). Nothing here knows how a layer marks deletions
+(`layerfmt` does)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,7 @@ import os
 import shutil
 import stat
 
-
-def disk_usage(root: str) -> int:
-    """Bytes a layer occupies on disk, each inode counted once."""
-    seen: set[int] = set()
-    total = 0
-    for directory, dirnames, filenames in os.walk(root):
-        for name in (*dirnames, *filenames):
-            st = os.lstat(os.path.join(directory, name))
-            if st.st_ino not in seen:
-                seen.add(st.st_ino)
-                total += st.st_blocks * 512
-    return total
+from sprout.sandbox.extents import disk_usage as disk_usage  # re-exported: callers import it here
 
 
 def remove_tree(path: str) -> None:
@@ -83,7 +73,7 @@ def _clone_or_copy(source: str, destination: str) -> None:
     with open(source, "rb") as src, open(destination, "wb") as dst:
         try:
             fcntl.ioctl(dst.fileno(), FICLONE, src.fileno())
-        except OSError:
+        except OSError:  # a filesystem that cannot clone (ext4, tmpfs), or two of them
             shutil.copyfileobj(src, dst)
     shutil.copystat(source, destination, follow_symlinks=False)
 
@@ -91,8 +81,9 @@ def _clone_or_copy(source: str, destination: str) -> None:
 def place_file(source: str, destination: str, link: bool) -> None:
     """Put a non-directory entry of a layer at `destination`, keeping its owner and mode.
 
-    `link` hard-links it; across btrfs subvolumes (where links cannot go) the file
-    is cloned, which shares its blocks just the same."""
+    `link` hard-links it; across btrfs subvolumes (where links cannot go), or without
+    `link`, a file is cloned where the filesystem can (sharing its blocks just the same)
+    and copied only where it cannot."""
     if link:
         try:
             os.link(source, destination, follow_symlinks=False)

@@ -14,8 +14,9 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sprout.durable import bytes_freed_by_removing, describe_processes, lock_holders, try_lock
+from sprout.durable import describe_processes, lock_holders, try_lock
 from sprout.sandbox.errors import SandboxError, UnknownCheckpoint
+from sprout.sandbox.extents import bytes_freed_by_removing
 from sprout.sandbox.processes import alive
 from sprout.sandbox.refs import drop_ref, ref_names
 
@@ -107,7 +108,8 @@ def collect(
             missing=missing,
         )
         freed.bytes_freed = bytes_freed_by_removing(
-            _disk_paths(store, freed.layers) + _disk_paths(store, freed.debris, sealed=sealed)
+            _disk_paths(store, freed.layers) + _disk_paths(store, freed.debris, sealed=sealed),
+            _layer_folders(store),
         )
         if not dry_run:
             for name in forgotten:
@@ -124,7 +126,9 @@ def sweep(store: LayerStore, *, dry_run: bool = False) -> Freed:
     entries = _entries(store)
     live, dead = store.live_holds()
     freed = Freed(debris=_debris(store, sealed, entries, live), kept=len(sealed))
-    freed.bytes_freed = bytes_freed_by_removing(_disk_paths(store, freed.debris, sealed=sealed))
+    freed.bytes_freed = bytes_freed_by_removing(
+        _disk_paths(store, freed.debris, sealed=sealed), _layer_folders(store)
+    )
     if not dry_run:
         _remove_debris(store, freed.debris, dead)
     return freed
@@ -228,3 +232,9 @@ def _disk_paths(
         if os.path.isdir(store.scratch_dir(layer_id)):
             paths.append(store.scratch_dir(layer_id))
     return paths
+
+
+def _layer_folders(store: LayerStore) -> list[str]:
+    """Where every layer's files are (the ones GC keeps among them): what may share
+    extents with the layers it removes."""
+    return [os.path.join(store.path, "l"), os.path.join(store.path, "s")]

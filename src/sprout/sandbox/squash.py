@@ -2,9 +2,11 @@
 
 A stack grows by one layer a turn, but overlayfs stacks at most 500 lower layers and the
 legacy mount option that lists them is one page long. So every `LayerStore.max_stack`
-layers sealing merges the stack into one flat layer, hard-linking its files (cloning them
-across subvolumes). The checkpoint keeps its id and its parent; the flat copy is only
-what gets mounted (`LayerStore.stack`).
+layers sealing merges the stack into one flat layer, hard-linking its files, or cloning
+them across btrfs subvolumes (a capped store's layers), so no file's data is copied where
+the filesystem can clone. The flat layer's size is what it owns (`extents`): its
+directories, not the blocks it shares with the stack. The checkpoint keeps its id and its
+parent; the flat copy is only what gets mounted (`LayerStore.stack`).
 """
 
 from __future__ import annotations
