@@ -74,6 +74,19 @@ def test_gc_keeps_counting_what_a_kept_layer_still_shares(btrfs, tmp_path):
     assert reported < MIB, f"GC would say {reported} bytes for a layer of shared blocks"
 
 
+def test_gc_does_not_count_what_an_adopted_base_layer_shares(btrfs, tmp_path):
+    cache = LayerStore(btrfs / "cache")
+    with Sandbox.create(cache, files=big_file_folder(tmp_path, 50)) as sandbox:
+        base = sandbox.parent
+    store = LayerStore(btrfs / "run")
+    store.adopt(cache, base)
+    with Sandbox.fork(store, base) as fork:
+        fork.run("printf x >> big")  # a copy-up that clones the other store's file
+        fork.checkpoint()
+    reported = store.gc(keep=[base])
+    assert reported < MIB, f"GC said {reported} bytes for a 1-byte append"
+
+
 def test_a_squash_across_subvolumes_clones_the_stack(btrfs_with_quotas, tmp_path):
     store = LayerStore(btrfs_with_quotas / "store", max_stack=3)
     assert store.capped

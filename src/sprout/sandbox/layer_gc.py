@@ -235,6 +235,15 @@ def _disk_paths(
 
 
 def _layer_folders(store: LayerStore) -> list[str]:
-    """Where every layer's files are (the ones GC keeps among them): what may share
-    extents with the layers it removes."""
-    return [os.path.join(store.path, "l"), os.path.join(store.path, "s")]
+    """Where files that may share extents with the layers GC removes are: every layer's
+    files here (the kept ones among them), and those of layers adopted from another
+    store (a turn's copy-up clones the base layer it adopted)."""
+    links = os.path.join(store.path, "l")
+    adopted = {
+        os.path.realpath(os.path.join(links, name))
+        for name in os.listdir(links)
+        if os.path.islink(os.path.join(links, name))
+    }
+    inside = os.path.realpath(store.path) + "/"
+    elsewhere = sorted(path for path in adopted if not path.startswith(inside))
+    return [links, os.path.join(store.path, "s"), *elsewhere]
