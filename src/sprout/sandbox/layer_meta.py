@@ -22,7 +22,9 @@ class Layer:
     id: str
     parent: str | None
     size: int
-    """Bytes on disk, each inode counted once."""
+    """Bytes on disk the layer owned when it was sealed: each inode once, only blocks no
+    other layer shares (a copy-up's clone of a lower file counts what the turn wrote;
+    see `sprout.sandbox.extents`)."""
     depth: int
     """Layers from the base layer (which has depth 1)."""
     created: float
