@@ -157,12 +157,11 @@ def _bytes_outside(ranges: list[Range], covered: list[Range]) -> int:
     for start, end in ranges:
         while first < len(covered) and covered[first][1] <= start:
             first += 1
-        position = start
-        for cover_start, cover_end in covered[first:]:
-            if cover_start >= end:
-                break
-            total += max(0, cover_start - position)
-            position = max(position, cover_end)
+        position, index = start, first
+        while index < len(covered) and covered[index][0] < end:
+            total += max(0, covered[index][0] - position)
+            position = max(position, covered[index][1])
+            index += 1
         total += max(0, end - position)
     return total
 
