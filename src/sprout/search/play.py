@@ -12,13 +12,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from sprout.agent import Actor
-from sprout.sandbox import LayerStore, SandboxError
+from sprout.sandbox import SandboxError
 from sprout.search.halt import AttemptFault, Halt, Halted
 from sprout.search.methods import Method
 from sprout.search.progress import Progress
+from sprout.search.sandboxes import TaskSandboxes
 from sprout.task import Task
 from sprout.tree import Attempt, Message, RolloutTree
-from sprout.verify import Diagnostics, ResultsError, run_verifier
+from sprout.verify import Diagnostics, ResultsError
 
 
 @dataclass
@@ -28,7 +29,8 @@ class Search:
     task: Task
     method: Method
     tree: RolloutTree
-    layers: LayerStore
+    sandboxes: TaskSandboxes
+    """Where the task's sandboxes run: its verifier too."""
     actor: Actor
     base: str
     """Checkpoint 0: the task's untouched environment."""
@@ -114,7 +116,7 @@ class Search:
         checkpoint = self.tree.checkpoint(attempt)
         base = self.tree.checkpoint(attempt, 0)  # its own root's, even if the task changed
         try:
-            verdict = run_verifier(self.task, self.layers, checkpoint, base)
+            verdict = self.sandboxes.verify(self.task, checkpoint, base)
         except (SandboxError, ResultsError) as error:
             self.tree.set_outcome(attempt.id, 0.0, verifier_failure(str(error)), None)
             return

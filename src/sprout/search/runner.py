@@ -22,11 +22,12 @@ from sprout.models.oracle import Step
 from sprout.models.resolve import resolve_model, spec_capabilities
 from sprout.roles import Analyst, Reviewer, RolesConfig
 from sprout.runfolder import RunFolder
-from sprout.sandbox import SandboxError, SandboxWorkspace
+from sprout.sandbox import SandboxError
 from sprout.search.halt import AttemptFault, Halt, Halted
 from sprout.search.methods import Method
 from sprout.search.play import Search
 from sprout.search.progress import Progress
+from sprout.search.sandboxes import LocalSandboxes, TaskSandboxes
 from sprout.search.schedules import (
     SearchError,
     run_entropy,
@@ -37,9 +38,9 @@ from sprout.search.schedules import (
 from sprout.search.summary import results, write_results
 from sprout.search.training import run_training
 from sprout.task import Task, TaskError
-from sprout.tasks import base_checkpoint, solution_checkpoint
 from sprout.tree import StoreError, TreeError
 from sprout.verify import ResultsError
+from sprout.workspace import WorkspaceError
 
 RETRIED_FAULTS = ("model", "sandbox")
 """Faults a resumed pair retries (its attempts continue from their last turn); a crash of
@@ -122,11 +123,15 @@ def run_tasks(
     settings: RunSettings,
     progress: Progress,
     halt: Halt | None = None,
+    sandboxes: TaskSandboxes | None = None,
 ) -> dict[str, Any]:
     """Run every method on every task; returns (and writes) results.json's content.
 
     With `halt` set (by Ctrl-C, or by the model-fault breaker) nothing new starts,
-    and the pairs in flight stay unfinished for `--resume`; `halt.reason` says why."""
+    and the pairs in flight stay unfinished for `--resume`; `halt.reason` says why.
+    `sandboxes` says where the tasks' sandbox work runs (default: the run folder's
+    store, on this machine); a pair that ended in error because its task's sandboxes
+    lost their place (a node that died) is played again there, as `--resume` would."""
     check_settings(settings)
     slots = threading.Semaphore(settings.workers)
     replays = spec_capabilities(settings.model).replays_solution
@@ -137,49 +142,85 @@ def run_tasks(
         halt=halt or Halt(),
         slots=slots,
         shared=None if replays else _model(settings, None),
-        bases=_Bases(tasks, run, slots, replays=replays),
+        bases=_Bases(tasks, run, slots, replays=replays, sandboxes=sandboxes),
     )
     done = {(s["task_id"], s["method"]) for s in run.tree.schedules() if s["status"] == "done"}
     for task in tasks:
         run.tree.add_task(task.id, task.model_dump(mode="json"))
 
-    def one(task: Task, method: Method) -> None:
-        if not context.halt.is_set() and _play_pair(context, task, method):
-            _write_results(run, settings, progress)
-
     pairs = [(t, m) for t in tasks for m in settings.methods if (t.id, m.name) not in done]
+    left = {task.id: sum(1 for t, _ in pairs if t.id == task.id) for task in tasks}
+    left_lock = threading.Lock()
+
+    def one(task: Task, method: Method) -> None:
+        try:
+            _play_in_place(context, task, method)
+        finally:
+            with left_lock:
+                left[task.id] -= 1
+                over = left[task.id] == 0
+            if over:
+                context.bases.sandboxes.release(task)
+
     with ThreadPoolExecutor(max_workers=settings.workers) as pool:
         for future in [pool.submit(one, task, method) for task, method in pairs]:
             future.result()
     return _write_results(run, settings, progress)
 
 
+def _play_in_place(context: _RunContext, task: Task, method: Method) -> None:
+    """Play the pair, and again each time it ended in error because its task's sandboxes
+    moved meanwhile (their node died): its attempts continue where the tree has them."""
+    sandboxes = context.bases.sandboxes
+    while not context.halt.is_set():
+        moves = sandboxes.moves(task)
+        if not _play_pair(context, task, method):
+            return
+        _write_results(context.run, context.settings, context.progress)
+        if sandboxes.moves(task) == moves or _ended_well(context.run, task, method):
+            return
+        context.progress.event(task.id, method.name, "its sandboxes moved: played again")
+
+
+def _ended_well(run: RunFolder, task: Task, method: Method) -> bool:
+    return any(
+        s["status"] == "done"
+        for s in run.tree.schedules()
+        if (s["task_id"], s["method"]) == (task.id, method.name)
+    )
+
+
 class _Bases:
-    """Checkpoint 0 of each task, built once per run by the first pair that needs it (a
-    failure too: every pair of that task reports it); a model that replays the solution
-    gets the solution's checkpoint instead, and only it ever sees the solution."""
+    """Checkpoint 0 of each task, built once per run (and once more wherever its sandboxes
+    move) by the first pair that needs it (a failure too: every pair of that task reports
+    it); a model that replays the solution gets the solution's checkpoint instead, and
+    only it ever sees the solution."""
 
     def __init__(
-        self, tasks: Sequence[Task], run: RunFolder, slots: threading.Semaphore, *, replays: bool
+        self,
+        tasks: Sequence[Task],
+        run: RunFolder,
+        slots: threading.Semaphore,
+        *,
+        replays: bool,
+        sandboxes: TaskSandboxes | None = None,
     ) -> None:
-        self._run = run
+        self.sandboxes: TaskSandboxes = sandboxes or LocalSandboxes(run.layers)
         self._slots = slots
         self._replays = replays
-        self._found: dict[str, str | BaseException] = {}
+        self._found: dict[tuple[str, int], str | BaseException] = {}
         self._locks = {task.id: threading.Lock() for task in tasks}
 
     def __call__(self, task: Task) -> str:
         with self._locks[task.id]:
-            if task.id not in self._found:
+            key = (task.id, self.sandboxes.moves(task))
+            if key not in self._found:
                 try:
                     with self._slots:
-                        base = base_checkpoint(task, self._run.layers)
-                        if self._replays:
-                            base = solution_checkpoint(task, self._run.layers, base)
-                        self._found[task.id] = base
+                        self._found[key] = self.sandboxes.base(task, replays=self._replays)
                 except (TaskError, SandboxError) as error:
-                    self._found[task.id] = error
-            found = self._found[task.id]
+                    self._found[key] = error
+            found = self._found[key]
         if isinstance(found, BaseException):
             raise found
         return found
@@ -224,6 +265,7 @@ def _play_pair(context: _RunContext, task: Task, method: Method) -> bool:
     except (
         TaskError,
         SandboxError,
+        WorkspaceError,
         ModelError,
         SearchError,
         TreeError,
@@ -281,12 +323,13 @@ def _search(context: _RunContext, task: Task, method: Method) -> Search:
     config = settings.actor
     if method.needs_logprobs and not config.logprobs:
         config = config.model_copy(update={"logprobs": True})
-    actor = Actor(model, run.tree, SandboxWorkspace(run.layers), config)
+    sandboxes = context.bases.sandboxes
+    actor = Actor(model, run.tree, sandboxes.workspace(task), config)
     return Search(
         task=task,
         method=method,
         tree=run.tree,
-        layers=run.layers,
+        sandboxes=sandboxes,
         actor=actor,
         base=base,
         prefix=actor.prefix(task.instruction, task.workdir),

@@ -1,0 +1,74 @@
+"""Where a run's sandbox work happens: checkpoint 0, the actor's forks, the verifier.
+
+`sprout run` plays schedules, keeps the tree and writes `sprout.db` in one process;
+the sandbox work of each task can happen elsewhere. `LocalSandboxes` does it in the
+run folder's own layer store, on this machine; `sprout.dist.RaySandboxes` does it
+on a node of a Ray cluster. Search only knows this protocol, so it never imports
+the cluster's code.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from sprout.sandbox import LayerStore, SandboxWorkspace
+from sprout.task import Task
+from sprout.tasks import base_checkpoint, solution_checkpoint
+from sprout.verify import Verdict, run_verifier
+from sprout.workspace import Workspace
+
+
+class TaskSandboxes(Protocol):
+    """The sandbox work of a run's tasks, wherever it runs.
+
+    Methods raise `WorkspaceError` when the place itself failed (a node that died):
+    that is never the task's or the model's fault, and the pair is played again
+    (`moves` says when) or left for `--resume`."""
+
+    def base(self, task: Task, *, replays: bool) -> str:
+        """Checkpoint 0 of `task` (with the solution at /solution when the model `replays`
+        it); raises TaskError or SandboxError when the task's set-up fails."""
+        ...
+
+    def workspace(self, task: Task) -> Workspace:
+        """Where the actor's forks of `task`'s checkpoints run."""
+        ...
+
+    def verify(self, task: Task, checkpoint: str, base: str) -> Verdict:
+        """The verifier's verdict on `checkpoint` (see `sprout.verify.run_verifier`)."""
+        ...
+
+    def moves(self, task: Task) -> int:
+        """How many times `task`'s sandboxes lost their place and moved: a pair that ended
+        in error while this grew is played again, since the fault was the place's."""
+        ...
+
+    def release(self, task: Task) -> None:
+        """Every pair of `task` is over: what holds its sandboxes may go."""
+        ...
+
+
+class LocalSandboxes:
+    """The run folder's layer store on this machine: today's threads, and `sprout run`'s
+    default."""
+
+    def __init__(self, layers: LayerStore) -> None:
+        self.layers = layers
+
+    def base(self, task: Task, *, replays: bool) -> str:
+        """Checkpoint 0, built in (or lent to) the run's store."""
+        base = base_checkpoint(task, self.layers)
+        return solution_checkpoint(task, self.layers, base) if replays else base
+
+    def workspace(self, task: Task) -> Workspace:
+        return SandboxWorkspace(self.layers)
+
+    def verify(self, task: Task, checkpoint: str, base: str) -> Verdict:
+        return run_verifier(task, self.layers, checkpoint, base)
+
+    def moves(self, task: Task) -> int:
+        """Never: this machine is the run's."""
+        return 0
+
+    def release(self, task: Task) -> None:
+        """Nothing to let go: the store is the run folder's."""
