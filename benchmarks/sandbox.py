@@ -16,7 +16,19 @@ beside a baseline measured in the same run:
 4. stored bytes vs written bytes: 100 MB of new files, and a one-byte change to
    a 500 MB file of a lower layer (overlayfs copies the whole file up);
 5. deep stacks: reads through a 100- and 300-deep mounted stack vs a 1-deep one,
-   after 500 checkpoints (squashing bounds the mounted depth).
+   after 500 checkpoints (squashing bounds the mounted depth);
+6. a turn that appends 1 byte, then 1 MB, to a 500 MB file of a lower layer, on the
+   plain store and on the reflink store (sprout's btrfs store filesystem, where the
+   copy-up clones extents), rounds interleaved: write + seal time and stored bytes;
+7. the per-call, seal, fork and squash figures of 1-3 again on the reflink store,
+   against the plain store's.
+
+The plain store is a `LayerStore` in the store directory, as a run's layers are
+with `SPROUT_STORE_FS=off`. As root, where that directory's filesystem cannot clone,
+the reflink store is sprout's own store filesystem, made under this benchmark's own
+`SPROUT_CACHE` (an 8 GiB sparse image), unmounted and its loop device detached at
+the end; rootless, without btrfs, or where the directory clones already, rows 6-7
+of the reflink store say why they were skipped.
 
 Results go to a table on stdout and to JSON (`--out`). The stores live in a
 temporary directory on the filesystem of the current directory (or `--dir`),
@@ -24,26 +36,28 @@ which is deleted at the end.
 """
 
 import argparse
+import contextlib
 import ctypes
 import datetime
 import hashlib
 import json
 import os
 import shlex
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import _stats as stats
 import sprout.sandbox
 from sprout.durable import flush_tree
-from sprout.sandbox import LayerStore, Observation, Sandbox
+from sprout.sandbox import LayerStore, Observation, Sandbox, SandboxError, store_fs
 from sprout.sandbox.files import disk_usage
 
 summary = stats.summary
@@ -138,6 +152,9 @@ class Context:
     mode: str | None = None
     against: str | None = None
     """Another sprout tree's src/ folder, timed beside this one (--against)."""
+    store_fs: str | None = None
+    """Mount point of sprout's store filesystem when this pass's stores live there (the
+    reflink store); None: the stores are plain directories under `root`."""
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.root, *parts)
@@ -230,12 +247,25 @@ def p90(s: dict[str, Any]) -> float:
 
 
 def new_store(ctx: Context, name: str, **kwargs: Any) -> LayerStore:
-    store = LayerStore(ctx.path(name), mode=ctx.mode, **kwargs)
+    """A store at `ctx.path(name)`; on the reflink pass, linked into the store filesystem
+    the way a run's `layers/` is (store_fs.place)."""
+    path = ctx.path(name)
+    if ctx.store_fs is not None:
+        store_fs.place(path)
+    store = LayerStore(path, mode=ctx.mode, **kwargs)
+    if store.store_fs != ctx.store_fs:
+        raise BenchError(f"{path}: layers on {store.store_fs}, expected {ctx.store_fs}")
     ctx.mode = store.mode
     return store
 
 
 def remove(path: str) -> None:
+    """Delete `path`; a store linked into the store filesystem goes with its layers, whose
+    btrfs subvolumes `--one-file-system` would skip (nothing is mounted inside them)."""
+    if os.path.islink(path):
+        subprocess.run(["rm", "-rf", os.path.realpath(path)], check=True)
+        os.unlink(path)
+        return
     subprocess.run(["rm", "-rf", "--one-file-system", path], check=True)
 
 
@@ -273,7 +303,7 @@ def bench_floor(ctx: Context, when: str) -> None:
     so this floor shows through in the seal and per-call figures.
     """
     n = ctx.sizes.repeat * 2
-    made, created = _metadata_series(ctx.root, n)
+    made, created = _metadata_series(ctx.store_fs or ctx.root, n)
     found: dict[str, Any] = {"mkdir": summary(made), "create": summary(created)}
     scratch = _tmpfs_scratch()
     if scratch is not None:
@@ -340,7 +370,7 @@ def _jail_variant(sandbox: Sandbox, whole: tuple[Any, Any], *, seccomp: bool, cg
 
 
 def bench_calls(ctx: Context) -> None:
-    ctx.log("1/5 per-call overhead")
+    ctx.log("1/7 per-call overhead")
     n = ctx.sizes.repeat * 2
     store = new_store(ctx, "calls", durable=False)
     sb = Sandbox.create(store)
@@ -513,7 +543,7 @@ def build_env(ctx: Context, label: str, name: str, total: int) -> Env:
 
 
 def bench_checkpoint(ctx: Context, small: Env, big: Env) -> None:
-    ctx.log("2/5 checkpoint: seal and durability flush")
+    ctx.log("2/7 checkpoint: seal and durability flush")
     n = ctx.sizes.repeat
     os.sync()
     seals: dict[str, list[float]] = {small.label: [], big.label: []}
@@ -616,7 +646,7 @@ def bench_checkpoint(ctx: Context, small: Env, big: Env) -> None:
 
 
 def bench_fork(ctx: Context, small: Env, big: Env) -> None:
-    ctx.log("3/5 fork vs cp -a")
+    ctx.log("3/7 fork vs cp -a")
     n = ctx.sizes.repeat
     os.sync()
     forks: dict[str, list[float]] = {}
@@ -640,7 +670,7 @@ def bench_fork(ctx: Context, small: Env, big: Env) -> None:
                 forks[env.label].append(forked - start)
                 fork_runs[env.label].append(ran - start)
         copies[env.label] = []
-        source = env.store.diff_dir(env.base)
+        source = os.path.realpath(env.store.diff_dir(env.base))  # a link on a capped store
         target = ctx.path("cp-copy")
         # the big env was just written and fits in memory: its cache is warm already
         warm, rounds = (0, ctx.sizes.big_repeat) if env is big else (1, n)
@@ -712,7 +742,7 @@ def bench_fork(ctx: Context, small: Env, big: Env) -> None:
 
 def bench_squash(ctx: Context, big: Env, seal_p50_ms: float) -> None:
     """The checkpoint that crosses max_stack merges the whole stack (hard links)."""
-    ctx.log("3/5 squash of the big env")
+    ctx.log("3/7 squash of the big env")
     rounds = ctx.sizes.big_repeat
     found: dict[str, Any] = {}
     section = "3. fork"
@@ -764,7 +794,7 @@ def bench_squash(ctx: Context, big: Env, seal_p50_ms: float) -> None:
 
 
 def bench_stored(ctx: Context) -> None:
-    ctx.log("4/5 stored vs written bytes")
+    ctx.log("4/7 stored vs written bytes")
     sz = ctx.sizes
     rounds = sz.big_repeat
     store = new_store(ctx, "bytes", durable=False)
@@ -1028,7 +1058,7 @@ def _probe(ctx: Context, store: LayerStore, checkpoint: str) -> dict[str, Any]:
 
 
 def bench_deep(ctx: Context) -> None:
-    ctx.log("5/5 deep stacks")
+    ctx.log("5/7 deep stacks")
     sz = ctx.sizes
     source = ctx.path("deep-source")
     os.makedirs(source)
@@ -1130,6 +1160,397 @@ def bench_deep(ctx: Context) -> None:
                     fmt_ratio(p50(s) / p50(base_s)),
                 )
             )
+
+
+# --------------------------------------------------------------------------- 6-7. the reflink store
+
+REFLINK_IMAGE_SIZE = "8G"
+"""SPROUT_STORE_SIZE of the benchmark's own store filesystem: a bound, not a cost (the
+image is sparse and holds what the reflink pass writes, about 2.6 GB at default sizes)."""
+
+METADATA_ALLOWANCE = 16 << 10
+"""The "metadata" in the 1-byte append's target (one block + metadata): one btrfs
+metadata node, at mkfs.btrfs's default node size."""
+
+APPENDS = (1, 1_000_000)
+"""Bytes that the turns of section 6 append to the big lower file."""
+
+
+@contextlib.contextmanager
+def reflink_store_fs(ctx: Context) -> Iterator[tuple[str | None, str]]:
+    """sprout's store filesystem as a run as root makes it, but under this benchmark's own
+    SPROUT_CACHE and bounded: (its mount point, "") or (None, why the reflink rows are
+    skipped). However the benchmark ends, it is unmounted on the way out, the loop device
+    of its image detached, and the settings put back."""
+    settings = {
+        "SPROUT_CACHE": ctx.path("cache"),
+        store_fs.SIZE: REFLINK_IMAGE_SIZE,
+        store_fs.SWITCH: "auto",
+    }
+    saved = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
+    root = store_fs.root_dir()
+    try:
+        mount_point, why = None, ""
+        placement = store_fs.plan(ctx.path("reflink"))
+        if placement.clone.clones:
+            why = f"{placement.clone.detail}: the plain store is a reflink store already"
+        elif not placement.own_fs:
+            why = placement.note
+        else:
+            try:
+                mount_point = store_fs.mount(root)
+            except SandboxError as error:
+                why = str(error)
+        yield mount_point, why
+    finally:
+        _detach(root)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _detach(root: str) -> None:
+    """Unmount the store filesystem under `root` (lazily if something still holds it) and
+    detach the loop devices backed by its image."""
+    mount_point = os.path.join(root, "mnt")
+    if os.path.ismount(mount_point) and subprocess.run(["umount", mount_point]).returncode:
+        subprocess.run(["umount", "--lazy", mount_point], check=True)
+    image = os.path.join(root, "btrfs.img")
+    if os.path.exists(image):
+        listed = subprocess.run(
+            ["losetup", "--associated", image, "--noheadings", "--output", "NAME"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        for device in listed.stdout.split():
+            subprocess.run(["losetup", "--detach", device], check=True)
+
+
+def exclusive_bytes(store: LayerStore, layer_id: str) -> int | None:
+    """What btrfs itself says a sealed layer of a capped store holds that nothing else
+    shares, data and metadata: its subvolume's qgroup exclusive bytes once the
+    transaction is committed. None on a store whose layers are not subvolumes."""
+    if not store.capped:
+        return None
+    files = os.path.realpath(store.diff_dir(layer_id))
+    subprocess.run(["btrfs", "filesystem", "sync", files], check=True, capture_output=True)
+    shown = subprocess.run(
+        ["btrfs", "qgroup", "show", "--raw", "-f", files],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    for line in shown.splitlines():
+        fields = line.split()
+        if fields and fields[0].startswith("0/"):
+            return int(fields[2])
+    raise BenchError(f"btrfs qgroup show -f {files}: no qgroup in {shown!r}")
+
+
+def bench_append(ctx: Context, reflink: Context | None, skipped: str) -> None:
+    """A turn appends to a big file of a lower layer. Its first write makes overlayfs copy
+    the file up: the plain store copies its bytes, the reflink store clones its extents.
+    Rounds alternate between stores and sizes, so drift in the machine hits all alike."""
+    ctx.log("6/7 appends to a big lower file, on both stores")
+    sz = ctx.sizes
+    passes = {"plain": ctx} if reflink is None else {"plain": ctx, "reflink": reflink}
+    lowers: dict[str, tuple[LayerStore, str]] = {}
+    for label, pass_ctx in passes.items():
+        store = new_store(pass_ctx, "append", durable=False)
+        sb = Sandbox.create(store)
+        must(sb.run(f"head -c {sz.copyup_file} /dev/zero > big.bin"), "write the big file")
+        lowers[label] = (store, sb.checkpoint())
+        sb.close()
+    series: dict[tuple[str, int], dict[str, list[Any]]] = {
+        (label, n): {key: [] for key in ("write", "seal", "write_seal", "flush", "stored")}
+        for label in passes
+        for n in APPENDS
+    }
+    for _ in range(sz.big_repeat):
+        for n in APPENDS:
+            for label, (store, lower) in lowers.items():
+                os.sync()  # the copies of the round before are on disk, not in this timing
+                sb = Sandbox.fork(store, lower)
+                t_write, obs = timed(lambda sb=sb, n=n: sb.run(f"head -c {n} /dev/zero >> big.bin"))
+                must(obs, f"append {n} B")
+                t_seal, cid = timed(sb.checkpoint)
+                diff = store.diff_dir(cid)
+                t_flush, _ = timed(lambda d=diff: flush_tree(d))
+                size = must(sb.run("stat -c %s big.bin"), "size of the big file").output.strip()
+                sb.close()
+                if size != str(sz.copyup_file + n):
+                    raise BenchError(f"after appending {n} B the big file has {size} B")
+                found = series[label, n]
+                found["write"].append(t_write)
+                found["seal"].append(t_seal)
+                found["write_seal"].append(t_write + t_seal)
+                found["flush"].append(t_flush)
+                found["stored"].append(
+                    {
+                        "layer_size_at_seal": store.layer(cid).size,
+                        "owned_after_flush": disk_usage(diff),
+                        "exclusive_with_metadata": exclusive_bytes(store, cid),
+                    }
+                )
+                store.gc(keep=[lower])
+    results: dict[str, Any] = {
+        "lower_file_bytes": sz.copyup_file,
+        "rounds": sz.big_repeat,
+        "seal_durable": False,
+    }
+    for label, (store, _lower) in lowers.items():
+        results[label] = {
+            "store_filesystem": stats.filesystem_of(os.path.realpath(store.path)),
+            "block_bytes": os.statvfs(os.path.realpath(store.path)).f_bsize,
+            "capped": store.capped,
+        }
+        for n in APPENDS:
+            found = series[label, n]
+            results[label][f"append_{n}_B"] = {
+                "write": summary(found["write"]),
+                "seal": summary(found["seal"]),
+                "write_seal": summary(found["write_seal"]),
+                "flush_tree": summary(found["flush"]),
+                "stored": {key: [s[key] for s in found["stored"]] for key in found["stored"][0]},
+            }
+        remove(store.path)
+    section = "6. append to a big lower file"
+    for n in APPENDS:
+        ctx.rows += _plain_append_rows(section, results, n)
+        if reflink is not None:
+            ctx.rows += _reflink_append_rows(ctx, section, results, n)
+    if reflink is None:
+        results["reflink"] = {"skipped": skipped}
+        ctx.rows.append(
+            Row(section, "reflink store: append rows", "", result=f"SKIPPED: {skipped}")
+        )
+    ctx.results["append_to_big_lower_file"] = results
+
+
+def _append_figure(results: dict[str, Any], label: str, n: int) -> str:
+    fs_type = results[label]["store_filesystem"]["type"]
+    return (
+        f"{label} store ({fs_type}): append {fmt_bytes(n)} to a "
+        f"{fmt_bytes(results['lower_file_bytes'])} lower file, write + seal"
+    )
+
+
+def _plain_append_rows(section: str, results: dict[str, Any], n: int) -> list[Row]:
+    found = results["plain"][f"append_{n}_B"]
+    stored = max(found["stored"]["owned_after_flush"])
+    return [
+        Row(
+            section,
+            _append_figure(results, "plain", n),
+            fmt_ms(p50(found["write_seal"])),
+            fmt_ms(p90(found["write_seal"])),
+            f"the write alone {fmt_ms(p50(found['write']))}",
+            fmt_ratio(p50(found["write_seal"]) / p50(found["write"])),
+        ),
+        Row(
+            section,
+            "  stored: the layer's blocks",
+            fmt_bytes(stored),
+            "",
+            f"bytes written: {fmt_bytes(n)}",
+            f"{stored / results['lower_file_bytes']:.3f}x the file",
+        ),
+        Row(
+            section,
+            "  durability flush of that layer (what durable=True adds)",
+            fmt_ms(p50(found["flush_tree"])),
+            fmt_ms(p90(found["flush_tree"])),
+        ),
+    ]
+
+
+def _reflink_append_rows(ctx: Context, section: str, results: dict[str, Any], n: int) -> list[Row]:
+    """The reflink store's rows of one append, against the plain store's, with the targets:
+    1 byte: write + seal <= 50 ms, and btrfs's own count of the layer's bytes (data and
+    metadata) <= one block + one metadata node; 1 MB: the layer's data <= 1 MB + one block."""
+    found, plain = results["reflink"][f"append_{n}_B"], results["plain"][f"append_{n}_B"]
+    block = results["reflink"]["block_bytes"]
+    owned = max(found["stored"]["owned_after_flush"])
+    exclusive = max(found["stored"]["exclusive_with_metadata"])
+    recorded = found["stored"]["layer_size_at_seal"]
+    plain_stored = max(plain["stored"]["owned_after_flush"])
+    s_ws = found["write_seal"]
+    if n == 1:
+        wanted_ws = "p50 <= 50 ms"
+        ws_verdict = ctx.target(
+            "reflink store: 1-byte append, write + seal",
+            p50(s_ws) <= 50,
+            f"p50 {p50(s_ws):.1f} ms",
+            wanted_ws,
+        )
+        wanted_owned, owned_verdict = "", ""
+        wanted_excl = f"<= {block} + {METADATA_ALLOWANCE} B"
+        excl_verdict = ctx.target(
+            "reflink store: 1-byte append, stored bytes with metadata",
+            exclusive <= block + METADATA_ALLOWANCE,
+            f"{exclusive} B",
+            wanted_excl,
+        )
+    else:
+        wanted_ws, ws_verdict, wanted_excl, excl_verdict = "", "", "", ""
+        wanted_owned = f"<= {n} + {block} B"
+        owned_verdict = ctx.target(
+            f"reflink store: {fmt_bytes(n)} append, stored bytes",
+            owned <= n + block,
+            f"{owned} B",
+            wanted_owned,
+        )
+    return [
+        Row(
+            section,
+            _append_figure(results, "reflink", n),
+            fmt_ms(p50(s_ws)),
+            fmt_ms(p90(s_ws)),
+            f"plain store {fmt_ms(p50(plain['write_seal']))}",
+            fmt_ratio(p50(s_ws) / p50(plain["write_seal"])),
+            wanted_ws,
+            ws_verdict,
+        ),
+        Row(
+            section,
+            "  stored: the layer's blocks (extents it alone holds)",
+            f"{owned} B",
+            "",
+            f"plain store {fmt_bytes(plain_stored)}",
+            fmt_ratio(owned / plain_stored),
+            wanted_owned,
+            owned_verdict,
+        ),
+        Row(
+            section,
+            "  stored with its metadata: btrfs qgroup exclusive bytes of its subvolume",
+            f"{exclusive} B",
+            "",
+            "",
+            "",
+            wanted_excl,
+            excl_verdict,
+        ),
+        Row(
+            section,
+            "  Layer.size recorded at the seal (durable=False: before writeback)",
+            f"{max(recorded)} B",
+            "",
+            f"the layer's blocks {owned} B",
+            "",
+            "",
+            "the same" if recorded == found["stored"]["owned_after_flush"] else "differs",
+        ),
+        Row(
+            section,
+            "  durability flush of that layer (what durable=True adds)",
+            fmt_ms(p50(found["flush_tree"])),
+            fmt_ms(p90(found["flush_tree"])),
+            f"plain store {fmt_ms(p50(plain['flush_tree']))}",
+            fmt_ratio(p50(found["flush_tree"]) / p50(plain["flush_tree"])),
+        ),
+    ]
+
+
+REFLINK_FIGURES = (
+    (("fs_floor", "at the start", "mkdir"), "mkdir in the store dir (at the start)", None),
+    (("per_call", "sandbox_run_true"), 'sb.run("true")', "per-call overhead"),
+    (("checkpoint", "seal_small_env"), "seal (durable=False), {small} workdir", "seal latency"),
+    (
+        ("checkpoint", "seal_big_env"),
+        "seal (durable=False), {big} workdir",
+        "seal ratio big/small env",
+    ),
+    (
+        ("checkpoint", "durable_checkpoint_small_env"),
+        "checkpoint() with durable=True, {small} workdir",
+        None,
+    ),
+    (("fork", "small", "fork"), "Sandbox.fork, {small} env", None),
+    (("fork", "big", "fork"), "Sandbox.fork, {big} env", "fork latency"),
+    (("fork", "big", "fork_then_first_run_true"), '  fork + first run("true"), {big} env', None),
+    (
+        ("squash_big_env", "not_durable", "checkpoint_that_squashes"),
+        "checkpoint that squashes, {big} env, durable=False",
+        None,
+    ),
+    (
+        ("squash_big_env", "durable", "checkpoint_that_squashes"),
+        "checkpoint that squashes, {big} env, durable=True",
+        None,
+    ),
+)
+"""Section 7: (where in the results, the row, the target it carries) of the figures of
+sections 0-3 that the reflink pass measures again."""
+
+
+def compare_stores(ctx: Context, reflink: Context) -> None:
+    """Section 7: the reflink pass's figures beside the plain store's, its targets checked
+    as the plain store's are (its whole results go to the JSON)."""
+    section = "7. reflink store vs plain"
+    sizes = {"small": fmt_bytes(ctx.sizes.small_env), "big": fmt_bytes(ctx.sizes.big_env)}
+    checks = {check["target"]: check for check in reflink.checks}
+    for keys, label, target in REFLINK_FIGURES:
+        mine, plain = reflink.results, ctx.results
+        for key in keys:
+            mine, plain = mine[key], plain[key]
+        check = checks.get(target) if target else None
+        ctx.rows.append(
+            Row(
+                section,
+                label.format(**sizes),
+                fmt_ms(p50(mine)),
+                fmt_ms(p90(mine)),
+                f"plain store {fmt_ms(p50(plain))}",
+                fmt_ratio(p50(mine) / p50(plain)),
+                f"{target}: {check['wanted']}" if check else "",
+                ("PASS" if check["pass"] else "MISS") if check else "",
+            )
+        )
+    ctx.checks += [{**c, "target": f"reflink store: {c['target']}"} for c in reflink.checks]
+    ctx.results["reflink_store"] = {
+        "store_filesystem": stats.filesystem_of(reflink.store_fs or ""),
+        "image_size": REFLINK_IMAGE_SIZE,
+        **reflink.results,
+    }
+
+
+def bench_reflink_store(ctx: Context, mount_point: str) -> Context:
+    """Sections 0-3 again, with every store on the store filesystem at `mount_point`."""
+    root = ctx.path("reflink")
+    os.makedirs(root)
+    reflink = replace(
+        ctx,
+        root=root,
+        rows=[],
+        results={},
+        checks=[],
+        against=None,
+        store_fs=mount_point,
+        log=lambda message: ctx.log(f"7/7 reflink store: {message}"),
+    )
+    bench_floor(reflink, "at the start")
+    bench_store(reflink)
+    return reflink
+
+
+def bench_store(ctx: Context) -> None:
+    """Sections 1-3 on the stores of `ctx`: per call, checkpoint, fork, squash."""
+    sizes = ctx.sizes
+    bench_calls(ctx)
+    ctx.log(f"building the environments: {fmt_bytes(sizes.small_env)}, {fmt_bytes(sizes.big_env)}")
+    small = build_env(ctx, "small", "small", sizes.small_env)
+    big = build_env(ctx, "big", "big", sizes.big_env)
+    bench_floor(ctx, "after building the envs")
+    bench_checkpoint(ctx, small, big)
+    bench_fork(ctx, small, big)
+    bench_squash(ctx, big, p50(ctx.results["checkpoint"]["seal_small_env"]))
+    remove(big.store.path)
+    remove(small.store.path)
 
 
 # --------------------------------------------------------------------------- report
@@ -1263,6 +1684,12 @@ def _git_commit() -> str | None:
     return commit + ("+dirty" if dirty else "")
 
 
+def _end_on_sigterm(signum: int, _frame: object) -> None:
+    """A terminated benchmark unwinds like an interrupted one: the finally blocks unmount
+    its store filesystem and delete its stores."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(list(argv))
     sizes = Sizes.from_args(args)
@@ -1291,6 +1718,7 @@ def main(argv: list[str]) -> int:
         print(f"[{time.monotonic() - started:6.1f} s] {message}", file=sys.stderr, flush=True)
 
     ctx = Context(root=root, sizes=sizes, log=log, mode=args.mode, against=args.against)
+    signal.signal(signal.SIGTERM, _end_on_sigterm)
     try:
         ctx.mode = new_store(ctx, "probe").mode
         remove(ctx.path("probe"))
@@ -1302,18 +1730,26 @@ def main(argv: list[str]) -> int:
                 file=sys.stderr,
             )
         bench_floor(ctx, "at the start")
-        bench_calls(ctx)
-        log(f"building the environments: {fmt_bytes(sizes.small_env)}, {fmt_bytes(sizes.big_env)}")
-        small = build_env(ctx, "small", "small", sizes.small_env)
-        big = build_env(ctx, "big", "big", sizes.big_env)
-        bench_floor(ctx, "after building the envs")
-        bench_checkpoint(ctx, small, big)
-        bench_fork(ctx, small, big)
-        bench_squash(ctx, big, p50(ctx.results["checkpoint"]["seal_small_env"]))
-        remove(big.store.path)
-        remove(small.store.path)
+        bench_store(ctx)
         bench_stored(ctx)
         bench_deep(ctx)
+        with reflink_store_fs(ctx) as (mount_point, skipped):
+            if mount_point is None:
+                log(f"reflink store rows skipped: {skipped}")
+                bench_append(ctx, None, skipped)
+                ctx.rows.append(
+                    Row(
+                        "7. reflink store vs plain",
+                        "reflink store",
+                        "",
+                        result=f"SKIPPED: {skipped}",
+                    )
+                )
+            else:
+                log(f"reflink store: sprout's store filesystem at {mount_point}")
+                reflink = bench_reflink_store(ctx, mount_point)
+                bench_append(ctx, reflink, "")
+                compare_stores(ctx, reflink)
         bench_floor(ctx, "at the end")
     except BenchError as error:
         print(f"sprout bench sandbox: {error}", file=sys.stderr)
