@@ -278,3 +278,45 @@ def test_doctor_says_what_a_store_that_cannot_clone_costs(storefs, tmp_path):
     assert "stores the whole file again" in doctor.stdout
     assert "sprout keeps layers on its own btrfs store filesystem" in doctor.stdout
     assert not storefs.exists(), "doctor made the store filesystem"
+
+
+def test_gc_removes_the_layers_of_a_run_folder_deleted_with_rm(storefs, tmp_path, capsys):
+    from sprout.cli import main
+    from sprout.sandbox.store_fs import orphans
+
+    kept, gone = (RunFolder.create_new(tmp_path / name) for name in ("kept", "gone"))
+    for run in (kept, gone):
+        with Sandbox.create(run.layers) as sandbox:
+            sandbox.run("head -c 5M /dev/urandom > data")
+            sandbox.checkpoint()
+        run.close()
+    target = os.path.realpath(tmp_path / "gone" / "layers")
+    shutil.rmtree(tmp_path / "gone")
+    assert [orphan.owner for orphan in orphans()] == [str(tmp_path / "gone" / "layers")]
+
+    assert main(["gc", "--dry-run", "-v"]) == 0
+    said = capsys.readouterr().out
+    assert f"  the layers of {tmp_path / 'gone' / 'layers'} (gone)" in said
+    assert "1 stores of deleted runs (--dry-run" in said and os.path.isdir(target)
+    assert main(["gc"]) == 0
+    freed = float(capsys.readouterr().out.split()[1])
+    assert freed >= 5.0, "the 5 MB the deleted run's layer held"
+    assert not os.path.exists(target) and orphans() == []
+    assert os.path.isdir(os.path.realpath(tmp_path / "kept" / "layers")), "a live run stays"
+
+
+def test_a_deleted_run_still_open_somewhere_keeps_its_layers(storefs, tmp_path):
+    from sprout.durable import try_lock
+    from sprout.sandbox.store_fs import orphans, remove_orphan
+
+    RunFolder.create_new(tmp_path / "gone").close()
+    target = os.path.realpath(tmp_path / "gone" / "layers")
+    shutil.rmtree(tmp_path / "gone")
+    [orphan] = orphans()
+    held = try_lock(os.path.join(target, "lock"), shared=True)  # as a process using it holds
+    assert held is not None
+    try:
+        assert remove_orphan(orphan) is False and os.path.isdir(target)
+    finally:
+        held.release()
+    assert remove_orphan(orphan) is True and not os.path.exists(target)

@@ -89,13 +89,16 @@ def _collect_cache(args: argparse.Namespace) -> int:
             print(f"  base layer {name}")
         for digest in done.images:
             print(f"  image {digest}")
+        for owner in done.orphans:
+            print(f"  the layers of {owner} (gone)")
     if args.list or args.dry_run:
         for digest, why in done.kept_images.items():
             print(f"  keeps image {digest}: {why}")
     verb, dry = _outcome(args)
     print(
         f"{verb} {done.bytes_freed / 1e6:.1f} MB: {done.bases} base layers "
-        f"({len(done.layers)} layers), {len(done.images)} images{dry}"
+        f"({len(done.layers)} layers), {len(done.images)} images, "
+        f"{len(done.orphans)} stores of deleted runs{dry}"
     )
     return 0
 

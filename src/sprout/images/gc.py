@@ -6,6 +6,7 @@ last `keep_days`. Images are collected only when asked, and only those that
 nothing stands on: no kept base layer of the cache, and no layer store outside
 it that noted it (`sprout.images.runstores`: a run's own base layers). An image
 is something a user built or imported by name, a base layer only a cache entry.
+Stores on sprout's store filesystem whose run folder is gone are removed too.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from sprout.images.bases import collecting, linked_by_runs, shared_stores
 from sprout.images.cache import ImageCache
 from sprout.images.runstores import stores_by_image
-from sprout.sandbox import LayerStore
+from sprout.sandbox import LayerStore, store_fs
 
 
 @dataclass
@@ -36,6 +37,9 @@ class Collected:
     """The layers freed with them (and debris of dead processes), by id."""
     kept_images: dict[str, str] = field(default_factory=dict)
     """With `images`: digest -> why it stays (what stands on it)."""
+    orphans: list[str] = field(default_factory=list)
+    """Stores of sprout's store filesystem whose run folder is gone, by the path that
+    linked them."""
 
 
 def collect(*, keep_days: float = 7.0, images: bool = False, dry_run: bool = False) -> Collected:
@@ -50,7 +54,17 @@ def collect(*, keep_days: float = 7.0, images: bool = False, dry_run: bool = Fal
             standing_on |= _collect_bases(store, horizon, dry_run, done)
     if images:
         _collect_images(standing_on, dry_run, done)
+    _collect_orphans(dry_run, done)
     return done
+
+
+def _collect_orphans(dry_run: bool, done: Collected) -> None:
+    """Remove (dry: name) the stores of the store filesystem whose run folder was deleted
+    with `rm -rf` (their layers stay on the image, unreachable, until now)."""
+    for orphan in store_fs.orphans():
+        if dry_run or store_fs.remove_orphan(orphan):
+            done.orphans.append(orphan.owner)
+            done.bytes_freed += orphan.bytes
 
 
 def _collect_bases(store: LayerStore, horizon: float, dry_run: bool, done: Collected) -> set[str]:

@@ -10,6 +10,8 @@ layers on a filesystem sprout makes once per machine, under the machine cache:
         btrfs.img                  a sparse image file, formatted btrfs, quotas on
         mnt/                       where it is loop-mounted (again after a reboot)
         mnt/stores/ID/             one layer store: a run's, or base layers of the cache
+        mnt/stores/ID.owner        the path of the link that uses it: a store whose link
+                                   is gone (its run folder deleted) is `sprout gc`'s
         lock                       held while the image is made, mounted or grown
 
 and the store's own path (RUN/layers, SPROUT_CACHE/bases/KEY) becomes a link to
@@ -36,9 +38,10 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from sprout.durable import cache_dir, file_lock
+from sprout.durable import cache_dir, file_lock, try_lock, write_atomically
 from sprout.sandbox.errors import BadArgument, SandboxError
-from sprout.sandbox.files import FICLONE
+from sprout.sandbox.extents import bytes_freed_by_removing
+from sprout.sandbox.files import FICLONE, remove_tree
 from sprout.sandbox.quota import disk_cap_support, mount_of
 
 SWITCH = "SPROUT_STORE_FS"
@@ -166,7 +169,59 @@ def place(path: str | os.PathLike[str]) -> Placement | None:
         os.symlink(target, path)
     except FileExistsError:  # another process made this store first
         os.rmdir(target)
+        return placement
+    write_atomically(f"{target}{OWNER}", path, durable=True)
     return placement
+
+
+OWNER = ".owner"
+"""Beside each store folder of the store filesystem: the path of the link that uses it."""
+
+
+@dataclass(frozen=True)
+class Orphan:
+    """A store folder whose link is gone (its run folder deleted): nothing can reach it."""
+
+    path: str
+    owner: str
+    bytes: int
+
+
+def orphans(root: str | None = None) -> list[Orphan]:
+    """The stores of the (mounted) store filesystem under `root` whose owning link no longer
+    leads to them. A store without an owner note, or in use (its lock held), is kept."""
+    mount_point = os.path.join(root or root_dir(), "mnt")
+    stores = os.path.join(mount_point, "stores")
+    if not os.path.ismount(mount_point) or not os.path.isdir(stores):
+        return []
+    found = []
+    for name in sorted(os.listdir(stores)):
+        target = os.path.join(stores, name)
+        if name.endswith(OWNER) or not os.path.isdir(target):
+            continue
+        try:
+            with open(f"{target}{OWNER}", encoding="utf-8") as handle:
+                owner = handle.read()
+        except FileNotFoundError:
+            continue
+        if os.path.islink(owner) and os.path.realpath(owner) == os.path.realpath(target):
+            continue
+        found.append(Orphan(target, owner, bytes_freed_by_removing([target])))
+    return found
+
+
+def remove_orphan(orphan: Orphan) -> bool:
+    """Delete an orphaned store unless a process has it open (its lock held); True when
+    deleted."""
+    lock = try_lock(os.path.join(orphan.path, "lock"))
+    if lock is None:
+        return False
+    try:
+        remove_tree(orphan.path)
+    finally:
+        lock.release()
+    os.unlink(f"{orphan.path}{OWNER}")
+    return True
 
 
 def root_dir() -> str:
