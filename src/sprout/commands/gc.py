@@ -19,7 +19,8 @@ def add_parser(commands: Any) -> None:
         help="free the machine's cache (images, base layers) or a layer store's unused layers",
         description="Without STORE: free the base layers of the machine's cache (SPROUT_CACHE, "
         "default ~/.cache/sprout) that no run folder on this machine links and nobody used for "
-        "--keep-days, and with --images the images that neither a remaining base layer nor a "
+        "--keep-days, the layers of run folders deleted with rm -rf (on sprout's store "
+        "filesystem), and with --images the images that neither a remaining base layer nor a "
         "run's own layer store stands on. With STORE (a layer store, or a run folder for its "
         "layers/): free every layer that no checkpoint of the run beside it (its sprout.db), "
         "of a --run, a named checkpoint, a --keep or an open sandbox stacks on, and what "
