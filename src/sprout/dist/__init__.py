@@ -1,0 +1,8 @@
+"""Running a run's sandbox work on a Ray cluster (`sprout run --ray`): one actor per task,
+placed by Ray, holding the task's layers on its node; the driver keeps the schedules, the
+tree and the one writer of `sprout.db`."""
+
+from sprout.dist.cluster import connect, default_store, disconnect, on_cluster
+from sprout.dist.sandboxes import Placement, RaySandboxes
+
+__all__ = ["Placement", "RaySandboxes", "connect", "default_store", "disconnect", "on_cluster"]

@@ -1,0 +1,133 @@
+"""One task's sandboxes on one node: the body of the Ray actor that holds them.
+
+The actor owns a layer store on its node's disk (one per node, so a fork stays a
+mount) and the task's live forks; the driver reaches them by id. A checkpoint that
+is not in the store yet was sealed on a node that has since died: it is adopted
+(linked, never copied) from that node's store when this node can read it (a shared
+filesystem, or nodes on one machine), so the attempt continues from its last turn.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Sequence
+from contextlib import ExitStack
+
+from sprout.durable import hold_lock
+from sprout.sandbox import LayerStore, Observation, SandboxError, SandboxWorkspace
+from sprout.sandbox.workspace import SandboxFork
+from sprout.task import Task
+from sprout.tasks import base_checkpoint, solution_checkpoint
+from sprout.verify import Verdict, run_verifier
+from sprout.workspace import Sealed, WorkspaceError
+
+
+class TaskHost:
+    """A layer store at `store`, the forks of one task in it, and at most `slots` commands
+    (set-up, calls, verifier) running at once: what Ray reserved for it, no more."""
+
+    def __init__(self, node: str, store: str, sources: Sequence[str], slots: int) -> None:
+        self.node = node
+        os.makedirs(store, exist_ok=True)
+        self.store = LayerStore(store)
+        self.store.claim()
+        self.store.sweep()  # what a killed worker of an earlier run left here
+        self.sources = tuple(s for s in sources if os.path.abspath(s) != self.store.path)
+        self._slots = threading.BoundedSemaphore(slots)
+        self._forks: dict[str, tuple[ExitStack, SandboxFork]] = {}
+        self._lock = threading.Lock()
+        self._linking = threading.Lock()
+        """Held while layers are linked into the store (a base lent from the machine's cache,
+        a dead node's layers adopted): linking checks for each link, then makes it."""
+
+    def where(self) -> tuple[str, str]:
+        """(this node's id, this store's path): where the task now lives."""
+        return self.node, self.store.path
+
+    def base(self, task: Task, replays: bool) -> str:
+        """Checkpoint 0 of `task` in this node's store (see `LocalSandboxes.base`)."""
+        with self._slots, self._linking:
+            base = base_checkpoint(task, self.store)
+            return solution_checkpoint(task, self.store, base) if replays else base
+
+    def fork(self, checkpoint: str) -> str:
+        """A new fork of `checkpoint`; returns its id for the calls below."""
+        self._have(checkpoint)
+        stack = ExitStack()
+        fork = stack.enter_context(SandboxWorkspace(self.store).fork(checkpoint))
+        fork_id = uuid.uuid4().hex
+        with self._lock:
+            self._forks[fork_id] = (stack, fork)
+        return fork_id
+
+    def check_command(self, fork_id: str, command: str) -> str | None:
+        return self._fork(fork_id).check_command(command)
+
+    def run(self, fork_id: str, command: str, timeout: float) -> Observation:
+        fork = self._fork(fork_id)
+        with self._slots:
+            return fork.run(command, timeout)
+
+    def seal(self, fork_id: str) -> Sealed:
+        return self._fork(fork_id).seal()
+
+    def close(self, fork_id: str) -> None:
+        """Drop the fork and what it wrote since its last seal."""
+        with self._lock:
+            stack, _ = self._forks.pop(fork_id, (ExitStack(), None))
+        stack.close()
+
+    def verify(self, task: Task, checkpoint: str, base: str) -> Verdict:
+        """The verifier on a throw-away fork of `checkpoint` here."""
+        self._have(base)
+        self._have(checkpoint)
+        with self._slots:
+            return run_verifier(task, self.store, checkpoint, base)
+
+    def shutdown(self) -> None:
+        """Close every fork and let go of the store (the task's pairs are over)."""
+        with self._lock:
+            forks, self._forks = list(self._forks.values()), {}
+        for stack, _ in forks:
+            stack.close()
+        self.store.release()
+
+    def _fork(self, fork_id: str) -> SandboxFork:
+        with self._lock:
+            found = self._forks.get(fork_id)
+        if found is None:
+            raise WorkspaceError(f"fork {fork_id}: not open on node {self.node}")
+        return found[1]
+
+    def _have(self, checkpoint: str) -> None:
+        """`checkpoint` in this store: sealed here, or adopted from a store the task used
+        before on a node that died; a WorkspaceError when no such store can be read here."""
+        try:
+            self.store.layer(checkpoint)
+            return
+        except SandboxError:
+            pass
+        # one adoption at a time per store: this actor's threads, and this node's other actors
+        with self._linking:
+            held = hold_lock(self.store.path + ".adopting")
+            try:
+                if any(self._adopt(source, checkpoint) for source in self.sources):
+                    return
+            finally:
+                held.release()
+        raise WorkspaceError(
+            f"checkpoint {checkpoint}: in none of the stores node {self.node} can read "
+            f"({', '.join(self.sources) or 'none before this one'}); its node died with it"
+        )
+
+    def _adopt(self, source: str, checkpoint: str) -> bool:
+        """Whether `checkpoint` could be adopted from the store at `source`."""
+        if not os.path.isfile(os.path.join(source, "store.json")):
+            return False  # not readable from this node (or never a store)
+        try:
+            self.store.adopt(LayerStore(source), checkpoint)
+        except SandboxError:
+            return False
+        return True

@@ -1,0 +1,159 @@
+"""`sprout run --ray`: each task's sandbox work in one Ray actor, on one node.
+
+The unit of placement is a task's tree: its base layer, its attempts' forks and
+seals and its verifier runs all happen in one `TaskHost` actor, so every checkpoint
+of the task is in that node's store and a fork stays a mount. Ray places the actor
+(it reserves `cpus` for it, so a node holds no more tasks than it has cores: Ray's
+scheduling and backpressure, not ours). When the node dies, the task gets a new
+actor wherever Ray puts it, which adopts the dead node's layers when it can read
+them; the driver counts the move (`moves`) and plays the pairs it broke again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError
+
+from sprout.dist.host import TaskHost
+from sprout.dist.place import Place
+from sprout.dist.workspace import RemoteWorkspace
+from sprout.task import Task
+from sprout.verify import Verdict
+from sprout.workspace import Workspace, WorkspaceError
+
+PLACE_TRIES = 5
+"""Starts of a task's actor before its pairs end in error: nodes that die one after the
+other, or a start Ray sent to a node whose death it had not yet seen."""
+MAX_CALLS = 64
+"""Calls one actor serves at once (its forks' calls wait in threads; `slots` bound the
+commands that actually run)."""
+
+
+class _RayTaskHost(TaskHost):
+    """`TaskHost` on the node Ray placed it on; `store` names that node as `{node}`."""
+
+    def __init__(self, store: str, sources: tuple[str, ...], slots: int) -> None:
+        node = ray.get_runtime_context().get_node_id()
+        super().__init__(node, store.format(node=node[:12]), sources, slots)
+
+
+_HostActor = ray.remote(_RayTaskHost)
+
+Placement = dict[str, Any]
+"""One entry of the placement log: task, node, store, since (epoch s) and why."""
+
+
+class RaySandboxes:
+    """`sprout.search.sandboxes.TaskSandboxes` on the Ray cluster `ray.init` joined.
+
+    `store` is each node's store path with `{node}` for the node's id; `cpus` is
+    what Ray reserves per task (and how many of its commands run at once);
+    `record` is told the placement log each time it grows (the run's meta keeps it).
+    """
+
+    def __init__(self, store: str, cpus: float, record: Callable[[list[Placement]], None]) -> None:
+        self._store_template = store
+        self._cpus = cpus
+        self._record = record
+        self._places: dict[str, Place] = {}
+        self._stores: dict[str, list[str]] = {}
+        """Every store each task has used, oldest first: where a moved task finds its layers."""
+        self._moves: dict[str, int] = {}
+        self._log: list[Placement] = []
+        self._lock = threading.Lock()
+        self._task_locks: dict[str, threading.Lock] = {}
+
+    def base(self, task: Task, *, replays: bool) -> str:
+        found: str = self._place(task).call("base", task, replays)
+        return found
+
+    def workspace(self, task: Task) -> Workspace:
+        return RemoteWorkspace(lambda: self._place(task))
+
+    def verify(self, task: Task, checkpoint: str, base: str) -> Verdict:
+        found: Verdict = self._place(task).call("verify", task, checkpoint, base)
+        return found
+
+    def moves(self, task: Task) -> int:
+        """How many of the nodes that held `task` died."""
+        with self._lock:
+            return self._moves.get(task.id, 0)
+
+    def release(self, task: Task) -> None:
+        """End `task`'s actor: Ray gives its cores to the next task waiting for them."""
+        self._end(task.id)
+
+    def close(self) -> None:
+        """End every task's actor (at the end of the run, or when it stops early)."""
+        with self._lock:
+            held = list(self._places)
+        for task_id in held:
+            self._end(task_id)
+
+    def _end(self, task_id: str) -> None:
+        with self._lock:
+            place = self._places.pop(task_id, None)
+        if place is None:
+            return
+        if not place.lost:
+            with contextlib.suppress(WorkspaceError):
+                place.call("shutdown")
+        ray.kill(place.actor)
+
+    def _place(self, task: Task) -> Place:
+        """Where `task` lives: its actor, started on first use and again after its node died
+        (Ray picks the node; this call waits until one has the cores)."""
+        with self._lock:
+            task_lock = self._task_locks.setdefault(task.id, threading.Lock())
+        with task_lock:
+            with self._lock:
+                place = self._places.get(task.id)
+                sources = tuple(self._stores.get(task.id, ()))
+            if place is not None and not place.lost:
+                return place
+            why = "placed" if place is None else f"node {place.node} died"
+            actor, node, store = self._start(task, sources)
+            place = Place(actor, node, store, lambda lost: self._lost(task.id, lost))
+            with self._lock:
+                self._places[task.id] = place
+                self._stores.setdefault(task.id, []).append(store)
+                self._log.append(
+                    {
+                        "task": task.id,
+                        "node": node,
+                        "store": store,
+                        "since": time.time(),
+                        "why": why,
+                    }
+                )
+                log = list(self._log)
+            self._record(log)
+            return place
+
+    def _start(self, task: Task, sources: tuple[str, ...]) -> tuple[Any, str, str]:
+        """A new actor for `task` (its handle, node and store): Ray may place one on a node
+        that is dying and not yet known dead, so a start that the node's death cancelled
+        is tried again; one whose own set-up failed (an unwritable store) is not."""
+        for _ in range(PLACE_TRIES):
+            actor: Any = _HostActor.options(num_cpus=self._cpus, max_concurrency=MAX_CALLS).remote(
+                self._store_template, sources, max(1, int(self._cpus))
+            )
+            try:
+                node, store = ray.get(actor.where.remote())
+                return actor, node, store
+            except RayActorError as error:
+                reason = str(error).strip().splitlines()[-1]
+                if error.actor_init_failed:
+                    break
+        raise WorkspaceError(f"{task.id}: no node could hold its sandboxes: {reason}")
+
+    def _lost(self, task_id: str, place: Place) -> None:
+        with self._lock:
+            if self._places.get(task_id) is place:
+                self._moves[task_id] = self._moves.get(task_id, 0) + 1
