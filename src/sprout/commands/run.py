@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +24,7 @@ from sprout.runfolder import RunFolder
 
 if TYPE_CHECKING:
     from sprout.search import RunSettings
+    from sprout.search.sandboxes import TaskSandboxes
 
 
 def add_parser(commands: Any) -> None:
@@ -44,6 +48,7 @@ def add_parser(commands: Any) -> None:
     run.add_argument("--base-url", metavar="URL", help="the OpenAI-compatible server's /v1 URL")
     add_task_source_arguments(run)
     add_isolation_argument(run)
+    _add_ray_arguments(run)
     run.add_argument("--quiet", action="store_true", help="no progress lines, only the table")
     run.set_defaults(func=cmd_run)
 
@@ -81,6 +86,32 @@ def _add_what_to_run(run: argparse.ArgumentParser) -> None:
         default=1,
         metavar="N",
         help="sandboxes running at once: attempts of a round, tasks side by side (default 1)",
+    )
+
+
+def _add_ray_arguments(run: argparse.ArgumentParser) -> None:
+    """Where the sandboxes run: this machine (default) or the nodes of a Ray cluster."""
+    run.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        metavar="ADDRESS",
+        help="run each task's sandboxes on a node of a Ray cluster: auto (the one `ray start` "
+        "runs here; the default of a bare --ray), local (start one on this machine), or "
+        "HOST:PORT; the run folder stays here (docs/run.md)",
+    )
+    run.add_argument(
+        "--ray-store",
+        metavar="DIR",
+        help="with --ray: each node's layer store, {node} standing for the node's id "
+        "(default: TMP/sprout-ray/RUN/{node} on each node)",
+    )
+    run.add_argument(
+        "--ray-cpus",
+        type=float,
+        default=1.0,
+        metavar="N",
+        help="with --ray: cores Ray reserves per task, and its commands run at once (default 1)",
     )
 
 
@@ -145,6 +176,7 @@ def _run(args: argparse.Namespace) -> int:
     from sprout.search.halt import Halt
 
     settings = _settings(args)
+    _check_ray(args)
     loaded = usable_tasks(load_task_arguments(args.tasks, args), "run")
     report = check_isolation(args.out, args.isolation, "run")
     run = open_run(args.out, settings, resume=args.resume)
@@ -156,8 +188,8 @@ def _run(args: argparse.Namespace) -> int:
         )
         tag = "" if report.holds else "[NO ISOLATION]"
         progress = Progress(quiet=args.quiet, tag=tag)
-        with halting_on_ctrl_c(halt, "run") as ctrl_c:
-            content = run_tasks(loaded.tasks, run, settings, progress, halt)
+        with _sandboxes(args, run) as sandboxes, halting_on_ctrl_c(halt, "run") as ctrl_c:
+            content = run_tasks(loaded.tasks, run, settings, progress, halt, sandboxes)
         page = _write_report(run)
     finally:
         run.close()
@@ -173,6 +205,40 @@ def _run(args: argparse.Namespace) -> int:
         print(f"sprout run: stopped early: {halt.reason}", file=sys.stderr)
         return 1
     return BAD_INPUT if loaded.errors else _outcome(content)
+
+
+def _check_ray(args: argparse.Namespace) -> None:
+    """--ray's options, checked before the run folder is touched."""
+    if args.ray is None:
+        if args.ray_store is not None:
+            raise UsageError("--ray-store: only with --ray")
+        return
+    if importlib.util.find_spec("ray") is None:
+        raise UsageError("--ray: Ray is not installed; pip install 'sprout-rl[dist]'")
+    if args.ray_store is not None and "{node}" not in args.ray_store:
+        raise UsageError(
+            f"--ray-store {args.ray_store}: needs {{node}} in it, so that each node of the "
+            "cluster (several may share a machine) has its own store"
+        )
+    if not args.ray_cpus > 0:
+        raise UsageError(f"--ray-cpus: expected a number of cores above 0, got {args.ray_cpus}")
+
+
+@contextmanager
+def _sandboxes(args: argparse.Namespace, run: RunFolder) -> Iterator[TaskSandboxes | None]:
+    """Where the tasks' sandboxes run: None (the run folder's store) without --ray."""
+    if args.ray is None:
+        yield None
+        return
+    from sprout.dist import default_store, on_cluster
+
+    store = args.ray_store or default_store(args.out)
+
+    def record(placements: list[dict[str, Any]]) -> None:
+        run.tree.set_meta("ray", {"address": args.ray, "placements": placements})
+
+    with on_cluster(args.ray, store, args.ray_cpus, record) as sandboxes:
+        yield sandboxes
 
 
 def _settings(args: argparse.Namespace) -> RunSettings:
