@@ -12,7 +12,7 @@ from sprout.workspace import WorkspaceError
 from tests.conftest import require_host_image
 
 pytest.importorskip("ray", reason="sprout.dist needs Ray: pip install 'sprout-rl[dist]'")
-from sprout.dist.host import TaskHost  # noqa: E402 (after the skip)
+from sprout.dist.host import TaskHost  # after the skip: it needs Ray
 
 
 def sealed_elsewhere(path: Path) -> str:
