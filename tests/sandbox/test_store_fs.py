@@ -19,12 +19,15 @@ from pathlib import Path
 
 import pytest
 
+from sprout.images import ImageCache
 from sprout.images.bases import shared_store
+from sprout.images.oci import import_image
 from sprout.runfolder import RunFolder
 from sprout.sandbox import Limits, Sandbox
 from sprout.sandbox.errors import BadArgument
 from sprout.sandbox.store_fs import clone_support, configured_size, keep_room, plan
 from tests.conftest import require_host_image
+from tests.images.test_oci import layer, oci_layout, rootfs_layer
 from tests.sandbox.conftest import as_nobody
 
 pytestmark = pytest.mark.sandbox
@@ -320,3 +323,68 @@ def test_a_deleted_run_still_open_somewhere_keeps_its_layers(storefs, tmp_path):
     finally:
         held.release()
     assert remove_orphan(orphan) is True and not os.path.exists(target)
+
+
+def _tiny_image(folder: Path, rootfs: Path, big: int = 0) -> Path:
+    """An OCI layout of the tests' minimal root filesystem, with a `big`-byte /data/big."""
+    extra = [("data", None, {}), ("data/big", os.urandom(MIB) * (big // MIB), {})]
+    return oci_layout(folder, [rootfs_layer(rootfs), layer(extra if big else [])])
+
+
+def _doctor() -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "sprout.cli", "doctor"], capture_output=True, text=True, timeout=120
+    )
+    return done.stdout
+
+
+def test_a_new_image_cache_lives_on_sprouts_store_so_a_write_to_an_image_file_clones(
+    storefs, tmp_path, minimal_rootfs
+):
+    image = import_image(_tiny_image(tmp_path / "layout", minimal_rootfs, 50 * MIB), "tiny:1")
+    images = tmp_path / "cache" / "images"
+    assert images.is_symlink() and os.readlink(images).startswith(f"{storefs}/mnt/stores/")
+    assert image.rootfs == str(images / image.digest / "rootfs")
+    assert clone_support(image.rootfs).clones
+    run = RunFolder.create_new(tmp_path / "run")
+    try:
+        with Sandbox.create(run.layers, image=image.rootfs) as sandbox:
+            start = time.perf_counter()
+            appended = sandbox.run("printf x >> /data/big && stat -c %s /data/big")
+            checkpoint = sandbox.checkpoint()
+            took = time.perf_counter() - start
+        assert appended.output == f"{50 * MIB + 1}\n"
+        stored = _exclusive_bytes(os.path.join(run.layers.path, "s", checkpoint))
+        assert stored <= 64 * 1024, f"a 1-byte append to an image file stored {stored} bytes"
+        assert run.layers.layer(checkpoint).size <= 4096, "the layer owns one block"
+        assert took < 0.5, f"append and seal took {took:.2f} s"
+    finally:
+        run.close()
+    assert "image cache:" not in _doctor(), "a cache on the store filesystem needs no move"
+
+
+def test_an_image_cache_on_the_plain_disk_stays_there_until_moved_by_doctors_line(
+    storefs, tmp_path, minimal_rootfs
+):
+    images = tmp_path / "cache" / "images"
+    images.mkdir(parents=True)  # as a cache made before the store filesystem was
+    image = import_image(_tiny_image(tmp_path / "layout", minimal_rootfs), "tiny:1")
+    assert images.is_dir() and not images.is_symlink() and not storefs.exists()
+    assert image.rootfs == str(images / image.digest / "rootfs")
+    said = _doctor()
+    assert f"image cache: {images} stays on the plain disk" in said
+    assert not storefs.exists(), "doctor made the store filesystem"
+    [move] = [line[4:] for line in said.splitlines() if line.startswith("  $ ")]
+
+    RunFolder.create_new(tmp_path / "run").close()  # a run as root mounts the store filesystem
+    done = subprocess.run(["sh", "-c", move], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert images.is_symlink() and os.path.realpath(images).startswith(f"{storefs}/mnt/")
+    assert ImageCache().get("tiny:1") == image and clone_support(image.rootfs).clones
+    run = RunFolder.open(tmp_path / "run")
+    try:
+        with Sandbox.create(run.layers, image=image.rootfs) as sandbox:
+            assert sandbox.run("cat /etc/hostname").output == "image\n"
+    finally:
+        run.close()
+    assert "image cache:" not in _doctor()

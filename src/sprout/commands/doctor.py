@@ -8,8 +8,9 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from sprout.images.cache import ImageCache
 from sprout.sandbox.isolation import IsolationReport, probe_isolation
-from sprout.sandbox.store_fs import Placement, plan
+from sprout.sandbox.store_fs import Placement, move_command, plan
 
 
 def add_parser(commands: Any) -> None:
@@ -20,7 +21,8 @@ def add_parser(commands: Any) -> None:
         "namespaces and the id range, capabilities, seccomp, /proc masking, cgroups, the "
         "host image's view, the disk cap of the store's filesystem) and, as root, run one "
         "call in the jail and read them back from inside; then whether the store's "
-        "filesystem clones extents, and where sprout keeps layers when it does not. Exit 0 "
+        "filesystem clones extents, and where sprout keeps layers (and new images) when it does "
+        "not, with the line that moves an image cache left on the plain disk. Exit 0 "
         "when the sandbox holds, 1 when a required measure is missing (then `sprout run` "
         "refuses to start unless given --isolation none).",
     )
@@ -66,9 +68,25 @@ def placement_lines(placement: Placement) -> list[str]:
     return lines
 
 
+def image_cache_lines(images: str, move: str | None) -> list[str]:
+    """Where the image cache at `images` stays on the plain disk though a new one would be
+    on the store filesystem: what that costs, and the line that moves it."""
+    if move is None:
+        return []
+    return [
+        f"image cache: {images} stays on the plain disk (sprout does not move it): a write "
+        "to a big file of an image copies the whole file up",
+        "  -> to move it onto the store filesystem once a run as root has mounted that, "
+        "with no sprout running:",
+        f"  $ {move}",
+    ]
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     report = probe_isolation(store_path=args.store)
     placement = plan(args.store or os.getcwd())
+    images = str(ImageCache().root)
+    move = move_command(images)
     if args.json:
         found = report.to_json()
         found["store_filesystem"] = {
@@ -77,7 +95,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             "own_filesystem": placement.own_fs,
             "note": placement.note,
         }
+        found["image_cache"] = {"path": images, "move_command": move}
         print(json.dumps(found, indent=2))
     else:
-        print("\n".join(report_lines(report, placement_lines(placement))))
+        store = placement_lines(placement) + image_cache_lines(images, move)
+        print("\n".join(report_lines(report, store)))
     return 0 if report.holds else 1

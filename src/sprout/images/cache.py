@@ -10,6 +10,12 @@ Layout under `SPROUT_CACHE/images` (default ~/.cache/sprout/images):
 
 An image is built into a temporary folder and renamed into place when it is
 whole: a build that dies leaves nothing a run could mount.
+
+As root on a disk that cannot clone extents, a new cache's folder is a link into
+sprout's store filesystem, like a new layer store (`sprout.sandbox.store_fs`): a
+sandbox's first write to a big file of an image then clones the file's blocks into its
+layer instead of copying them. A cache that exists stays where it is (`sprout doctor`
+says how to move it).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from sprout.durable import cache_dir, file_lock, write_atomically
+from sprout.sandbox import store_fs
 from sprout.sandbox.files import disk_usage
 
 STORES = "stores"
@@ -102,9 +109,16 @@ class ImageCache:
         ]
         return sorted(found, key=lambda image: image.created, reverse=True)
 
+    def _make(self) -> None:
+        """Make the cache's folder when it is missing: on sprout's store filesystem where
+        a new layer store would be (see the module's docstring)."""
+        store_fs.place(self.root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
     def name(self, name: str, digest: str) -> None:
         """Point `name` at image `digest`."""
-        (self.root / "names").mkdir(parents=True, exist_ok=True)
+        self._make()
+        (self.root / "names").mkdir(exist_ok=True)
         write_atomically(str(self._name_file(name)), digest, durable=True)
 
     def ensure(
@@ -114,7 +128,7 @@ class ImageCache:
 
         Concurrent callers (threads or runs) wait for one build instead of repeating it.
         """
-        self.root.mkdir(parents=True, exist_ok=True)
+        self._make()
         with self._lock(digest):
             found = self._read(digest)
             if found is None:

@@ -9,13 +9,14 @@ layers on a filesystem sprout makes once per machine, under the machine cache:
     SPROUT_CACHE/storefs/          mode 0700: nothing in a sandbox can reach it
         btrfs.img                  a sparse image file, formatted btrfs, quotas on
         mnt/                       where it is loop-mounted (again after a reboot)
-        mnt/stores/ID/             one layer store: a run's, or base layers of the cache
+        mnt/stores/ID/             one layer store (a run's, or base layers of the cache),
+                                   or the image cache, whose files are the lowest layer
         mnt/stores/ID.owner        the path of the link that uses it: a store whose link
                                    is gone (its run folder deleted) is `sprout gc`'s
         lock                       held while the image is made, mounted or grown
 
-and the store's own path (RUN/layers, SPROUT_CACHE/bases/KEY) becomes a link to
-mnt/stores/ID, so every reader of the run folder finds its layers where they were.
+and the store's own path (RUN/layers, SPROUT_CACHE/bases/KEY, SPROUT_CACHE/images) becomes a
+link to mnt/stores/ID, so every reader of the run folder finds its layers where they were.
 Run stores and the cache's base-layer stores share one filesystem, so adopting a
 base layer stays a link, and each sandbox's layer is a subvolume whose qgroup caps
 its bytes (sprout.sandbox.quota). Settings (environment):
@@ -34,6 +35,7 @@ import fcntl
 import os
 import re
 import secrets
+import shlex
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -172,6 +174,24 @@ def place(path: str | os.PathLike[str]) -> Placement | None:
         return placement
     write_atomically(f"{target}{OWNER}", path, durable=True)
     return placement
+
+
+def move_command(path: str | os.PathLike[str]) -> str | None:
+    """The shell line that moves the folder at `path` (made before sprout placed such
+    folders, e.g. an image cache) onto the store filesystem, where a new one would go; None
+    when it is there, missing, or would stay where it is. sprout never moves it itself: a
+    sandbox running over it meanwhile would see its lower layer change under it."""
+    path = os.path.abspath(path)
+    if os.path.islink(path) or not os.path.isdir(path) or not plan(path).own_fs:
+        return None
+    mount_point = os.path.join(root_dir(), "mnt")
+    target = os.path.join(mount_point, "stores", os.path.basename(path))
+    point, stores, old = (shlex.quote(p) for p in (mount_point, os.path.dirname(target), path))
+    new, aside = shlex.quote(target), shlex.quote(f"{path}.plain")
+    return (
+        f"mountpoint -q {point} && mkdir -p {stores} && cp -aT {old} {new} && "
+        f"mv {old} {aside} && ln -s {new} {old} && rm -rf {aside}"
+    )
 
 
 OWNER = ".owner"
