@@ -222,3 +222,13 @@ def in_flight(out: Path) -> tuple[dict[str, Any], dict[tuple[int, int], Any]] | 
     finally:
         run.close()
     return next(((p, turns) for p in placed if p["task"] in busy), None)
+
+
+def test_a_cluster_that_cannot_be_joined_is_one_line_and_no_run_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    out = tmp_path / "run"
+    assert main([*run_args(out), "--ray", "no-port-here"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("sprout run: --ray no-port-here: cannot join the cluster: ")
+    assert not out.exists()

@@ -6,7 +6,7 @@ import argparse
 import importlib.util
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -179,20 +179,21 @@ def _run(args: argparse.Namespace) -> int:
     _check_ray(args)
     loaded = usable_tasks(load_task_arguments(args.tasks, args), "run")
     report = check_isolation(args.out, args.isolation, "run")
-    run = open_run(args.out, settings, resume=args.resume)
-    halt = Halt()
-    try:
-        run.tree.set_meta("isolation", report.to_json())
-        run.tree.set_meta(  # what the loaders guessed (an approximated image, say)
-            "task_warnings", {t.id: list(t.warnings) for t in loaded.tasks if t.warnings}
-        )
-        tag = "" if report.holds else "[NO ISOLATION]"
-        progress = Progress(quiet=args.quiet, tag=tag)
-        with _sandboxes(args, run) as sandboxes, halting_on_ctrl_c(halt, "run") as ctrl_c:
-            content = run_tasks(loaded.tasks, run, settings, progress, halt, sandboxes)
-        page = _write_report(run)
-    finally:
-        run.close()
+    with _cluster(args):  # joined first: a cluster that cannot be reached costs no run folder
+        run = open_run(args.out, settings, resume=args.resume)
+        halt = Halt()
+        try:
+            run.tree.set_meta("isolation", report.to_json())
+            run.tree.set_meta(  # what the loaders guessed (an approximated image, say)
+                "task_warnings", {t.id: list(t.warnings) for t in loaded.tasks if t.warnings}
+            )
+            tag = "" if report.holds else "[NO ISOLATION]"
+            progress = Progress(quiet=args.quiet, tag=tag)
+            with _sandboxes(args, run) as sandboxes, halting_on_ctrl_c(halt, "run") as ctrl_c:
+                content = run_tasks(loaded.tasks, run, settings, progress, halt, sandboxes)
+            page = _write_report(run)
+        finally:
+            run.close()
     print()
     print(table(content))
     print(f"\nresults: {Path(args.out) / 'results.json'}")
@@ -225,19 +226,37 @@ def _check_ray(args: argparse.Namespace) -> None:
 
 
 @contextmanager
+def _cluster(args: argparse.Namespace) -> Iterator[None]:
+    """On --ray's cluster for the block (nothing without --ray)."""
+    if args.ray is None:
+        yield
+        return
+    from sprout.dist import ClusterError, join, leave
+
+    try:
+        join(args.ray)
+    except ClusterError as error:
+        raise UsageError(str(error)) from None
+    try:
+        yield
+    finally:
+        leave()
+
+
+@contextmanager
 def _sandboxes(args: argparse.Namespace, run: RunFolder) -> Iterator[TaskSandboxes | None]:
-    """Where the tasks' sandboxes run: None (the run folder's store) without --ray."""
+    """Where the tasks' sandboxes run: None (the run folder's store) without --ray; with it,
+    every task's actor is ended when the block ends."""
     if args.ray is None:
         yield None
         return
-    from sprout.dist import default_store, on_cluster
-
-    store = args.ray_store or default_store(args.out)
+    from sprout.dist import RaySandboxes, default_store
 
     def record(placements: list[dict[str, Any]]) -> None:
         run.tree.set_meta("ray", {"address": args.ray, "placements": placements})
 
-    with on_cluster(args.ray, store, args.ray_cpus, record) as sandboxes:
+    store = args.ray_store or default_store(args.out)
+    with closing(RaySandboxes(store, args.ray_cpus, record)) as sandboxes:
         yield sandboxes
 
 

@@ -2,7 +2,7 @@
 placed by Ray, holding the task's layers on its node; the driver keeps the schedules, the
 tree and the one writer of `sprout.db`."""
 
-from sprout.dist.cluster import connect, default_store, disconnect, on_cluster
+from sprout.dist.cluster import ClusterError, default_store, join, leave
 from sprout.dist.sandboxes import Placement, RaySandboxes
 
-__all__ = ["Placement", "RaySandboxes", "connect", "default_store", "disconnect", "on_cluster"]
+__all__ = ["ClusterError", "Placement", "RaySandboxes", "default_store", "join", "leave"]

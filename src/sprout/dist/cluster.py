@@ -6,49 +6,37 @@ import hashlib
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 
 import ray
 
-from sprout.dist.sandboxes import Placement, RaySandboxes
+
+class ClusterError(ValueError):
+    """A cluster that cannot be joined: the address is wrong, or nothing runs there."""
 
 
-def connect(address: str) -> None:
+def join(address: str) -> None:
     """Join the cluster at `address`: `auto` finds the one `ray start` runs here, `local`
-    starts one on this machine with its cores and memory, else `HOST:PORT` or `ray://...`."""
-    ray.init(
-        address=None if address == "local" else address,
-        include_dashboard=False,
-        log_to_driver=False,  # the workers' lines would interleave with the progress lines
-        logging_level=logging.WARNING,
-    )
+    starts one on this machine with its cores and memory (stopped by `leave`), else
+    `HOST:PORT` or `ray://...`."""
+    try:
+        ray.init(
+            address=None if address == "local" else address,
+            include_dashboard=False,
+            log_to_driver=False,  # the workers' lines would interleave with the progress lines
+            logging_level=logging.WARNING,
+        )
+    except (ConnectionError, TimeoutError, ValueError) as error:
+        lines = str(error).strip().splitlines() or [type(error).__name__]
+        raise ClusterError(f"--ray {address}: cannot join the cluster: {lines[0]}") from None
 
 
-def disconnect() -> None:
-    """Leave the cluster (and stop it, when `connect` started it)."""
+def leave() -> None:
+    """Leave the cluster `join` joined (and stop it, when `join` started it)."""
     ray.shutdown()
 
 
 def default_store(run_folder: str) -> str:
-    """Each node's store for a run: under the node's temporary folder, one per run folder,
-    `{node}` left for the node to fill in."""
+    """Each node's store for a run: under the temporary folder (as this machine names it;
+    `/tmp` on most), one per run folder, `{node}` left for the node to fill in."""
     run = hashlib.sha256(os.path.realpath(run_folder).encode()).hexdigest()[:12]
     return os.path.join(tempfile.gettempdir(), "sprout-ray", run, "{node}")
-
-
-@contextmanager
-def on_cluster(
-    address: str, store: str, cpus: float, record: Callable[[list[Placement]], None]
-) -> Iterator[RaySandboxes]:
-    """A run's sandboxes on the cluster at `address`; every task's actor ended and the
-    cluster left (or stopped, for `local`) when the block ends, however it ends."""
-    connect(address)
-    try:
-        sandboxes = RaySandboxes(store, cpus, record)
-        try:
-            yield sandboxes
-        finally:
-            sandboxes.close()
-    finally:
-        disconnect()
