@@ -194,6 +194,48 @@ def test_a_node_that_dies_mid_run_loses_no_finished_turn(cluster: Any, tmp_path:
     assert any(new in where for where in sealed.values()), "continued on the new node"
 
 
+@pytest.mark.sandbox
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_killed_driver_resumes_on_the_cluster(cluster: Any, tmp_path: Path):
+    """The driver dying is `--resume`, as on one machine: its tasks' actors die with it,
+    and the resumed run finds each task's checkpoints in the stores the log names."""
+    out, stores = tmp_path / "run", tmp_path / "stores"
+    process = start_on(cluster, out, stores)
+    try:
+        _, before = wait_for_a_turn_in_flight(out, process)
+        process.kill()
+        process.wait()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    args = [
+        *run_args(out),
+        "--resume",
+        "--ray",
+        cluster.address,
+        "--ray-store",
+        f"{stores}/{{node}}",
+    ]
+    resumed = subprocess.Popen(
+        [str(SPROUT), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    finish(resumed)
+
+    run = RunFolder.open(out)
+    try:
+        schedules = run.tree.schedules()
+        after = {
+            (t.attempt_id, t.index): t for a in run.tree.attempts() for t in run.tree.own_turns(a)
+        }
+    finally:
+        run.close()
+    assert len(schedules) == 4 and all(s["status"] == "done" for s in schedules), schedules
+    for key, turn in before.items():
+        assert after[key].checkpoint == turn.checkpoint and after[key].text == turn.text, key
+
+
 def wait_for_a_turn_in_flight(
     out: Path, process: subprocess.Popen[bytes]
 ) -> tuple[dict[str, Any], dict[tuple[int, int], Any]]:

@@ -256,7 +256,8 @@ def _sandboxes(args: argparse.Namespace, run: RunFolder) -> Iterator[TaskSandbox
         run.tree.set_meta("ray", {"address": args.ray, "placements": placements})
 
     store = args.ray_store or default_store(args.out)
-    with closing(RaySandboxes(store, args.ray_cpus, record)) as sandboxes:
+    earlier = (run.tree.get_meta("ray") or {}).get("placements", [])  # a resumed run's
+    with closing(RaySandboxes(store, args.ray_cpus, record, earlier)) as sandboxes:
         yield sandboxes
 
 

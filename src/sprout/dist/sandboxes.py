@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ray
@@ -54,18 +54,27 @@ class RaySandboxes:
 
     `store` is each node's store path with `{node}` for the node's id; `cpus` is
     what Ray reserves per task (and how many of its commands run at once);
-    `record` is told the placement log each time it grows (the run's meta keeps it).
+    `record` is told the placement log each time it grows (the run's meta keeps it);
+    `earlier` is the log a resumed run left, whose stores hold its tasks' checkpoints.
     """
 
-    def __init__(self, store: str, cpus: float, record: Callable[[list[Placement]], None]) -> None:
+    def __init__(
+        self,
+        store: str,
+        cpus: float,
+        record: Callable[[list[Placement]], None],
+        earlier: Sequence[Placement] = (),
+    ) -> None:
         self._store_template = store
         self._cpus = cpus
         self._record = record
         self._places: dict[str, Place] = {}
         self._stores: dict[str, list[str]] = {}
         """Every store each task has used, oldest first: where a moved task finds its layers."""
+        for placed in earlier:
+            self._stores.setdefault(placed["task"], []).append(placed["store"])
         self._moves: dict[str, int] = {}
-        self._log: list[Placement] = []
+        self._log: list[Placement] = list(earlier)
         self._lock = threading.Lock()
         self._task_locks: dict[str, threading.Lock] = {}
 
