@@ -1232,23 +1232,13 @@ def _detach(root: str) -> None:
 
 def exclusive_bytes(store: LayerStore, layer_id: str) -> int | None:
     """What btrfs itself says a sealed layer of a capped store holds that nothing else
-    shares, data and metadata: its subvolume's qgroup exclusive bytes once the
-    transaction is committed. None on a store whose layers are not subvolumes."""
+    shares (`sprout.sandbox.quota.exclusive_bytes`); None on a store whose layers are not
+    subvolumes."""
     if not store.capped:
         return None
-    files = os.path.realpath(store.diff_dir(layer_id))
-    subprocess.run(["btrfs", "filesystem", "sync", files], check=True, capture_output=True)
-    shown = subprocess.run(
-        ["btrfs", "qgroup", "show", "--raw", "-f", files],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    for line in shown.splitlines():
-        fields = line.split()
-        if fields and fields[0].startswith("0/"):
-            return int(fields[2])
-    raise BenchError(f"btrfs qgroup show -f {files}: no qgroup in {shown!r}")
+    from sprout.sandbox.quota import exclusive_bytes as qgroup_exclusive
+
+    return qgroup_exclusive(os.path.realpath(store.diff_dir(layer_id)))
 
 
 def bench_append(ctx: Context, reflink: Context | None, skipped: str) -> None:

@@ -25,6 +25,7 @@ from sprout.images.oci import import_image
 from sprout.runfolder import RunFolder
 from sprout.sandbox import Limits, Sandbox
 from sprout.sandbox.errors import BadArgument
+from sprout.sandbox.quota import exclusive_bytes
 from sprout.sandbox.store_fs import clone_support, configured_size, keep_room, plan
 from tests.conftest import require_host_image
 from tests.images.test_oci import layer, oci_layout, rootfs_layer
@@ -75,24 +76,6 @@ def _big_files(folder: Path, size: int) -> Path:
     return folder
 
 
-def _exclusive_bytes(subvolume: str) -> int:
-    """Bytes that btrfs subvolume `subvolume` holds and no other shares (its qgroup's excl)."""
-    rootid = subprocess.run(
-        ["btrfs", "inspect-internal", "rootid", subvolume], capture_output=True, text=True
-    ).stdout.strip()
-    shown = subprocess.run(
-        ["btrfs", "qgroup", "show", "--raw", "--sync", subvolume],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    for line in shown.splitlines():
-        fields = line.split()
-        if fields and fields[0] == f"0/{rootid}":
-            return int(fields[2])
-    raise AssertionError(f"no qgroup 0/{rootid} in:\n{shown}")
-
-
 def test_a_run_on_a_disk_that_cannot_clone_keeps_its_layers_on_sprouts_btrfs(storefs, tmp_path):
     run = RunFolder.create_new(tmp_path / "run")
     try:
@@ -109,7 +92,7 @@ def test_a_run_on_a_disk_that_cannot_clone_keeps_its_layers_on_sprouts_btrfs(sto
             checkpoint = sandbox.checkpoint()
             took = time.perf_counter() - start
         assert appended.output == f"{200 * MIB + 1}\n"
-        stored = _exclusive_bytes(os.path.join(run.layers.path, "s", checkpoint))
+        stored = exclusive_bytes(os.path.join(run.layers.path, "s", checkpoint))
         assert stored <= 64 * 1024, f"a 1-byte append stored {stored} bytes"
         assert took < 0.5, f"append and seal took {took:.2f} s"
     finally:
@@ -354,7 +337,7 @@ def test_a_new_image_cache_lives_on_sprouts_store_so_a_write_to_an_image_file_cl
             checkpoint = sandbox.checkpoint()
             took = time.perf_counter() - start
         assert appended.output == f"{50 * MIB + 1}\n"
-        stored = _exclusive_bytes(os.path.join(run.layers.path, "s", checkpoint))
+        stored = exclusive_bytes(os.path.join(run.layers.path, "s", checkpoint))
         assert stored <= 64 * 1024, f"a 1-byte append to an image file stored {stored} bytes"
         assert run.layers.layer(checkpoint).size <= 4096, "the layer owns one block"
         assert took < 0.5, f"append and seal took {took:.2f} s"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import os
 import struct
+import subprocess
 import uuid
 from dataclasses import dataclass
 
@@ -105,3 +106,20 @@ def limit_exclusive_bytes(subvolume: str, limit: int) -> None:
         fcntl.ioctl(fd, BTRFS_IOC_QGROUP_LIMIT, args)
     finally:
         os.close(fd)
+
+
+def exclusive_bytes(path: str) -> int:
+    """The bytes the btrfs subvolume holding `path` owns that nothing else shares, data and
+    metadata, once its transaction is committed: its qgroup's exclusive count, as btrfs
+    itself reports it (what a layer of a capped store really costs the disk)."""
+    synced = subprocess.run(
+        ["btrfs", "qgroup", "show", "--raw", "--sync", "-f", path],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    for line in synced.stdout.splitlines():
+        fields = line.split()
+        if fields and fields[0].startswith("0/"):
+            return int(fields[2])
+    raise OSError(f"btrfs qgroup show -f {path}: no qgroup ({synced.stderr.strip()})")
