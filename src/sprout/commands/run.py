@@ -45,7 +45,12 @@ def add_parser(commands: Any) -> None:
         help="TOML settings: an [actor] table (docs/agent.md), a [roles] table (docs/roles.md) "
         "and a [model] table (timeouts, retries, max_tokens, extra_body; docs/agent.md)",
     )
-    run.add_argument("--base-url", metavar="URL", help="the OpenAI-compatible server's /v1 URL")
+    run.add_argument(
+        "--base-url",
+        metavar="URL[,URL...]",
+        help="the model server's /v1 URL, or several serving the same model, comma-separated: "
+        "calls go to the least busy, a failing one is skipped a while (docs/agent.md)",
+    )
     add_task_source_arguments(run)
     add_isolation_argument(run)
     _add_ray_arguments(run)

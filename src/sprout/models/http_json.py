@@ -11,7 +11,7 @@ import http.client
 import json
 import ssl
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sprout.models.retrying import (
@@ -24,12 +24,14 @@ from sprout.models.retrying import (
     waiting_notice,
     with_retries,
 )
+from sprout.models.servers import ServerPool, split_urls
 from sprout.models.types import ModelError
 
 
 class JsonServer:
-    """One server's base URL, asked with JSON bodies and answered with JSON objects (the
-    standard library's HTTP client: one connection per request, nothing to leak)."""
+    """A server's base URL (or several, comma-separated, spread by `models.servers`), asked
+    with JSON bodies and answered with JSON objects (the standard library's HTTP client: one
+    connection per request, nothing to leak)."""
 
     def __init__(
         self,
@@ -40,13 +42,10 @@ class JsonServer:
         api_key: str | None = None,
         on_retry: Callable[[str], None] = tell_on_stderr,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        parts = urllib.parse.urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ModelError(
-                "bad_input", f"--base-url {base_url}: expected http://HOST:PORT or https://..."
-            )
-        self._parts = parts
+        urls = split_urls(base_url)
+        self.base_url = ",".join(urls)
+        self.pool = ServerPool(urls)
+        self._parts = {url: urllib.parse.urlsplit(url) for url in urls}
         self.timeout_s = timeout_s
         self.retries = retries
         self.on_retry = on_retry
@@ -54,16 +53,27 @@ class JsonServer:
         if api_key:
             self.headers["Authorization"] = f"Bearer {api_key}"
 
-    def post(self, route: str, body: dict[str, Any]) -> dict[str, Any]:
-        """The JSON object `route` answers `body` with, retried as `models.retrying` says."""
-        return with_retries(lambda: self._once("POST", route, body), self.retries, self.on_retry)
+    def post(
+        self, route: str, body: dict[str, Any], *, prompt: Sequence[int] | None = None
+    ) -> dict[str, Any]:
+        """The JSON object `route` answers `body` with, retried as `models.retrying` says;
+        `prompt` (the ids sampled after) keeps a tree's calls on one server."""
+        return with_retries(
+            lambda: self.pool.call(lambda url: self._once(url, "POST", route, body), prompt),
+            self.retries,
+            self.on_retry,
+        )
 
     def get(self, route: str) -> dict[str, Any]:
-        return with_retries(lambda: self._once("GET", route, None), self.retries, self.on_retry)
+        return with_retries(
+            lambda: self.pool.call(lambda url: self._once(url, "GET", route, None)),
+            self.retries,
+            self.on_retry,
+        )
 
-    def _connection(self) -> http.client.HTTPConnection:
+    def _connection(self, base_url: str) -> http.client.HTTPConnection:
         """A connection opened within `CONNECT_TIMEOUT_S`, then given `timeout_s` to answer."""
-        parts, connect = self._parts, min(CONNECT_TIMEOUT_S, self.timeout_s)
+        parts, connect = self._parts[base_url], min(CONNECT_TIMEOUT_S, self.timeout_s)
         if parts.scheme == "https":
             context = ssl.create_default_context()
             made: http.client.HTTPConnection = http.client.HTTPSConnection(
@@ -76,14 +86,17 @@ class JsonServer:
             made.sock.settimeout(self.timeout_s)
         return made
 
-    def _once(self, method: str, route: str, body: dict[str, Any] | None) -> dict[str, Any]:
-        url = f"{self.base_url}{route}"
+    def _once(
+        self, base_url: str, method: str, route: str, body: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        url = f"{base_url}{route}"
         data = None if body is None else json.dumps(body).encode()
         try:
             with waiting_notice(url, self.timeout_s, self.on_retry):
-                connection = self._connection()
+                connection = self._connection(base_url)
                 try:
-                    connection.request(method, self._parts.path + route, data, self.headers)
+                    path = self._parts[base_url].path + route
+                    connection.request(method, path, data, self.headers)
                     response = connection.getresponse()
                     status, headers, raw = (
                         response.status,

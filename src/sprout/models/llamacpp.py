@@ -93,7 +93,7 @@ class LlamaCppServer:
         for number in range(sampling.n):
             if sampling.seed is not None:
                 body["seed"] = sampling.seed + number
-            reply = self.http.post("/completion", body)
+            reply = self.http.post("/completion", body, prompt=sampling.prompt)
             samples.append(self._sample(reply, sampling.top_logprobs))
             timings = reply.get("timings")  # `tokens_cached` counts the whole slot, not reuse
             if isinstance(timings, dict) and isinstance(timings.get("cache_n"), int):

@@ -26,6 +26,7 @@ from sprout.models.retrying import (
     waiting_notice,
     with_retries,
 )
+from sprout.models.servers import ServerPool, split_urls
 from sprout.models.types import (
     Capabilities,
     Choice,
@@ -42,7 +43,8 @@ TOP_LOGPROBS = 5
 
 
 class OpenAIModel:
-    """A chat model behind an OpenAI-compatible HTTP endpoint."""
+    """A chat model behind an OpenAI-compatible HTTP endpoint, or several serving the same
+    model (`base_url` comma-separated, spread by load as `models.servers` says)."""
 
     capabilities = Capabilities(logprobs=True)
     """Log-probs when its server returns them; the text is re-tokenised by the server."""
@@ -68,16 +70,21 @@ class OpenAIModel:
             )
         self.name = f"openai/{model}"
         self.model = model
-        self.base_url = base_url or OFFICIAL_URL
+        urls = split_urls(base_url or OFFICIAL_URL)
+        self.base_url = ",".join(urls)
+        self.pool = ServerPool(urls)
         self.options = options or ModelConfig()
         self.on_retry = on_retry
         timeout = self.options.timeout_s
-        self.client = openai.OpenAI(
-            base_url=self.base_url,
-            api_key=api_key or "EMPTY",  # local servers take any key
-            timeout=openai.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout)),
-            max_retries=0,  # retried in `complete`, where each retry is told
-        )
+        self.clients = {
+            url: openai.OpenAI(
+                base_url=url,
+                api_key=api_key or "EMPTY",  # local servers take any key
+                timeout=openai.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout)),
+                max_retries=0,  # retried in `complete`, where each retry is told
+            )
+            for url in urls
+        }
 
     def complete(
         self,
@@ -102,47 +109,48 @@ class OpenAIModel:
             request.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         if tools:
             request["tools"] = tools
-        return with_retries(lambda: self._ask(request), self.options.max_retries, self.on_retry)
+        return with_retries(
+            lambda: self.pool.call(lambda url: self._ask(url, request)),
+            self.options.max_retries,
+            self.on_retry,
+        )
 
-    def _ask(self, request: dict[str, Any]) -> Completion:
+    def _ask(self, base_url: str, request: dict[str, Any]) -> Completion:
         started = time.monotonic()
-        response = self._create(request)
+        response = self._create(base_url, request)
         try:
-            return _to_completion(self.base_url, response, time.monotonic() - started)
+            return _to_completion(base_url, response, time.monotonic() - started)
         except (AttributeError, TypeError, ValueError) as error:  # a field null or odd
             raise ModelError(
                 "malformed",
-                f"{self.base_url}: the reply is not a chat completion ({short(str(error))})",
+                f"{base_url}: the reply is not a chat completion ({short(str(error))})",
             ) from None
 
-    def _create(self, request: dict[str, Any]) -> Any:
+    def _create(self, base_url: str, request: dict[str, Any]) -> Any:
         """One request; `Retryable` for what may pass on a retry, `ModelError` for the rest."""
         try:
-            with waiting_notice(self.base_url, self.options.timeout_s, self.on_retry):
-                return self.client.chat.completions.create(**request)
+            with waiting_notice(base_url, self.options.timeout_s, self.on_retry):
+                return self.clients[base_url].chat.completions.create(**request)
         except openai.APITimeoutError:
             raise Retryable(
                 "timeout",
-                f"{self.base_url}: no reply within {self.options.timeout_s:g} s "
-                "([model] timeout_s)",
+                f"{base_url}: no reply within {self.options.timeout_s:g} s ([model] timeout_s)",
             ) from None
         except openai.APIConnectionError as error:
             raise Retryable(
-                "unreachable", f"{self.base_url}: cannot reach the server ({error})"
+                "unreachable", f"{base_url}: cannot reach the server ({error})"
             ) from None
         except openai.AuthenticationError as error:
-            raise ModelError(
-                "auth", f"{self.base_url}: the API key was refused ({error})"
-            ) from None
+            raise ModelError("auth", f"{base_url}: the API key was refused ({error})") from None
         except openai.NotFoundError as error:
             raise ModelError(
-                "unknown_model", f"{self.base_url}: model {self.model!r} not found ({error})"
+                "unknown_model", f"{base_url}: model {self.model!r} not found ({error})"
             ) from None
         except openai.BadRequestError as error:
-            raise ModelError("bad_request", f"{self.base_url}: request refused: {error}") from None
+            raise ModelError("bad_request", f"{base_url}: request refused: {error}") from None
         except openai.APIStatusError as error:
             status = error.status_code
-            message = f"{self.base_url}: HTTP {status}: {short(str(error))}"
+            message = f"{base_url}: HTTP {status}: {short(str(error))}"
             if is_retried_status(status):
                 headers = getattr(error.response, "headers", None)
                 raise Retryable("server", message, retry_after(headers)) from None
@@ -151,7 +159,7 @@ class OpenAIModel:
             # a body that is not JSON (an HTML error page of a proxy, say) or not a completion
             raise ModelError(
                 "malformed",
-                f"{self.base_url}: the reply is not a chat completion ({short(str(error))})",
+                f"{base_url}: the reply is not a chat completion ({short(str(error))})",
             ) from None
 
 

@@ -114,10 +114,13 @@ def _token_server(
     if not base_url:
         raise ModelError(
             "bad_input",
-            f"--model {spec}: needs --base-url, the server's address (http://HOST:PORT)",
+            f"--model {spec}: needs --base-url, the server's address (http://HOST:PORT, "
+            "or several separated by commas)",
         )
+    from sprout.models.servers import split_urls
+
     http = JsonServer(
-        base_url.removesuffix("/v1"),
+        ",".join(url.removesuffix("/v1") for url in split_urls(base_url)),
         timeout_s=options.timeout_s,
         retries=options.max_retries,
         api_key=api_key,

@@ -64,7 +64,7 @@ class SGLangServer:
                 "return_logprob": True,
                 "top_logprobs_num": sampling.top_logprobs,
             }
-            reply = self.http.post("/generate", body)
+            reply = self.http.post("/generate", body, prompt=sampling.prompt)
             meta = reply.get("meta_info")
             if not isinstance(meta, dict):
                 raise ModelError("malformed", f"{self.base_url}/generate: no meta_info")

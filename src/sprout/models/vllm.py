@@ -100,7 +100,7 @@ class VLLMServer:
         for key in ("temperature", "seed", "max_tokens"):
             if getattr(sampling, key) is not None:
                 body[key] = getattr(sampling, key)
-        reply = self.http.post("/v1/completions", body)
+        reply = self.http.post("/v1/completions", body, prompt=sampling.prompt)
         choices = reply.get("choices")
         if not isinstance(choices, list) or not choices:
             raise ModelError("malformed", f"{self.base_url}/v1/completions: no choices")
