@@ -9,6 +9,7 @@ import json
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -171,3 +172,14 @@ def test_a_branch_falls_back_when_its_server_fails():
         branch = [1, 2, 3]
         http.post("/generate", {"input_ids": branch}, prompt=branch)
         assert calls["n"] == 2 and seen == [branch]
+
+
+def test_sprout_run_refuses_a_bad_server_list_before_the_run_folder(tmp_path, capsys):
+    from sprout.cli import main
+
+    out = tmp_path / "run"
+    examples = Path(__file__).resolve().parents[2] / "examples" / "tasks"
+    argv = ["run", str(examples / "blog-slugs"), "--model", "openai/m", "--out", str(out)]
+    assert main([*argv, "--base-url", "http://127.0.0.1:1/v1,"]) == 2
+    assert "--base-url (an empty entry)" in capsys.readouterr().err
+    assert not out.exists()
