@@ -26,7 +26,7 @@ def sealed_elsewhere(path: Path) -> str:
 def test_a_moved_task_continues_from_the_dead_nodes_store(tmp_path: Path):
     require_host_image()
     checkpoint = sealed_elsewhere(tmp_path / "dead")
-    host = TaskHost("n2", str(tmp_path / "alive"), [str(tmp_path / "dead")], slots=1)
+    host = TaskHost("n2", str(tmp_path / "alive"), [("n1", str(tmp_path / "dead"))], slots=1)
     try:
         fork = host.fork(checkpoint)
         assert host.run(fork, "cat /workspace/note", 10).output == "before\n"
@@ -45,7 +45,7 @@ def test_a_moved_task_continues_from_the_dead_nodes_store(tmp_path: Path):
 def test_a_checkpoint_no_readable_store_holds_is_the_places_fault(tmp_path: Path):
     require_host_image()
     checkpoint = sealed_elsewhere(tmp_path / "elsewhere")
-    host = TaskHost("n2", str(tmp_path / "alive"), [str(tmp_path / "gone")], slots=1)
+    host = TaskHost("n2", str(tmp_path / "alive"), [("n1", str(tmp_path / "gone"))], slots=1)
     try:
         with pytest.raises(WorkspaceError, match=f"checkpoint {checkpoint}: in none of"):
             host.fork(checkpoint)

@@ -2,9 +2,10 @@
 
 The actor owns a layer store on its node's disk (one per node, so a fork stays a
 mount) and the task's live forks; the driver reaches them by id. A checkpoint that
-is not in the store yet was sealed on a node that has since died: it is adopted
-(linked, never copied) from that node's store when this node can read it (a shared
-filesystem, or nodes on one machine), so the attempt continues from its last turn.
+is not in the store yet was sealed on another node the task lived on before: it is
+adopted (linked, never copied) from that node's store when this node can read it (a
+shared filesystem, or nodes on one machine), else shipped from that node while it lives
+(`sprout.dist.ship`), so the attempt continues from its last turn.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import uuid
 from collections.abc import Sequence
 from contextlib import ExitStack
 
+from sprout.dist.ship import fetch
 from sprout.durable import hold_lock
 from sprout.sandbox import LayerStore, Observation, SandboxError, SandboxWorkspace
 from sprout.sandbox.workspace import SandboxFork
@@ -28,13 +30,27 @@ class TaskHost:
     """A layer store at `store`, the forks of one task in it, and at most `slots` commands
     (set-up, calls, verifier) running at once: what Ray reserved for it, no more."""
 
-    def __init__(self, node: str, store: str, sources: Sequence[str], slots: int) -> None:
+    def __init__(
+        self,
+        node: str,
+        store: str,
+        sources: Sequence[tuple[str, str]],
+        slots: int,
+        *,
+        links: bool = True,
+    ) -> None:
         self.node = node
         os.makedirs(store, exist_ok=True)
         self.store = LayerStore(store)
         self.store.claim()
         self.store.sweep()  # what a killed worker of an earlier run left here
-        self.sources = tuple(s for s in sources if os.path.abspath(s) != self.store.path)
+        self.sources = tuple(
+            (held_on, path) for held_on, path in sources if os.path.abspath(path) != self.store.path
+        )
+        """(node, store) of every store the task used before, oldest first."""
+        self.links = links
+        """Whether other nodes' stores may be read (and their layers linked) from here: False
+        acts as if each node were its own machine, so layers are shipped instead."""
         self._slots = threading.BoundedSemaphore(slots)
         self._forks: dict[str, tuple[ExitStack, SandboxFork]] = {}
         self._lock = threading.Lock()
@@ -102,8 +118,8 @@ class TaskHost:
         return found[1]
 
     def _have(self, checkpoint: str) -> None:
-        """`checkpoint` in this store: sealed here, or adopted from a store the task used
-        before on a node that died; a WorkspaceError when no such store can be read here."""
+        """`checkpoint` in this store: sealed here, or adopted or shipped from a store the
+        task used before; a WorkspaceError when none of them can be read or reached."""
         try:
             self.store.layer(checkpoint)
             return
@@ -113,18 +129,21 @@ class TaskHost:
         with self._linking:
             held = hold_lock(self.store.path + ".adopting")
             try:
-                if any(self._adopt(source, checkpoint) for source in self.sources):
+                if any(self._adopt(path, checkpoint) for _, path in self.sources):
+                    return
+                if any(fetch(node, path, self.store, checkpoint) for node, path in self.sources):
                     return
             finally:
                 held.release()
+        tried = ", ".join(f"{path} on node {node[:12]}" for node, path in self.sources)
         raise WorkspaceError(
-            f"checkpoint {checkpoint}: in none of the stores node {self.node} can read "
-            f"({', '.join(self.sources) or 'none before this one'}); its node died with it"
+            f"checkpoint {checkpoint}: in none of the stores node {self.node[:12]} can read or "
+            f"ship from ({tried or 'none before this one'}); it was lost with its node"
         )
 
     def _adopt(self, source: str, checkpoint: str) -> bool:
         """Whether `checkpoint` could be adopted from the store at `source`."""
-        if not os.path.isfile(os.path.join(source, "store.json")):
+        if not self.links or not os.path.isfile(os.path.join(source, "store.json")):
             return False  # not readable from this node (or never a store)
         try:
             self.store.adopt(LayerStore(source), checkpoint)

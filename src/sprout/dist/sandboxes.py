@@ -38,9 +38,11 @@ commands that actually run)."""
 class _RayTaskHost(TaskHost):
     """`TaskHost` on the node Ray placed it on; `store` names that node as `{node}`."""
 
-    def __init__(self, store: str, sources: tuple[str, ...], slots: int) -> None:
+    def __init__(
+        self, store: str, sources: tuple[tuple[str, str], ...], slots: int, links: bool
+    ) -> None:
         node = ray.get_runtime_context().get_node_id()
-        super().__init__(node, store.format(node=node[:12]), sources, slots)
+        super().__init__(node, store.format(node=node[:12]), sources, slots, links=links)
 
 
 _HostActor = ray.remote(_RayTaskHost)
@@ -55,7 +57,9 @@ class RaySandboxes:
     `store` is each node's store path with `{node}` for the node's id; `cpus` is
     what Ray reserves per task (and how many of its commands run at once);
     `record` is told the placement log each time it grows (the run's meta keeps it);
-    `earlier` is the log a resumed run left, whose stores hold its tasks' checkpoints.
+    `earlier` is the log a resumed run left, whose stores hold its tasks' checkpoints;
+    `links` False ships layers between nodes even where they could be linked (each node
+    then acts as a machine of its own).
     """
 
     def __init__(
@@ -64,15 +68,19 @@ class RaySandboxes:
         cpus: float,
         record: Callable[[list[Placement]], None],
         earlier: Sequence[Placement] = (),
+        *,
+        links: bool = True,
     ) -> None:
         self._store_template = store
+        self._links = links
         self._cpus = cpus
         self._record = record
         self._places: dict[str, Place] = {}
-        self._stores: dict[str, list[str]] = {}
-        """Every store each task has used, oldest first: where a moved task finds its layers."""
+        self._stores: dict[str, list[tuple[str, str]]] = {}
+        """(node, store) of every store each task has used, oldest first: where a moved task
+        finds its layers."""
         for placed in earlier:
-            self._stores.setdefault(placed["task"], []).append(placed["store"])
+            self._stores.setdefault(placed["task"], []).append((placed["node"], placed["store"]))
         self._moves: dict[str, int] = {}
         self._log: list[Placement] = list(earlier)
         self._lock = threading.Lock()
@@ -131,7 +139,7 @@ class RaySandboxes:
             place = Place(actor, node, store, lambda lost: self._lost(task.id, lost))
             with self._lock:
                 self._places[task.id] = place
-                self._stores.setdefault(task.id, []).append(store)
+                self._stores.setdefault(task.id, []).append((node, store))
                 self._log.append(
                     {
                         "task": task.id,
@@ -145,13 +153,13 @@ class RaySandboxes:
             self._record(log)
             return place
 
-    def _start(self, task: Task, sources: tuple[str, ...]) -> tuple[Any, str, str]:
+    def _start(self, task: Task, sources: tuple[tuple[str, str], ...]) -> tuple[Any, str, str]:
         """A new actor for `task` (its handle, node and store): Ray may place one on a node
         that is dying and not yet known dead, so a start that the node's death cancelled
         is tried again; one whose own set-up failed (an unwritable store) is not."""
         for _ in range(PLACE_TRIES):
             actor: Any = _HostActor.options(num_cpus=self._cpus, max_concurrency=MAX_CALLS).remote(
-                self._store_template, sources, max(1, int(self._cpus))
+                self._store_template, sources, max(1, int(self._cpus)), self._links
             )
             try:
                 node, store = ray.get(actor.where.remote())

@@ -14,7 +14,28 @@ from sprout.sandbox.errors import BadArgument
 from sprout.sandbox.layer_meta import meta_path
 
 if TYPE_CHECKING:
+    from sprout.sandbox.layer_meta import Layer
     from sprout.sandbox.layers import LayerStore
+
+
+def chain(source: LayerStore, layer_id: str) -> list[str]:
+    """The layers checkpoint `layer_id` needs (its ancestry and their squashed copies),
+    bottom first: the order in which another store can take them, each after its parent."""
+    wanted: list[str] = []
+    for layer_id_below in source.ancestry(layer_id):
+        wanted.append(layer_id_below)
+        flat = source.layer(layer_id_below).flat
+        if flat is not None:
+            wanted.append(flat)
+    return wanted[::-1]
+
+
+def take(store: LayerStore, layer: Layer, files: str) -> None:
+    """Make sealed `layer` of another store one of `store`'s, its files already unpacked at
+    `files` (a directory on `store`'s filesystem, moved into place): what a store that
+    cannot link the other store's layers (another machine's) does with shipped ones."""
+    os.rename(files, store.diff_dir(layer.id))
+    store._write_meta(layer)
 
 
 def adopt(store: LayerStore, source: LayerStore, layer_id: str) -> str:
@@ -24,13 +45,7 @@ def adopt(store: LayerStore, source: LayerStore, layer_id: str) -> str:
             "source", f"{source.path}: layers of a {source.mode} store with ids "
             f"{source.ids} cannot be shared with a {store.mode} store with ids {store.ids}"
         )  # fmt: skip
-    wanted: list[str] = []
-    for layer_id_below in source.ancestry(layer_id):
-        wanted.append(layer_id_below)
-        flat = source.layer(layer_id_below).flat
-        if flat is not None:
-            wanted.append(flat)
-    for shared in reversed(wanted):  # bottom first: a layer is sealed after its parent
+    for shared in chain(source, layer_id):
         if os.path.exists(meta_path(store._meta, shared)):
             continue
         link = store.diff_dir(shared)

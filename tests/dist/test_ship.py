@@ -1,0 +1,64 @@
+"""Shipping layers as tar streams (`sprout.dist.ship`), without Ray: what a store on
+another machine receives is the same checkpoint, file for file, byte for byte, with the
+whiteouts and opaque directories that hide what lies below."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from sprout.sandbox import LayerStore, Sandbox
+from tests.conftest import require_host_image
+
+pytest.importorskip("ray", reason="sprout.dist needs Ray: pip install 'sprout-rl[dist]'")
+from sprout.dist.ship import pack, unpack  # after the skip: it needs Ray
+
+
+def files_of(store: LayerStore, layer_id: str) -> dict[str, tuple[int, int, int, str]]:
+    """Every entry of a layer's directory: mode, owner, group and content hash (or link)."""
+    root = os.path.realpath(store.diff_dir(layer_id))
+    found = {}
+    for folder, dirs, names in os.walk(root):
+        for name in dirs + names:
+            path = os.path.join(folder, name)
+            info = os.lstat(path)
+            if os.path.islink(path):
+                body = "->" + os.readlink(path)
+            elif os.path.isfile(path):
+                body = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            else:
+                body = ",".join(sorted(os.listxattr(path, follow_symlinks=False)))
+            found[os.path.relpath(path, root)] = (info.st_mode, info.st_uid, info.st_gid, body)
+    return found
+
+
+@pytest.mark.sandbox
+def test_shipped_layers_are_the_same_checkpoint_byte_for_byte(tmp_path: Path):
+    require_host_image()
+    source = LayerStore(tmp_path / "source")
+    with Sandbox.create(source) as sandbox:
+        sandbox.run("mkdir -p /workspace/d && head -c 300000 /dev/urandom > /workspace/d/blob")
+        sandbox.run("echo keep > /workspace/keep && echo gone > /workspace/gone")
+        first = sandbox.checkpoint()
+        sandbox.run("rm /workspace/gone && rm -r /workspace/d && mkdir /workspace/d")
+        sandbox.run("echo new > /workspace/d/new && ln -s keep /workspace/link")
+        last = sandbox.checkpoint()
+    target = LayerStore(tmp_path / "target")
+    unpack(target, pack(source, first, ()))
+    shipment = pack(source, last, set(target.sealed_ids()))
+    above_first = source.ancestry(last)[: source.ancestry(last).index(first)]
+    assert [layer.id for layer, _ in shipment] == above_first[::-1], (
+        "only the layers the target lacks travel"
+    )
+    unpack(target, shipment)
+    for layer_id in source.ancestry(last):
+        assert files_of(target, layer_id) == files_of(source, layer_id)
+        assert not os.path.islink(target.diff_dir(layer_id)), "shipped, not linked"
+    for path in ("/workspace/keep", "/workspace/d/new"):
+        assert target.read(last, path) == source.read(last, path)
+    assert target.read(last, "/workspace/gone") is None
+    assert target.read(last, "/workspace/d/blob") is None
+    assert target.read(first, "/workspace/d/blob") == source.read(first, "/workspace/d/blob")
