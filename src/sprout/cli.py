@@ -71,7 +71,8 @@ def cmd_shell(args: argparse.Namespace) -> int:
         boundary = tree.last_index(attempt) if boundary is None else boundary
         checkpoint = tree.checkpoint(attempt, boundary)
         try:
-            sandbox = Sandbox.fork(run.layers, checkpoint)
+            layers = run.store_of(attempt.task_id, checkpoint)
+            sandbox = Sandbox.fork(layers, checkpoint)
         except UnknownCheckpoint as error:
             raise UsageError(
                 f"{args.checkpoint}: its layer {error.checkpoint_id} is gone from "

@@ -164,6 +164,40 @@ class RunFolder:
             f"({swept.bytes_freed / 1e6:.1f} MB) that killed processes left in {self.layers.path}"
         )
 
+    def store_of(self, task_id: str, checkpoint: str) -> LayerStore:
+        """The layer store holding `checkpoint` of task `task_id`: `layers/`, or for a
+        `--ray` run the node store the run's meta names for the task (readable here when
+        the node is this machine or the stores are on a shared filesystem), newest first.
+        A RunFolderError names the node and store when none that may hold it is readable;
+        UnknownCheckpoint when the readable ones lost it (freed by a gc)."""
+        try:
+            self.layers.layer(checkpoint)
+            return self.layers
+        except SandboxError as error:
+            missing = error
+        ray = self.tree.get_meta("ray")
+        if ray is None:
+            raise missing
+        placed = [p for p in ray["placements"] if p["task"] == task_id]
+        unreadable = []
+        for placement in reversed(placed):
+            path = placement["store"]
+            if not os.path.isfile(os.path.join(path, "store.json")):
+                unreadable.append(f"node {placement['node'][:12]}'s store {path}")
+                continue
+            store = LayerStore(path)
+            try:
+                store.layer(checkpoint)
+                return store
+            except SandboxError:
+                continue
+        if not unreadable:
+            raise missing
+        raise RunFolderError(
+            f"checkpoint {checkpoint} of task {task_id}: a --ray run's layer, in "
+            f"{' or '.join(unreadable)}, which this machine cannot read"
+        )
+
     def close(self) -> None:
         if self._closed:
             return

@@ -8,10 +8,10 @@ as a user would start it, joining the cluster by its address.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +21,9 @@ from sprout.cli import main
 from sprout.runfolder import RunFolder, RunFolderError
 from sprout.sandbox import LayerStore
 from sprout.tree import StoreError
-from tests.conftest import require_host_image
+from sprout.viewer.data import turn_detail
 
-cluster_utils = pytest.importorskip(
-    "ray.cluster_utils", reason="--ray needs Ray: pip install 'sprout-rl[dist]'"
-)
+pytest.importorskip("ray.cluster_utils", reason="--ray needs Ray: pip install 'sprout-rl[dist]'")
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 TASKS = [str(EXAMPLES / "blog-slugs"), str(EXAMPLES / "invoice-rounding")]
@@ -39,20 +37,6 @@ def run_args(out: Path) -> list[str]:
         "run", *TASKS, "--model", "oracle-noise:errors=trap", "--method", "pass@2,sprout",
         "--rounds", "1", "--workers", "4", "--quiet", "--out", str(out),
     ]  # fmt: skip
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Any]:
-    """A head with no cores (nothing runs there) and two workers with one core each."""
-    require_host_image()
-    made = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
-    try:
-        for _ in range(2):
-            made.add_node(num_cpus=1)
-        made.wait_for_nodes()
-        yield made
-    finally:
-        made.shutdown()
 
 
 def start_on(cluster: Any, out: Path, stores: Path) -> subprocess.Popen[bytes]:
@@ -124,7 +108,9 @@ def test_ray_store_needs_a_node_in_its_path(tmp_path: Path, capsys: pytest.Captu
 @pytest.mark.sandbox
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_tasks_run_on_the_cluster_as_they_run_here(cluster: Any, tmp_path: Path):
+def test_tasks_run_on_the_cluster_as_they_run_here(
+    cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     here, there = tmp_path / "here", tmp_path / "there"
     assert main(run_args(here)) == 0
     finish(start_on(cluster, there, tmp_path / "stores"))
@@ -148,6 +134,87 @@ def test_tasks_run_on_the_cluster_as_they_run_here(cluster: Any, tmp_path: Path)
     assert not (there / "layers" / "l").exists() or not os.listdir(there / "layers" / "l"), (
         "no sandbox ran in the driver's run folder"
     )
+    assert diffs_of(there) == diffs_of(here), "the viewer reads a node's store as layers/"
+    assert exported(there, tmp_path / "there.jsonl") == exported(here, tmp_path / "here.jsonl")
+
+    listing = "find . -type f | sort | xargs -r sha256sum\n"
+    assert shelled_all(there, listing) == shelled_all(here, listing), "the same checkpoints"
+
+    hidden = Path(stores[0] + ".elsewhere")  # as on a node this machine cannot read
+    os.rename(stores[0], hidden)
+    try:
+        task = next(t for t, store in store_of.items() if store == stores[0])
+        detail = first_changed_turn(there, task)
+        assert detail["files"] and all(f["diff"] is None for f in detail["files"])
+        assert "cannot read" in detail["files_error"], detail["files_error"]
+        attempt = next(a for a in task_of if task_of[a] == task)
+        capsys.readouterr()
+        assert main(["shell", str(there), f"{attempt}:1"]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert stores[0] in line and "node " in line and "cannot read" in line, line
+    finally:
+        os.rename(hidden, stores[0])
+
+
+def shelled_all(out: Path, commands: str) -> list[str]:
+    """What `sprout shell OUT A:1` prints for `commands` on its standard input, for every
+    attempt A of blog-slugs (sorted: attempts of a run on the cluster interleave)."""
+    run = RunFolder.open(out)
+    try:
+        refs = [f"{a.id}:1" for a in run.tree.attempts() if a.task_id == "blog-slugs"]
+    finally:
+        run.close()
+    found = []
+    for ref in refs:
+        done = subprocess.run(
+            [str(SPROUT), "shell", str(out), ref], input=commands, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        found.append(done.stdout)
+    return sorted(found)
+
+
+def diffs_of(out: Path) -> dict[str, list[str]]:
+    """Per task: the viewer's files and diffs of each turn (sorted: attempts of a run on
+    the cluster interleave, so their ids differ from a local run's)."""
+    run = RunFolder.open(out)
+    try:
+        found: dict[str, list[str]] = {}
+        for attempt in run.tree.attempts():
+            for turn in run.tree.own_turns(attempt):
+                detail = turn_detail(run, attempt.id, turn.index)
+                assert detail["files_error"] is None, detail["files_error"]
+                files = [(f["path"], f["diff"]) for f in detail["files"]]
+                found.setdefault(attempt.task_id, []).append(repr(files))
+        return {task: sorted(turns) for task, turns in found.items()}
+    finally:
+        run.close()
+
+
+def first_changed_turn(out: Path, task: str) -> dict[str, Any]:
+    """The viewer's detail of the first turn of `task` that changed a file."""
+    run = RunFolder.open(out)
+    try:
+        for attempt in run.tree.attempts(task):
+            for turn in run.tree.own_turns(attempt):
+                if turn.changes:
+                    return turn_detail(run, attempt.id, turn.index)
+        raise AssertionError("no turn changed a file")
+    finally:
+        run.close()
+
+
+def exported(out: Path, records: Path) -> tuple[int, str, str]:
+    """`sprout export`'s exit code, messages and records: it reads only sprout.db, so a
+    cluster run exports as the same run played here does (the oracle model keeps no token
+    ids: both refuse, with the same line but for the attempt's id)."""
+    done = subprocess.run(
+        [str(SPROUT), "export", str(out), "--format", "jsonl", "--out", str(records)],
+        capture_output=True,
+        text=True,
+    )
+    messages = re.sub(r"\d+", "N", done.stderr)  # attempt ids: a cluster's interleave
+    return done.returncode, messages, records.read_text() if records.exists() else ""
 
 
 @pytest.mark.sandbox

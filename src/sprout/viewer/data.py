@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from sprout.edits import is_noise
-from sprout.runfolder import RunFolder
+from sprout.runfolder import RunFolder, RunFolderError
+from sprout.sandbox import LayerStore
 from sprout.sandbox.changes import checkpoint_changes
 from sprout.sandbox.errors import SandboxError
 from sprout.search.summary import results
@@ -356,11 +357,16 @@ def _turn_files(run: RunFolder, owner: Attempt, turn: Turn, max_diff_chars: int)
     message and no files, so the rest of the turn still shows."""
     since = run.tree.checkpoint(owner, turn.index - 1)
     changes: Sequence[Change] | None = turn.changes
+    layers: LayerStore | None = None
+    layers_error = None
+    try:
+        layers = run.store_of(owner.task_id, turn.checkpoint)  # a --ray run's: a node's store
+        if changes is None:
+            changes = checkpoint_changes(layers, since, turn.checkpoint)
+    except (SandboxError, OSError, RunFolderError) as error:
+        layers_error = str(error)
     if changes is None:
-        try:
-            changes = checkpoint_changes(run.layers, since, turn.checkpoint)
-        except (SandboxError, OSError) as error:
-            return {"since": since, "files": [], "noise": [], "files_error": str(error)}
+        return {"since": since, "files": [], "noise": [], "files_error": layers_error}
     files = []
     noise = []
     for change in changes:
@@ -375,9 +381,11 @@ def _turn_files(run: RunFolder, owner: Attempt, turn: Turn, max_diff_chars: int)
             "diff": None,
             "diff_cut": 0,
         }
+        before = after = None
         try:
-            before = run.layers.read(since, change.path)
-            after = run.layers.read(turn.checkpoint, change.path)
+            if layers is not None:
+                before = layers.read(since, change.path)
+                after = layers.read(turn.checkpoint, change.path)
         except (SandboxError, OSError):
             before = after = None
         if before is not None or after is not None:
@@ -385,7 +393,7 @@ def _turn_files(run: RunFolder, owner: Attempt, turn: Turn, max_diff_chars: int)
             diff, cut = _cap(file_diff(change.path.lstrip("/"), before, after), max_diff_chars)
             item["diff"], item["diff_cut"] = diff, cut
         files.append(item)
-    return {"since": since, "files": files, "noise": noise, "files_error": None}
+    return {"since": since, "files": files, "noise": noise, "files_error": layers_error}
 
 
 def _cap(text: str, limit: int) -> tuple[str, int]:
