@@ -353,8 +353,9 @@ def _call_detail(call: CallRecord, max_output_chars: int) -> dict[str, Any]:
 def _turn_files(run: RunFolder, owner: Attempt, turn: Turn, max_diff_chars: int) -> dict[str, Any]:
     """`files`, `noise`, `since` and `files_error`: what the turn's layer changed. A turn
     stored before its changes were recorded has them read from the layers here; a layer
-    that cannot be read (collected, or a store moved without its layers) gives an error
-    message and no files, so the rest of the turn still shows."""
+    that cannot be read (collected, a store moved without its layers, or a `--ray` run's
+    node store this machine cannot read) gives an error message, and the recorded files
+    without diffs (none when they were not recorded), so the rest of the turn still shows."""
     since = run.tree.checkpoint(owner, turn.index - 1)
     changes: Sequence[Change] | None = turn.changes
     layers: LayerStore | None = None
