@@ -5,6 +5,7 @@ No third-party dependencies: the benchmarks run from a bare checkout.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import platform
@@ -12,7 +13,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -168,3 +169,16 @@ def write_json(path: str, data: dict[str, object]) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return out
+
+
+def write_results(path: str | Path, name: str, store_dir: str, settings: Any, **data: Any) -> Path:
+    """A benchmark's JSON document: its name, when, the machine, its settings (an argparse
+    namespace) and its figures."""
+    document: dict[str, object] = {
+        "benchmark": name,
+        "when": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine_facts(store_dir),
+        "settings": {key: str(value) for key, value in vars(settings).items()},
+        **data,
+    }
+    return write_json(str(path), document)

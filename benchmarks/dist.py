@@ -28,7 +28,6 @@ second store; both stores on this machine's disk, so no network is in it).
 from __future__ import annotations
 
 import argparse
-import datetime
 import statistics
 import subprocess
 import sys
@@ -168,15 +167,7 @@ def main(argv: list[str]) -> int:
         print(f"shipping {args.ship_mb} MB in {args.ship_layers} layers: "
               f"{1e3 * per_mb:.1f} ms per MB (median of {len(shipped)})")  # fmt: skip
     if args.out is not None:
-        document = {
-            "benchmark": "dist",
-            "when": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "machine": stats.machine_facts(scratch_root),
-            "settings": {k: str(v) for k, v in vars(args).items()},
-            "runs": results,
-            "shipping": shipped,
-        }
-        stats.write_json(args.out, document)
+        stats.write_results(args.out, "dist", scratch_root, args, runs=results, shipping=shipped)
     return 0
 
 

@@ -26,7 +26,6 @@ those it evaluated (the server's own figures: `timings.cache_n`, or the usage's
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib.util
 import statistics
 import sys
@@ -57,8 +56,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     for name in ("turns", "max_tokens", "repeats", "threads"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
-    if args.turns < 2:
-        parser.error("--turns must be at least 2 (the branch starts half-way)")
+    if args.turns < 3:
+        parser.error("--turns must be at least 3 (the branch starts half-way, then plays)")
     return args
 
 
@@ -161,14 +160,7 @@ def main(argv: list[str]) -> int:
         ])  # fmt: skip
     print(stats.render_table(rows))
     if args.out is not None:
-        document = {
-            "benchmark": "rollouts",
-            "when": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "machine": stats.machine_facts(scratch_root),
-            "settings": {k: str(v) for k, v in vars(args).items()},
-            "runs": results,
-        }
-        stats.write_json(args.out, document)
+        stats.write_results(args.out, "rollouts", scratch_root, args, runs=results)
     return 0
 
 
