@@ -30,6 +30,8 @@ import os
 import secrets
 import shutil
 import stat
+import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -228,3 +230,30 @@ def mask_layer(root: str, hidden: tuple[str, ...], ids: IdRange, fmt: LayerForma
     except OSError:  # another process built the same mask first
         shutil.rmtree(temporary, ignore_errors=True)
     return target
+
+
+class HostMask:
+    """What the `host` image hides, for one layer store: the host paths never to show, and
+    the mask layer built from them (once per process, again when a path is added)."""
+
+    def __init__(self, root: str, hidden: tuple[str, ...], fmt: LayerFormat) -> None:
+        self.root = root
+        self.hidden = hidden
+        self.format = fmt
+        self._mask: str | None = None
+        self._lock = threading.Lock()
+
+    def hide(self, paths: Iterable[str | os.PathLike[str]]) -> None:
+        """Add host paths (a task's folder, say) that the `host` image must never show."""
+        with self._lock:
+            added = tuple(os.fspath(p) for p in paths if os.fspath(p) not in self.hidden)
+            if added:
+                self.hidden = (*self.hidden, *added)
+                self._mask = None
+
+    def layer(self, ids: IdRange) -> str:
+        """The mask layer for the paths hidden so far (built on first use)."""
+        with self._lock:
+            if self._mask is None or not os.path.isdir(self._mask):
+                self._mask = mask_layer(self.root, self.hidden, ids, self.format)
+            return self._mask

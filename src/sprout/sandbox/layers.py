@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -46,7 +45,7 @@ from sprout.sandbox import layer_gc, layer_share
 from sprout.sandbox.errors import BadArgument, UnknownCheckpoint
 from sprout.sandbox.files import disk_usage, remove_tree
 from sprout.sandbox.holds import read_holds, write_hold
-from sprout.sandbox.hostview import mask_layer
+from sprout.sandbox.hostview import HostMask
 from sprout.sandbox.idmap import give_to
 from sprout.sandbox.layer_export import export_path
 from sprout.sandbox.layer_gc import Freed
@@ -99,20 +98,11 @@ class LayerStore:
         self.max_stack = max_stack
         self.store_fs = mount_point_of(self.path)
         """Where sprout's own store filesystem holding the layers is mounted, if it does."""
-        on_store_fs = () if self.store_fs is None else (os.path.dirname(self.store_fs),)
-        self.hidden = (
-            self.path,
-            os.path.dirname(self.path),
-            *on_store_fs,
-            *(os.fspath(p) for p in hide),
-        )
         self._meta = os.path.join(self.path, "m")
         """Sealed layers' metadata (see sprout.sandbox.layer_meta)."""
         self.refs_dir = os.path.join(self.path, "r")  # named checkpoints: sprout.sandbox.refs
         self._cache: dict[str, Layer] = {}
         self._claim: HeldLock | None = None
-        self._mask: str | None = None
-        self._mask_lock = threading.Lock()
         for sub in ("l", "m", "w", "h", "r"):
             os.makedirs(os.path.join(self.path, sub), exist_ok=True)
         self.mode, self.ids = open_store_format(os.path.join(self.path, "store.json"), mode)
@@ -125,6 +115,11 @@ class LayerStore:
             if self.mode == "copy"
             else OverlayFormat("trusted" if self.mode == "root" else "user")
         )
+        on_store_fs = () if self.store_fs is None else (os.path.dirname(self.store_fs),)
+        hidden = (self.path, os.path.dirname(self.path), *on_store_fs)
+        self.host = HostMask(os.path.join(self.path, "v"), hidden, self.format)
+        self.host.hide(hide)
+        """What the `host` image hides from this store's sandboxes (sprout.sandbox.hostview)."""
 
     def image_root(self, config: SandboxConfig) -> str | None:
         """The directory under a stack's bottom layer (None: the copy backend has none)."""
@@ -134,26 +129,11 @@ class LayerStore:
 
     def image_layers(self, config: SandboxConfig) -> list[str]:
         """Layers between a stack and its image: for `host`, the mask of what it shows."""
-        return [self.host_mask()] if self.mode != "copy" and config.image == "host" else []
-
-    def host_mask(self) -> str:
-        """The layer that decides what the `host` image shows (built once per process)."""
-        with self._mask_lock:
-            if self._mask is None or not os.path.isdir(self._mask):
-                if self.ids is None:
-                    raise BadArgument("image", '"host" needs a root store (run sprout as root)')
-                self._mask = mask_layer(
-                    os.path.join(self.path, "v"), self.hidden, self.ids, self.format
-                )
-            return self._mask
-
-    def hide_paths(self, paths: Iterable[str | os.PathLike[str]]) -> None:
-        """Add host paths (a task's folder, say) that the `host` image must never show."""
-        added = tuple(os.fspath(p) for p in paths if os.fspath(p) not in self.hidden)
-        if added:
-            with self._mask_lock:
-                self.hidden = (*self.hidden, *added)
-                self._mask = None
+        if self.mode == "copy" or config.image != "host":
+            return []
+        if self.ids is None:
+            raise BadArgument("image", '"host" needs a root store (run sprout as root)')
+        return [self.host.layer(self.ids)]
 
     def give_to_sandbox_root(self, path: str) -> None:
         """Make files the host wrote into a layer belong to root inside, as Docker's COPY does

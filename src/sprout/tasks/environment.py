@@ -89,7 +89,7 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
     exec` runs as it), which every fork of it (the agent's sandboxes, the oracle's, the
     verifier's) inherits.
     """
-    layers.hide_paths(
+    layers.host.hide(
         p for p in (task.path, task.environment_dir, task.tests_dir) if p is not None
     )  # its tests and solution above all, from every sandbox of the store
     rootfs, identity = image_root(task)
