@@ -235,7 +235,8 @@ def _repeat(n: int, fn: Any) -> dict[str, Any]:
 
 def measure_data(folder: Path, facts: dict[str, Any], repeat: int) -> dict[str, Any]:
     from sprout.runfolder import RunFolder
-    from sprout.viewer.data import run_summary, task_tree, turn_detail
+    from sprout.viewer.data import run_summary, task_tree
+    from sprout.viewer.turns import turn_detail
 
     run = RunFolder.open(folder)
     try:

@@ -21,7 +21,7 @@ from sprout.cli import main
 from sprout.runfolder import RunFolder, RunFolderError
 from sprout.sandbox import LayerStore
 from sprout.tree import StoreError
-from sprout.viewer.data import turn_detail
+from sprout.viewer.turns import turn_detail
 
 pytest.importorskip("ray.cluster_utils", reason="--ray needs Ray: pip install 'sprout-rl[dist]'")
 

@@ -4,6 +4,7 @@
 `sprout view`, or embedded in report.html) only ever sees those, never SQLite.
 """
 
-from sprout.viewer.data import ViewerError, run_summary, task_tree, turn_detail
+from sprout.viewer.data import ViewerError, run_summary, task_tree
+from sprout.viewer.turns import turn_detail
 
 __all__ = ["ViewerError", "run_summary", "task_tree", "turn_detail"]

@@ -14,8 +14,9 @@ from typing import Any
 
 from sprout.durable import write_atomically
 from sprout.runfolder import RunFolder
-from sprout.viewer.data import run_summary, task_tree, turn_detail
+from sprout.viewer.data import run_summary, task_tree
 from sprout.viewer.server import run_status, static_text
+from sprout.viewer.turns import turn_detail
 
 MAX_OUTPUT_CHARS = 4000
 """Per call output kept in the report (the server gives 20,000): the file stays small."""

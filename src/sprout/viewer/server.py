@@ -20,7 +20,8 @@ from urllib.parse import unquote, urlsplit
 
 from sprout.runfolder import RunFolder, RunFolderError
 from sprout.tree import StoreError
-from sprout.viewer.data import ViewerError, run_summary, task_tree, turn_detail
+from sprout.viewer.data import ViewerError, run_summary, task_tree
+from sprout.viewer.turns import turn_detail
 
 HOST = "127.0.0.1"
 STATIC = {
