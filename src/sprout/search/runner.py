@@ -296,8 +296,11 @@ def _write_results(run: RunFolder, settings: RunSettings, progress: Progress) ->
 
 
 def _model(settings: RunSettings, task: Task | None) -> Model:
+    """The run's model; only one that declares it replays the reference solution (the
+    oracle simulations, built per task) is given the task's solution steps. The roles
+    never receive them (`tests/roles/test_no_privileged_text.py`)."""
     steps = None
-    if task is not None:
+    if task is not None and spec_capabilities(settings.model).replays_solution:
         steps = [Step(s.command, s.wrong, s.trap, s.trap_names) for s in task.solution]
         if not steps:
             raise TaskError(
