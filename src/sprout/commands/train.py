@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sprout.commands import train_step
 from sprout.commands.common import (
@@ -22,6 +22,10 @@ from sprout.runfolder import RunFolder
 from sprout.train.batching import LearnerError
 from sprout.train.credit import CREDITS
 from sprout.train.export import FORMATS
+
+if TYPE_CHECKING:
+    from sprout.pipeline.rollout_server import RolloutServer
+    from sprout.pipeline.training import TrainSettings
 
 
 def add_parsers(commands: Any) -> None:
@@ -128,47 +132,14 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     import transformers
 
-    from sprout.agent import ActorConfig
-    from sprout.pipeline.rollout_server import RolloutServerError, rollout_server
-    from sprout.pipeline.training import TrainResumeError, TrainSettings, train
+    from sprout.pipeline.rollout_server import RolloutServerError
+    from sprout.pipeline.training import TrainResumeError, train
     from sprout.search import Progress
     from sprout.search.halt import Halt
 
-    if not args.model.startswith("hf/"):
-        raise UsageError(f"--model {args.model}: training needs a local model, hf/PATH")
-    if args.steps < 1:
-        raise UsageError(f"--steps: expected at least 1, got {args.steps}")
-    try:
-        actor = ActorConfig.from_file(args.config) if args.config else ActorConfig(max_turns=8)
-        learner = train_step.learner_config(args)
-    except ValueError as error:
-        raise UsageError(f"--config {error}") from None
-    if args.max_turns is not None:
-        actor = actor.model_copy(update={"max_turns": args.max_turns})
+    settings = _train_settings(args)
     loaded = usable_tasks(load_task_arguments(args.tasks, args), "train")
-    settings = TrainSettings(
-        model=Path(args.model.removeprefix("hf/")),
-        steps=args.steps,
-        roots=args.roots,
-        children=args.children,
-        selector=args.selector,
-        credit=args.credit,
-        train_starting_turn=not args.no_train_starting_turn,
-        max_length=args.max_length,
-        workers=args.workers,
-        actor=actor,
-        hf_options={"max_new_tokens": args.max_new_tokens, "device": learner.device},
-        learner=learner,
-        rollout_server=args.rollout_server,
-    )
-    try:
-        server = None
-        if args.rollout_server:
-            server = rollout_server(args.rollout_server, Path(args.out), args.base_url)
-        elif args.base_url:
-            raise RolloutServerError("--base-url: only with --rollout-server sglang")
-    except RolloutServerError as error:
-        raise UsageError(str(error)) from None
+    server = _rollout_server(args)
     transformers.logging.disable_progress_bar()
     report = check_isolation(args.out, args.isolation, "train")
     run = RunFolder.resume(args.out) if args.resume else RunFolder.create_new(args.out)
@@ -194,6 +165,54 @@ def _train(args: argparse.Namespace) -> int:
         print(f"sprout train: stopped early: {halt.reason}", file=sys.stderr)
         return 1
     return BAD_INPUT if loaded.errors else 0
+
+
+def _train_settings(args: argparse.Namespace) -> TrainSettings:
+    """`sprout train`'s settings from its arguments; UsageError naming a bad one."""
+    from sprout.agent import ActorConfig
+    from sprout.pipeline.training import TrainSettings
+
+    if not args.model.startswith("hf/"):
+        raise UsageError(f"--model {args.model}: training needs a local model, hf/PATH")
+    if args.steps < 1:
+        raise UsageError(f"--steps: expected at least 1, got {args.steps}")
+    try:
+        actor = ActorConfig.from_file(args.config) if args.config else ActorConfig(max_turns=8)
+        learner = train_step.learner_config(args)
+    except ValueError as error:
+        raise UsageError(f"--config {error}") from None
+    if args.max_turns is not None:
+        actor = actor.model_copy(update={"max_turns": args.max_turns})
+    return TrainSettings(
+        model=Path(args.model.removeprefix("hf/")),
+        steps=args.steps,
+        roots=args.roots,
+        children=args.children,
+        selector=args.selector,
+        credit=args.credit,
+        train_starting_turn=not args.no_train_starting_turn,
+        max_length=args.max_length,
+        workers=args.workers,
+        actor=actor,
+        hf_options={"max_new_tokens": args.max_new_tokens, "device": learner.device},
+        learner=learner,
+        rollout_server=args.rollout_server,
+    )
+
+
+def _rollout_server(args: argparse.Namespace) -> RolloutServer | None:
+    """The server `--rollout-server` names (checked before the run folder is made), or
+    None for in-process rollouts; UsageError for a bad kind or a stray --base-url."""
+    from sprout.pipeline.rollout_server import RolloutServerError, rollout_server
+
+    try:
+        if args.rollout_server:
+            return rollout_server(args.rollout_server, Path(args.out), args.base_url)
+        if args.base_url:
+            raise RolloutServerError("--base-url: only with --rollout-server sglang")
+    except RolloutServerError as error:
+        raise UsageError(str(error)) from None
+    return None
 
 
 def cmd_train_step(args: argparse.Namespace) -> int:
