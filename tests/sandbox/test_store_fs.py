@@ -76,6 +76,18 @@ def _big_files(folder: Path, size: int) -> Path:
     return folder
 
 
+def _append_one_byte(sandbox: Sandbox, path: str, size: int) -> str:
+    """Append one byte to the `size`-byte file `path` of a lower layer and seal the turn,
+    which must take well under a second; the new checkpoint."""
+    start = time.perf_counter()
+    appended = sandbox.run(f"printf x >> {path} && stat -c %s {path}")
+    checkpoint = sandbox.checkpoint()
+    took = time.perf_counter() - start
+    assert appended.output == f"{size + 1}\n"
+    assert took < 0.5, f"append and seal took {took:.2f} s"
+    return checkpoint
+
+
 def test_a_run_on_a_disk_that_cannot_clone_keeps_its_layers_on_sprouts_btrfs(storefs, tmp_path):
     run = RunFolder.create_new(tmp_path / "run")
     try:
@@ -87,14 +99,9 @@ def test_a_run_on_a_disk_that_cannot_clone_keeps_its_layers_on_sprouts_btrfs(sto
         assert run.layers.capped and clone_support(layers).clones
         files = _big_files(tmp_path / "files", 200 * MIB)
         with Sandbox.create(run.layers, files=files) as sandbox:
-            start = time.perf_counter()
-            appended = sandbox.run("printf x >> big && stat -c %s big")
-            checkpoint = sandbox.checkpoint()
-            took = time.perf_counter() - start
-        assert appended.output == f"{200 * MIB + 1}\n"
+            checkpoint = _append_one_byte(sandbox, "big", 200 * MIB)
         stored = exclusive_bytes(os.path.join(run.layers.path, "s", checkpoint))
         assert stored <= 64 * 1024, f"a 1-byte append stored {stored} bytes"
-        assert took < 0.5, f"append and seal took {took:.2f} s"
     finally:
         run.close()
 
@@ -332,15 +339,10 @@ def test_a_new_image_cache_lives_on_sprouts_store_so_a_write_to_an_image_file_cl
     run = RunFolder.create_new(tmp_path / "run")
     try:
         with Sandbox.create(run.layers, image=image.rootfs) as sandbox:
-            start = time.perf_counter()
-            appended = sandbox.run("printf x >> /data/big && stat -c %s /data/big")
-            checkpoint = sandbox.checkpoint()
-            took = time.perf_counter() - start
-        assert appended.output == f"{50 * MIB + 1}\n"
+            checkpoint = _append_one_byte(sandbox, "/data/big", 50 * MIB)
         stored = exclusive_bytes(os.path.join(run.layers.path, "s", checkpoint))
         assert stored <= 64 * 1024, f"a 1-byte append to an image file stored {stored} bytes"
         assert run.layers.layer(checkpoint).size <= 4096, "the layer owns one block"
-        assert took < 0.5, f"append and seal took {took:.2f} s"
     finally:
         run.close()
     assert "image cache:" not in _doctor(), "a cache on the store filesystem needs no move"
