@@ -21,6 +21,12 @@ class WorkspaceError(Exception):
     the attempt `error` with fault `sandbox`, and `--resume` continues it."""
 
 
+class CheckpointLost(WorkspaceError):
+    """A checkpoint that no store can give back any more (its node died with its disk):
+    the attempt that needed it ends `error` with fault `lost`, and is never continued,
+    since there is nothing to continue from; a root is restarted from checkpoint 0."""
+
+
 @dataclass(frozen=True)
 class Change:
     """One path that differs between a checkpoint and a later state."""

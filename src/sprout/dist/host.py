@@ -23,7 +23,7 @@ from sprout.sandbox.workspace import SandboxFork
 from sprout.task import Task
 from sprout.tasks import base_checkpoint, solution_checkpoint
 from sprout.verify import Verdict, run_verifier
-from sprout.workspace import Sealed, WorkspaceError
+from sprout.workspace import CheckpointLost, Sealed, WorkspaceError
 
 
 class TaskHost:
@@ -119,7 +119,7 @@ class TaskHost:
 
     def _have(self, checkpoint: str) -> None:
         """`checkpoint` in this store: sealed here, or adopted or shipped from a store the
-        task used before; a WorkspaceError when none of them can be read or reached."""
+        task used before; CheckpointLost when none of them can be read or reached."""
         try:
             self.store.layer(checkpoint)
             return
@@ -136,7 +136,7 @@ class TaskHost:
             finally:
                 held.release()
         tried = ", ".join(f"{path} on node {node[:12]}" for node, path in self.sources)
-        raise WorkspaceError(
+        raise CheckpointLost(
             f"checkpoint {checkpoint}: in none of the stores node {self.node[:12]} can read or "
             f"ship from ({tried or 'none before this one'}); it was lost with its node"
         )
