@@ -23,9 +23,11 @@ Author = Literal["actor", "reviewer"]
 Role = Literal["actor", "analyst", "reviewer"]
 AttemptStatus = Literal["running", "submitted", "limit", "error", "stopped"]
 """`stopped`: its schedule needed no more turns (another attempt had passed)."""
-Fault = Literal["model", "sandbox", "harness"]
+Fault = Literal["model", "sandbox", "lost", "harness"]
 """Why an attempt ended `error`: the model server failed (no reply after retries), the
-sandbox failed, or sprout itself crashed. The first two are retried by `--resume`."""
+sandbox failed, the checkpoint it was to continue from was lost with its node (no store
+holds it any more), or sprout itself crashed. The first two are retried by `--resume`; a
+lost root is restarted from checkpoint 0 by a new root (`Attempt.restarts`)."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,9 @@ class Attempt:
     """Roots only: the messages before the first turn (system prompt, task)."""
     base_checkpoint: str | None = None
     """Roots only: the task's untouched sandbox (checkpoint 0)."""
+    restarts: int | None = None
+    """Roots only: the attempt this root restarts from checkpoint 0, because the checkpoint
+    that attempt would have continued from was lost with its node (its fault `lost`)."""
     reward: float | None = None
     diagnostics: dict[str, Any] | None = None
     patch: str | None = None

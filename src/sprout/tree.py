@@ -94,8 +94,10 @@ class RolloutTree:
         *,
         round: int = 0,
         method: str = "",
+        restarts: int | None = None,
     ) -> Attempt:
-        """A new root attempt of `task_id`, starting from `prefix` over `base_checkpoint`."""
+        """A new root attempt of `task_id`, starting from `prefix` over `base_checkpoint`
+        (in place of the lost root `restarts`, when given)."""
         return self._store.add_attempt(
             Attempt(
                 id=0,
@@ -107,6 +109,7 @@ class RolloutTree:
                 method=method,
                 prefix=tuple(json.loads(json.dumps(prefix))),
                 base_checkpoint=base_checkpoint,
+                restarts=restarts,
             )
         )
 

@@ -40,7 +40,14 @@ from sprout.tree import (
     TreeError,
     Turn,
 )
-from sprout.workspace import CallOutput, Fork, Sealed, Workspace, WorkspaceError
+from sprout.workspace import (
+    CallOutput,
+    CheckpointLost,
+    Fork,
+    Sealed,
+    Workspace,
+    WorkspaceError,
+)
 
 
 class AttemptEnded(Exception):
@@ -161,6 +168,8 @@ class Actor:
             pass
         except AttemptEnded as ended:
             self.tree.finish_attempt(attempt.id, ended.status, ended.reason, fault=ended.fault)
+        except CheckpointLost as error:
+            self.tree.finish_attempt(attempt.id, "error", f"sandbox: {error}", fault="lost")
         except WorkspaceError as error:
             self.tree.finish_attempt(attempt.id, "error", f"sandbox: {error}", fault="sandbox")
         except Exception as error:  # a bug of sprout's must not look like the model's failure

@@ -96,6 +96,8 @@ class Search:
                 self.progress.halting(self.halt.reason or "")
         if attempt.status == "running":
             return attempt
+        if attempt.status == "error" and attempt.fault == "lost" and attempt.kind == "root":
+            return self._finish(self._restart(attempt))
         if attempt.status == "error":  # not the model's failure: nothing to verify
             self.progress.attempt_done(attempt, len(self.tree.own_turns(attempt)))
             return attempt
@@ -109,6 +111,21 @@ class Search:
         if passed(attempt):
             self._passed.set()
         return attempt
+
+    def _restart(self, lost: Attempt) -> Attempt:
+        """A new root in place of `lost`, from checkpoint 0: what the lost root's turns
+        wrote went with its node, and its turns stay in the tree as they were recorded."""
+        self.progress.attempt_done(lost, len(self.tree.own_turns(lost)))
+        root = self.tree.root(
+            self.task.id, self.prefix, self.base, method=self.method.name, restarts=lost.id
+        )
+        self.progress.event(
+            self.task.id,
+            self.method.name,
+            f"attempt {lost.id}'s checkpoint was lost with its node: restarted from "
+            f"checkpoint 0 as attempt {root.id}",
+        )
+        return root
 
     def _verify(self, attempt: Attempt) -> None:
         """Store the verifier's reward, diagnostics and patch; a verifier that cannot run

@@ -25,8 +25,11 @@ RoundPlanner = Callable[[int, int], list[BranchPlan]]
 
 
 def roots(search: Search) -> list[Attempt]:
-    """The method's roots, created up to `method.roots` (a resumed run reuses its own)."""
-    existing = [a for a in search.attempts() if a.kind == "root"]
+    """The method's roots, created up to `method.roots` (a resumed run reuses its own); a
+    root that another restarted (its checkpoint lost with its node) is not one of them."""
+    found = [a for a in search.attempts() if a.kind == "root"]
+    restarted = {a.restarts for a in found}
+    existing = [a for a in found if a.id not in restarted]
     for _ in range(search.method.roots - len(existing)):
         existing.append(
             search.tree.root(search.task.id, search.prefix, search.base, method=search.method.name)

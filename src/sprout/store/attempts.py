@@ -48,8 +48,8 @@ class AttemptTables(Database):
         with self.transaction() as db:
             cursor = db.execute(
                 """INSERT INTO attempts (task_id, parent_id, boundary, kind, round, method,
-                   guided, starting_turn, prefix, base_checkpoint, status, created)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)""",
+                   guided, starting_turn, prefix, base_checkpoint, restarts, status, created)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)""",
                 (
                     attempt.task_id,
                     attempt.parent_id,
@@ -61,6 +61,7 @@ class AttemptTables(Database):
                     attempt.starting_turn,
                     json.dumps(list(attempt.prefix)),
                     attempt.base_checkpoint,
+                    attempt.restarts,
                     created,
                 ),
             )

@@ -28,6 +28,7 @@ def attempt_from_row(row: sqlite3.Row) -> Attempt:
         starting_turn=row["starting_turn"],
         prefix=tuple(json.loads(row["prefix"])),
         base_checkpoint=row["base_checkpoint"],
+        restarts=row["restarts"],
         reward=row["reward"],
         diagnostics=json.loads(row["diagnostics"]) if row["diagnostics"] else None,
         patch=row["patch"],

@@ -111,6 +111,9 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE turns ADD COLUMN changes TEXT;
     """,
+    """
+    ALTER TABLE attempts ADD COLUMN restarts INTEGER REFERENCES attempts(id);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version of a store that every migration has run on (`PRAGMA user_version`)."""

@@ -1,0 +1,82 @@
+"""A node that dies with the only copy of a task's layers, on a real Ray cluster: the
+task's root in flight is restarted from checkpoint 0 on the other node, with the reason
+recorded, and what had finished stays as it was.
+
+The nodes are told not to read each other's stores (`links=False`, as nodes on separate
+machines cannot), and the dead node can no longer ship its layers: so the checkpoint the
+root would have continued from is in no store that any living node can reach.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sprout.runfolder import RunFolder
+from sprout.search import Progress, RunSettings, parse_methods, run_tasks
+from sprout.tasks import load_native
+from tests.taskfolders import two_edits_task
+
+ray = pytest.importorskip("ray", reason="sprout.dist needs Ray: pip install 'sprout-rl[dist]'")
+from sprout.dist import RaySandboxes  # noqa: E402
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_root_whose_node_died_with_its_layers_restarts_on_another_node(
+    cluster: Any, tmp_path: Path
+):
+    task = load_native(two_edits_task(tmp_path / "tasks", slow_step=1.0))
+    run = RunFolder.create_new(tmp_path / "run")
+    settings = RunSettings("oracle-noise:p=0", parse_methods("pass@2"), workers=1)
+    log: list[list[dict[str, Any]]] = []
+    ray.init(address=cluster.address, log_to_driver=False)
+    try:
+        sandboxes = RaySandboxes(str(tmp_path / "stores" / "{node}"), 1, log.append, links=False)
+        played = threading.Thread(
+            target=run_tasks, args=([task], run, settings, Progress(io.StringIO()), None, sandboxes)
+        )
+        played.start()
+        try:
+            victim = _node_of_a_root_in_flight(run, log, played)
+            cluster.remove_node(
+                next(n for n in cluster.list_all_nodes() if n.node_id == victim),
+                allow_graceful=False,
+            )
+        finally:
+            played.join(timeout=400)
+            sandboxes.close()
+        assert not played.is_alive(), "the run outlived 400 s"
+    finally:
+        ray.shutdown()
+
+    first, lost, restart = run.tree.attempts(task.id)
+    assert (lost.status, lost.fault, lost.reward) == ("error", "lost", None)
+    assert "lost with its node" in (lost.end_reason or "")
+    assert restart.restarts == lost.id and restart.reward == 1.0
+    assert first.reward == 1.0 and run.tree.own_turns(first), "finished before: kept as it was"
+    moved = [(p["node"], p["why"]) for p in log[-1]]
+    assert moved[0][0] == victim and moved[1] == (moved[1][0], f"node {victim} died")
+    assert moved[1][0] != victim
+    assert [s["status"] for s in run.tree.schedules()] == ["done"]
+    run.close()
+
+
+def _node_of_a_root_in_flight(
+    run: RunFolder, log: list[list[dict[str, Any]]], played: threading.Thread
+) -> str:
+    """The node of the task once its second root has sealed a turn and is still running."""
+    deadline = time.monotonic() + 200
+    while time.monotonic() < deadline:
+        assert played.is_alive(), "the run ended before the second root was in flight"
+        roots = run.tree.attempts()
+        if len(roots) == 2 and roots[1].status == "running" and run.tree.own_turns(roots[1]):
+            return str(log[-1][-1]["node"])
+        time.sleep(0.05)
+    pytest.fail("the second root sealed no turn within 200 s")
