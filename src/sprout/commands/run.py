@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,11 +17,11 @@ from sprout.commands.common import (
     usable_tasks,
 )
 from sprout.commands.interrupt import INTERRUPTED, halting_on_ctrl_c
+from sprout.commands.ray_options import add_ray_arguments, check_ray, on_cluster, ray_sandboxes
 from sprout.runfolder import RunFolder
 
 if TYPE_CHECKING:
     from sprout.search import RunSettings
-    from sprout.search.sandboxes import TaskSandboxes
 
 
 def add_parser(commands: Any) -> None:
@@ -53,7 +50,7 @@ def add_parser(commands: Any) -> None:
     )
     add_task_source_arguments(run)
     add_isolation_argument(run)
-    _add_ray_arguments(run)
+    add_ray_arguments(run, "docs/run.md")
     run.add_argument("--quiet", action="store_true", help="no progress lines, only the table")
     run.set_defaults(func=cmd_run)
 
@@ -91,32 +88,6 @@ def _add_what_to_run(run: argparse.ArgumentParser) -> None:
         default=1,
         metavar="N",
         help="sandboxes running at once: attempts of a round, tasks side by side (default 1)",
-    )
-
-
-def _add_ray_arguments(run: argparse.ArgumentParser) -> None:
-    """Where the sandboxes run: this machine (default) or the nodes of a Ray cluster."""
-    run.add_argument(
-        "--ray",
-        nargs="?",
-        const="auto",
-        metavar="ADDRESS",
-        help="run each task's sandboxes on a node of a Ray cluster: auto (the one `ray start` "
-        "runs here; the default of a bare --ray), local (start one on this machine), or "
-        "HOST:PORT; the run folder stays here (docs/run.md)",
-    )
-    run.add_argument(
-        "--ray-store",
-        metavar="DIR",
-        help="with --ray: each node's layer store, {node} standing for the node's id "
-        "(default: TMP/sprout-ray/RUN/{node} on each node)",
-    )
-    run.add_argument(
-        "--ray-cpus",
-        type=float,
-        default=1.0,
-        metavar="N",
-        help="with --ray: cores Ray reserves per task, and its commands run at once (default 1)",
     )
 
 
@@ -181,10 +152,10 @@ def _run(args: argparse.Namespace) -> int:
     from sprout.search.halt import Halt
 
     settings = _settings(args)
-    _check_ray(args)
+    check_ray(args)
     loaded = usable_tasks(load_task_arguments(args.tasks, args), "run")
     report = check_isolation(args.out, args.isolation, "run")
-    with _cluster(args):  # joined first: a cluster that cannot be reached costs no run folder
+    with on_cluster(args):  # joined first: a cluster that cannot be reached costs no run folder
         run = open_run(args.out, settings, resume=args.resume)
         halt = Halt()
         try:
@@ -194,7 +165,7 @@ def _run(args: argparse.Namespace) -> int:
             )
             tag = "" if report.holds else "[NO ISOLATION]"
             progress = Progress(quiet=args.quiet, tag=tag)
-            with _sandboxes(args, run) as sandboxes, halting_on_ctrl_c(halt, "run") as ctrl_c:
+            with ray_sandboxes(args, run) as sandboxes, halting_on_ctrl_c(halt, "run") as ctrl_c:
                 content = run_tasks(loaded.tasks, run, settings, progress, halt, sandboxes)
             page = _write_report(run)
         finally:
@@ -211,59 +182,6 @@ def _run(args: argparse.Namespace) -> int:
         print(f"sprout run: stopped early: {halt.reason}", file=sys.stderr)
         return 1
     return BAD_INPUT if loaded.errors else _outcome(content)
-
-
-def _check_ray(args: argparse.Namespace) -> None:
-    """--ray's options, checked before the run folder is touched."""
-    if args.ray is None:
-        if args.ray_store is not None:
-            raise UsageError("--ray-store: only with --ray")
-        return
-    if importlib.util.find_spec("ray") is None:
-        raise UsageError("--ray: Ray is not installed; pip install 'sprout-rl[dist]'")
-    if args.ray_store is not None and "{node}" not in args.ray_store:
-        raise UsageError(
-            f"--ray-store {args.ray_store}: needs {{node}} in it, so that each node of the "
-            "cluster (several may share a machine) has its own store"
-        )
-    if not args.ray_cpus > 0:
-        raise UsageError(f"--ray-cpus: expected a number of cores above 0, got {args.ray_cpus}")
-
-
-@contextmanager
-def _cluster(args: argparse.Namespace) -> Iterator[None]:
-    """On --ray's cluster for the block (nothing without --ray)."""
-    if args.ray is None:
-        yield
-        return
-    from sprout.dist import ClusterError, join, leave
-
-    try:
-        join(args.ray)
-    except ClusterError as error:
-        raise UsageError(str(error)) from None
-    try:
-        yield
-    finally:
-        leave()
-
-
-@contextmanager
-def _sandboxes(args: argparse.Namespace, run: RunFolder) -> Iterator[TaskSandboxes | None]:
-    """Where the tasks' sandboxes run: None (the run folder's store) without --ray; with it,
-    every task's actor is ended when the block ends."""
-    if args.ray is None:
-        yield None
-        return
-    from sprout.dist import RaySandboxes, default_store
-
-    def record(placements: list[dict[str, Any]]) -> None:
-        run.tree.set_meta("ray", {"address": args.ray, "placements": placements})
-
-    store = args.ray_store or default_store(args.out)
-    earlier = (run.tree.get_meta("ray") or {}).get("placements", [])  # a resumed run's
-    with closing(RaySandboxes(store, args.ray_cpus, record, earlier)) as sandboxes:
-        yield sandboxes
 
 
 def _settings(args: argparse.Namespace) -> RunSettings:

@@ -1,0 +1,99 @@
+"""`--ray`, `--ray-store` and `--ray-cpus`: where the sandboxes of `sprout run` and
+`sprout train` run, one set of options with one set of checks, so that both commands
+refuse the same mistakes with the same lines and go to a cluster the same way."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from typing import TYPE_CHECKING, Any
+
+from sprout.commands.common import UsageError
+from sprout.runfolder import RunFolder
+
+if TYPE_CHECKING:
+    from sprout.search.sandboxes import TaskSandboxes
+
+
+def add_ray_arguments(parser: argparse.ArgumentParser, guide: str) -> None:
+    """Where the sandboxes run: this machine (default) or the nodes of a Ray cluster;
+    `guide` is the page of docs/ that tells more (the command's own)."""
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        metavar="ADDRESS",
+        help="run each task's sandboxes on a node of a Ray cluster: auto (the one `ray start` "
+        "runs here; the default of a bare --ray), local (start one on this machine), or "
+        f"HOST:PORT; the run folder stays here ({guide})",
+    )
+    parser.add_argument(
+        "--ray-store",
+        metavar="DIR",
+        help="with --ray: each node's layer store, {node} standing for the node's id "
+        "(default: TMP/sprout-ray/RUN/{node} on each node)",
+    )
+    parser.add_argument(
+        "--ray-cpus",
+        type=float,
+        default=1.0,
+        metavar="N",
+        help="with --ray: cores Ray reserves per task, and its commands run at once (default 1)",
+    )
+
+
+def check_ray(args: argparse.Namespace) -> None:
+    """--ray's options, checked before the run folder is touched."""
+    if args.ray is None:
+        if args.ray_store is not None:
+            raise UsageError("--ray-store: only with --ray")
+        return
+    if importlib.util.find_spec("ray") is None:
+        raise UsageError("--ray: Ray is not installed; pip install 'sprout-rl[dist]'")
+    if args.ray_store is not None and "{node}" not in args.ray_store:
+        raise UsageError(
+            f"--ray-store {args.ray_store}: needs {{node}} in it, so that each node of the "
+            "cluster (several may share a machine) has its own store"
+        )
+    if not args.ray_cpus > 0:
+        raise UsageError(f"--ray-cpus: expected a number of cores above 0, got {args.ray_cpus}")
+
+
+@contextmanager
+def on_cluster(args: argparse.Namespace) -> Iterator[None]:
+    """On --ray's cluster for the block (nothing without --ray); a cluster that cannot be
+    joined is a UsageError."""
+    if args.ray is None:
+        yield
+        return
+    from sprout.dist import ClusterError, join, leave
+
+    try:
+        join(args.ray)
+    except ClusterError as error:
+        raise UsageError(str(error)) from None
+    try:
+        yield
+    finally:
+        leave()
+
+
+@contextmanager
+def ray_sandboxes(args: argparse.Namespace, run: RunFolder) -> Iterator[TaskSandboxes | None]:
+    """Where the tasks' sandboxes run: None (the run folder's store) without --ray; with it,
+    the run's meta (`ray`) keeps the placement log, a resumed run's earlier placements tell
+    where its checkpoints are, and every task's actor is ended when the block ends."""
+    if args.ray is None:
+        yield None
+        return
+    from sprout.dist import RaySandboxes, default_store
+
+    def record(placements: list[dict[str, Any]]) -> None:
+        run.tree.set_meta("ray", {"address": args.ray, "placements": placements})
+
+    store = args.ray_store or default_store(args.out)
+    earlier = (run.tree.get_meta("ray") or {}).get("placements", [])  # a resumed run's
+    with closing(RaySandboxes(store, args.ray_cpus, record, earlier)) as sandboxes:
+        yield sandboxes
