@@ -5,7 +5,9 @@ mount) and the task's live forks; the driver reaches them by id. A checkpoint th
 is not in the store yet was sealed on another node the task lived on before: it is
 adopted (linked, never copied) from that node's store when this node can read it (a
 shared filesystem, or nodes on one machine), else shipped from that node while it lives
-(`sprout.dist.ship`), so the attempt continues from its last turn.
+(`sprout.dist.ship`), so the attempt continues from its last turn. The task's folder is
+the one at its path when this node has it, else the copy the driver shipped
+(`sprout.dist.task_ship`).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import threading
 import uuid
 from collections.abc import Sequence
 from contextlib import ExitStack
+from pathlib import Path
 
 from sprout.dist.ship import fetch
+from sprout.dist.task_ship import ShippedFolder, cache_root, folder_here, relocated
 from sprout.durable import hold_lock
 from sprout.sandbox import LayerStore, Observation, SandboxError, SandboxWorkspace
 from sprout.sandbox.workspace import SandboxFork
@@ -38,12 +42,21 @@ class TaskHost:
         slots: int,
         *,
         links: bool = True,
+        folder: ShippedFolder | None = None,
     ) -> None:
         self.node = node
         os.makedirs(store, exist_ok=True)
         self.store = LayerStore(store)
         self.store.claim()
         self.store.sweep()  # what a killed worker of an earlier run left here
+        self.shipped_root = cache_root()
+        # every task's shipped folder on this machine (tests, solution) out of every sandbox
+        self.store.host.hide([self.shipped_root])
+        self.folder = folder
+        """The task's folder as the driver shipped it; None: the task runs from its path."""
+        self._folder_here: Path | None = None
+        self._finding = threading.Lock()
+        """Held while the task's folder is looked for (and unpacked) on this node."""
         self.sources = tuple(
             (held_on, path) for held_on, path in sources if os.path.abspath(path) != self.store.path
         )
@@ -64,6 +77,7 @@ class TaskHost:
 
     def base(self, task: Task, replays: bool) -> str:
         """Checkpoint 0 of `task` in this node's store (see `LocalSandboxes.base`)."""
+        task = self._here(task)
         with self._slots, self._linking:
             base = base_checkpoint(task, self.store)
             return solution_checkpoint(task, self.store, base) if replays else base
@@ -97,6 +111,7 @@ class TaskHost:
 
     def verify(self, task: Task, checkpoint: str, base: str) -> Verdict:
         """The verifier on a throw-away fork of `checkpoint` here."""
+        task = self._here(task)
         self._have(base)
         self._have(checkpoint)
         with self._slots:
@@ -109,6 +124,15 @@ class TaskHost:
         for stack, _ in forks:
             stack.close()
         self.store.release()
+
+    def _here(self, task: Task) -> Task:
+        """`task` with its folder where this node has it: found (or unpacked) once."""
+        if self.folder is None:
+            return task
+        with self._finding:
+            if self._folder_here is None:
+                self._folder_here = folder_here(task, self.folder, self.shipped_root)
+            return relocated(task, self._folder_here)
 
     def _fork(self, fork_id: str) -> SandboxFork:
         with self._lock:

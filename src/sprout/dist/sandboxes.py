@@ -6,7 +6,9 @@ of the task is in that node's store and a fork stays a mount. Ray places the act
 (it reserves `cpus` for it, so a node holds no more tasks than it has cores: Ray's
 scheduling and backpressure, not ours). When the node dies, the task gets a new
 actor wherever Ray puts it, which adopts the dead node's layers when it can read
-them; the driver counts the move (`moves`) and plays the pairs it broke again.
+them; the driver counts the move (`moves`) and plays the pairs it broke again. Each
+task's folder is packed once, on its first placement, and travels to its actors through
+Ray's object store, so nodes need no copy of the task folders (`sprout.dist.task_ship`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ray.exceptions import RayActorError
 
 from sprout.dist.host import TaskHost
 from sprout.dist.place import Place
+from sprout.dist.task_ship import ShippedFolder, ship
 from sprout.dist.workspace import RemoteWorkspace
 from sprout.task import Task
 from sprout.verify import Verdict
@@ -39,10 +42,17 @@ class _RayTaskHost(TaskHost):
     """`TaskHost` on the node Ray placed it on; `store` names that node as `{node}`."""
 
     def __init__(
-        self, store: str, sources: tuple[tuple[str, str], ...], slots: int, links: bool
+        self,
+        store: str,
+        sources: tuple[tuple[str, str], ...],
+        slots: int,
+        links: bool,
+        folder: ShippedFolder | None = None,
     ) -> None:
         node = ray.get_runtime_context().get_node_id()
-        super().__init__(node, store.format(node=node[:12]), sources, slots, links=links)
+        super().__init__(
+            node, store.format(node=node[:12]), sources, slots, links=links, folder=folder
+        )
 
 
 _HostActor = ray.remote(_RayTaskHost)
@@ -82,6 +92,8 @@ class RaySandboxes:
         for placed in earlier:
             self._stores.setdefault(placed["task"], []).append((placed["node"], placed["store"]))
         self._moves: dict[str, int] = {}
+        self._folders: dict[str, ShippedFolder | None] = {}
+        """Each placed task's folder, packed and in the object store (for its next actor)."""
         self._log: list[Placement] = list(earlier)
         self._lock = threading.Lock()
         self._task_locks: dict[str, threading.Lock] = {}
@@ -116,6 +128,7 @@ class RaySandboxes:
     def _end(self, task_id: str) -> None:
         with self._lock:
             place = self._places.pop(task_id, None)
+            self._folders.pop(task_id, None)  # no actor will need it: the object store frees it
         if place is None:
             return
         if not place.lost:
@@ -135,7 +148,7 @@ class RaySandboxes:
             if place is not None and not place.lost:
                 return place
             why = "placed" if place is None else f"node {place.node} died"
-            actor, node, store = self._start(task, sources)
+            actor, node, store = self._start(task, sources, self._folder(task))
             place = Place(actor, node, store, lambda lost: self._lost(task.id, lost))
             with self._lock:
                 self._places[task.id] = place
@@ -153,13 +166,27 @@ class RaySandboxes:
             self._record(log)
             return place
 
-    def _start(self, task: Task, sources: tuple[tuple[str, str], ...]) -> tuple[Any, str, str]:
-        """A new actor for `task` (its handle, node and store): Ray may place one on a node
-        that is dying and not yet known dead, so a start that the node's death cancelled
-        is tried again; one whose own set-up failed (an unwritable store) is not."""
+    def _folder(self, task: Task) -> ShippedFolder | None:
+        """`task`'s folder, packed into the object store on the task's first placement (its
+        actors after a move get the same one); called under the task's own lock."""
+        with self._lock:
+            if task.id in self._folders:
+                return self._folders[task.id]
+        folder = ship(task)  # outside the lock: the other tasks' places need not wait
+        with self._lock:
+            self._folders[task.id] = folder
+        return folder
+
+    def _start(
+        self, task: Task, sources: tuple[tuple[str, str], ...], folder: ShippedFolder | None
+    ) -> tuple[Any, str, str]:
+        """A new actor for `task` (its handle, node and store), handed the task's `folder`:
+        Ray may place one on a node that is dying and not yet known dead, so a start that
+        the node's death cancelled is tried again; one whose own set-up failed (an
+        unwritable store) is not."""
         for _ in range(PLACE_TRIES):
             actor: Any = _HostActor.options(num_cpus=self._cpus, max_concurrency=MAX_CALLS).remote(
-                self._store_template, sources, max(1, int(self._cpus)), self._links
+                self._store_template, sources, max(1, int(self._cpus)), self._links, folder
             )
             try:
                 node, store = ray.get(actor.where.remote())
