@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from sprout.commands.common import (
     usable_tasks,
 )
 from sprout.commands.interrupt import INTERRUPTED, halting_on_ctrl_c
+from sprout.commands.ray_options import add_ray_arguments, check_ray, on_cluster, ray_sandboxes
 from sprout.runfolder import RunFolder
 from sprout.train.batching import LearnerError
 from sprout.train.credit import CREDITS
@@ -26,6 +28,10 @@ from sprout.train.export import FORMATS
 if TYPE_CHECKING:
     from sprout.pipeline.rollout_server import RolloutServer
     from sprout.pipeline.training import TrainSettings
+    from sprout.sandbox.isolation import IsolationReport
+    from sprout.search.halt import Halt
+    from sprout.task import Task
+    from sprout.train.learner import StepStats
 
 
 def add_parsers(commands: Any) -> None:
@@ -132,31 +138,23 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     import transformers
 
-    from sprout.pipeline.rollout_server import RolloutServerError
-    from sprout.pipeline.training import TrainResumeError, train
-    from sprout.search import Progress
     from sprout.search.halt import Halt
 
     settings = _train_settings(args)
+    check_ray(args)
     loaded = usable_tasks(load_task_arguments(args.tasks, args), "train")
     server = _rollout_server(args)
     transformers.logging.disable_progress_bar()
-    report = check_isolation(args.out, args.isolation, "train")
-    run = RunFolder.resume(args.out) if args.resume else RunFolder.create_new(args.out)
     halt = Halt()
     try:
-        tag = "" if report.holds else "[NO ISOLATION]"
-        progress = Progress(quiet=args.quiet, tag=tag)
-        with halting_on_ctrl_c(halt, "train") as ctrl_c:
-            history = train(loaded.tasks, run, settings, progress, halt, server)
-    except (TrainResumeError, RolloutServerError) as error:
-        raise UsageError(str(error)) from None
+        report = check_isolation(args.out, args.isolation, "train")
+        with on_cluster(args):  # joined first: a cluster that cannot be reached costs no run folder
+            history, interrupted = _steps(args, loaded.tasks, settings, report, halt, server)
     finally:
         if server is not None:
             server.close()
-        run.close()
     print(f"\n{len(history)} steps run now; log: {Path(args.out) / 'train.jsonl'}")
-    if ctrl_c.pressed:
+    if interrupted:
         print(
             f"interrupted: `sprout train ... --out {args.out} --resume` continues", file=sys.stderr
         )
@@ -165,6 +163,33 @@ def _train(args: argparse.Namespace) -> int:
         print(f"sprout train: stopped early: {halt.reason}", file=sys.stderr)
         return 1
     return BAD_INPUT if loaded.errors else 0
+
+
+def _steps(
+    args: argparse.Namespace,
+    tasks: Sequence[Task],
+    settings: TrainSettings,
+    report: IsolationReport,
+    halt: Halt,
+    server: RolloutServer | None,
+) -> tuple[list[StepStats], bool]:
+    """The run folder and its steps, with the sandboxes where --ray puts them; the folder
+    and the sandboxes are closed whatever stops the steps. (The steps run now, whether
+    Ctrl-C stopped them.)"""
+    from sprout.pipeline.rollout_server import RolloutServerError
+    from sprout.pipeline.training import TrainResumeError, train
+    from sprout.search import Progress
+
+    run = RunFolder.resume(args.out) if args.resume else RunFolder.create_new(args.out)
+    try:
+        progress = Progress(quiet=args.quiet, tag="" if report.holds else "[NO ISOLATION]")
+        with ray_sandboxes(args, run) as sandboxes, halting_on_ctrl_c(halt, "train") as ctrl_c:
+            history = train(tasks, run, settings, progress, halt, server, sandboxes)
+    except (TrainResumeError, RolloutServerError) as error:
+        raise UsageError(str(error)) from None
+    finally:
+        run.close()
+    return history, ctrl_c.pressed
 
 
 def _train_settings(args: argparse.Namespace) -> TrainSettings:
@@ -266,5 +291,6 @@ def _train_arguments(train: argparse.ArgumentParser) -> None:
     )
     add_task_source_arguments(train)
     add_isolation_argument(train)
+    add_ray_arguments(train, "docs/training.md")
     train.add_argument("--quiet", action="store_true", help="no progress lines")
     train_step.add_learner_arguments(train)

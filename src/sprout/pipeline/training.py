@@ -24,6 +24,7 @@ from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, run_tasks
 from sprout.search.halt import Halt
 from sprout.search.methods import Method, training_method
+from sprout.search.sandboxes import TaskSandboxes
 from sprout.task import Task
 from sprout.train.learner import Learner, LearnerConfig, StepStats
 from sprout.train.samples import build_samples
@@ -95,6 +96,7 @@ def train(
     progress: Progress,
     halt: Halt | None = None,
     server: RolloutServer | None = None,
+    sandboxes: TaskSandboxes | None = None,
 ) -> list[StepStats]:
     """Rollouts and one learner step, up to `settings.steps` steps; stats of the steps run
     now, also appended to `OUT/train.jsonl` as they come.
@@ -104,7 +106,10 @@ def train(
     step continue where they stopped. With `halt` set (Ctrl-C) the rollouts stop as
     `sprout run`'s do and no learner step is taken on them. With `server` (of kind
     `settings.rollout_server`; the caller closes it) each step's rollouts are sampled by it,
-    put on the step's weights first.
+    put on the step's weights first. With `sandboxes` (a Ray cluster's, say; the caller
+    closes them) every step's sandbox work runs there, while the learner and the rollout
+    model stay in this process; each step's `run_tasks` releases a task's sandboxes when its
+    rollouts end, so a step holds nothing of the one before.
     """
     halt = halt or Halt()
     _claim_settings(run, settings)
@@ -129,7 +134,7 @@ def train(
             rollouts, served = _serve(server, policy, step - 1, learner, rollouts)
         where = f" on {served['url']} ({served['weights']})" if served else ""
         progress.event("-", method.name, f"rollouts with {policy}{where}")
-        run_tasks(tasks, run, rollouts, progress, halt)
+        run_tasks(tasks, run, rollouts, progress, halt, sandboxes)
         if halt.is_set():
             progress.event("-", method.name, f"no learner step: {halt.reason}")
             break
