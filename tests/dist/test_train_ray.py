@@ -105,6 +105,16 @@ def test_each_step_rolls_out_on_the_workers_and_a_resume_goes_on_there(
             assert sealed_in(placement["store"], checkpoint), (method, checkpoint)
     layers = out / "layers" / "l"
     assert not layers.exists() or not list(layers.iterdir()), "no sandbox in the run folder"
+    refused_resume_leaves_the_cluster(cluster, tmp_path, tiny_model_path)
+
+
+def refused_resume_leaves_the_cluster(cluster: Any, tmp_path: Path, model: Path) -> None:
+    """A resume refused on the cluster (other settings) is exit 2 and leaves the cluster."""
+    import ray
+
+    args = [*train_args(tmp_path, f"hf/{model}", 3), "--resume", "--lr", "5e-4"]
+    assert main([*args, "--ray", cluster.address]) == 2
+    assert not ray.is_initialized(), "the driver left the cluster"
 
 
 @pytest.mark.parametrize("command", ["run", "train"])
