@@ -162,6 +162,11 @@ class RolloutTree:
         """End an attempt with `status` and its reason (and, for `error`, its fault)."""
         self._store.finish_attempt(attempt_id, status, reason, fault=fault)
 
+    def reopen_attempt(self, attempt_id: int) -> None:
+        """Put back to `running` one attempt that ended `error`, once what failed is made
+        good (its lost checkpoint rebuilt), so that it continues from its last turn."""
+        self._store.reopen_attempt(attempt_id)
+
     def reopen_attempts(self, task_id: str, method: str, faults: Sequence[Fault]) -> int:
         """Put back to `running` the attempts of (task, method) that one of `faults` ended,
         so that a resumed run continues them; returns how many."""

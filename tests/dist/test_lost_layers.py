@@ -1,6 +1,6 @@
 """A node that dies with the only copy of a task's layers, on a real Ray cluster: the
-task's root in flight is restarted from checkpoint 0 on the other node, with the reason
-recorded, and what had finished stays as it was.
+task's root in flight continues on the other node, from its last turn's checkpoint rebuilt
+there by running its recorded calls again; what had finished stays as it was.
 
 The nodes are told not to read each other's stores (`links=False`, as nodes on separate
 machines cannot), and the dead node can no longer ship its layers: so the checkpoint the
@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from sprout.runfolder import RunFolder
+from sprout.sandbox import LayerStore
+from sprout.sandbox.replay import holds
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.tasks import load_native
 from tests.taskfolders import two_edits_task
@@ -29,7 +31,7 @@ from sprout.dist import RaySandboxes  # noqa: E402
 @pytest.mark.sandbox
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_a_root_whose_node_died_with_its_layers_restarts_on_another_node(
+def test_a_root_whose_node_died_with_its_layers_continues_on_a_rebuilt_checkpoint(
     cluster: Any, tmp_path: Path
 ):
     task = load_native(two_edits_task(tmp_path / "tasks", slow_step=1.0))
@@ -56,14 +58,19 @@ def test_a_root_whose_node_died_with_its_layers_restarts_on_another_node(
     finally:
         ray.shutdown()
 
-    first, lost, restart = run.tree.attempts(task.id)
-    assert (lost.status, lost.fault, lost.reward) == ("error", "lost", None)
-    assert "lost with its node" in (lost.end_reason or "")
-    assert restart.restarts == lost.id and restart.reward == 1.0
+    first, second = run.tree.attempts(task.id)
     assert first.reward == 1.0 and run.tree.own_turns(first), "finished before: kept as it was"
-    moved = [(p["node"], p["why"]) for p in log[-1]]
-    assert moved[0][0] == victim and moved[1] == (moved[1][0], f"node {victim} died")
+    assert second.reward == 1.0 and second.fault is None
+    turns = run.tree.own_turns(second)
+    assert [t.index for t in turns] == [1, 2, 3]
+    (rebuilt,) = run.tree.get_meta("rebuilt")
+    assert rebuilt["attempt"] == second.id and rebuilt["diverged"] is None
+    assert rebuilt["calls"] == sum(len(t.calls) for t in turns if t.index <= 1)
+    moved = [(p["node"], p["why"], p["store"]) for p in log[-1]]
+    assert moved[0][0] == victim and moved[1][1] == f"node {victim} died"
     assert moved[1][0] != victim
+    new_store = LayerStore(moved[1][2])
+    assert all(holds(new_store)(t.checkpoint) for t in turns), "its turns, on the new node"
     assert [s["status"] for s in run.tree.schedules()] == ["done"]
     run.close()
 

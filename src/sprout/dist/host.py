@@ -23,6 +23,7 @@ from sprout.dist.ship import fetch
 from sprout.dist.task_ship import ShippedFolder, cache_root, folder_here, relocated
 from sprout.durable import hold_lock
 from sprout.sandbox import LayerStore, Observation, SandboxError, SandboxWorkspace
+from sprout.sandbox.replay import Rebuilt, ReplayTurn, rebuild
 from sprout.sandbox.workspace import SandboxFork
 from sprout.task import Task
 from sprout.tasks import base_checkpoint, solution_checkpoint
@@ -68,6 +69,7 @@ class TaskHost:
         self._forks: dict[str, tuple[ExitStack, SandboxFork]] = {}
         self._lock = threading.Lock()
         self._linking = threading.Lock()
+        self._rebuilding = threading.Lock()
         """Held while layers are linked into the store (a base lent from the machine's cache,
         a dead node's layers adopted): linking checks for each link, then makes it."""
 
@@ -116,6 +118,22 @@ class TaskHost:
         self._have(checkpoint)
         with self._slots:
             return run_verifier(task, self.store, checkpoint, base)
+
+    def rebuild(
+        self, base: str, old_base: str, turns: Sequence[ReplayTurn], timeout: float
+    ) -> Rebuilt:
+        """Lost checkpoints made again here (see `sprout.sandbox.replay.rebuild`), from the
+        deepest one this node can still adopt or ship; one rebuild at a time, so that two
+        attempts on one lost path never make the same layer twice."""
+        with self._rebuilding, self._slots:
+            return rebuild(self.store, base, old_base, turns, timeout, self._can_have)
+
+    def _can_have(self, checkpoint: str) -> bool:
+        try:
+            self._have(checkpoint)
+        except CheckpointLost:
+            return False
+        return True
 
     def shutdown(self) -> None:
         """Close every fork and let go of the store (the task's pairs are over)."""

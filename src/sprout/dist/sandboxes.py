@@ -26,6 +26,7 @@ from sprout.dist.host import TaskHost
 from sprout.dist.place import Place
 from sprout.dist.task_ship import ShippedFolder, ship
 from sprout.dist.workspace import RemoteWorkspace
+from sprout.sandbox.replay import Rebuilt, ReplayTurn
 from sprout.task import Task
 from sprout.verify import Verdict
 from sprout.workspace import Workspace, WorkspaceError
@@ -107,6 +108,12 @@ class RaySandboxes:
 
     def verify(self, task: Task, checkpoint: str, base: str) -> Verdict:
         found: Verdict = self._place(task).call("verify", task, checkpoint, base)
+        return found
+
+    def rebuild(
+        self, task: Task, base: str, old_base: str, turns: Sequence[ReplayTurn], timeout: float
+    ) -> Rebuilt:
+        found: Rebuilt = self._place(task).call("rebuild", base, old_base, turns, timeout)
         return found
 
     def moves(self, task: Task) -> int:

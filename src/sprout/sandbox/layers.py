@@ -254,9 +254,13 @@ class LayerStore:
         stack = [self.diff_dir(i) for i in self.stack(layer_id)] + self.image_layers(config)
         return stack, self.image_root(config)
 
-    def new_layer(self, parent: str | None) -> str:
-        """Start an unsealed layer on top of `parent`, held by this process until sealed."""
-        layer_id = secrets.token_hex(5)
+    def new_layer(self, parent: str | None, layer_id: str | None = None) -> str:
+        """Start an unsealed layer on top of `parent`, held by this process until sealed;
+        `layer_id` names it (a lost checkpoint rebuilt under its own id), else a new id."""
+        if layer_id is None:
+            layer_id = secrets.token_hex(5)
+        elif os.path.lexists(self.diff_dir(layer_id)):
+            raise BadArgument("layer_id", f"{layer_id}: already a layer of {self.path}")
         if self.store_fs is not None:
             keep_room(self.store_fs)
         write_hold(os.path.join(self.path, "h"), layer_id, parent)

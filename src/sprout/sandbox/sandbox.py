@@ -70,11 +70,13 @@ class Sandbox:
     and returns the id that `fork` accepts.
     """
 
-    def __init__(self, store: LayerStore, parent: str, config: SandboxConfig) -> None:
+    def __init__(
+        self, store: LayerStore, parent: str, config: SandboxConfig, upper: str | None = None
+    ) -> None:
         self.store = store
         self.parent = parent
         self.config = config
-        self.upper = store.new_layer(parent)
+        self.upper = store.new_layer(parent, upper)
         self.closed = False
         self._backend: Backend = backend_for(store)
         try:
@@ -136,13 +138,15 @@ class Sandbox:
         network: bool | None = None,
         limits: Limits | None = None,
         user: RunAs | None = None,
+        upper: str | None = None,
     ) -> Sandbox:
         """A new writable sandbox over checkpoint `checkpoint_id`, isolated from every other.
 
         O(1) in the size of the environment: nothing is copied. `env`,
         `network`, `limits` and `user` (who the commands run as) default to the
         checkpoint's own, so a task's agent user set on its checkpoint 0 holds for
-        every fork of it: the agent's, the oracle's, the verifier's.
+        every fork of it: the agent's, the oracle's, the verifier's. `upper` is the id
+        its first checkpoint will have (one no layer of the store has); default a new one.
         """
         config = store.layer(checkpoint_id).config
         config = _check_config(
@@ -154,7 +158,7 @@ class Sandbox:
             config.user_namespaces,
             user or config.user,
         )
-        return cls(store, checkpoint_id, config)
+        return cls(store, checkpoint_id, config, upper)
 
     def _check_open(self) -> None:
         if self.closed:

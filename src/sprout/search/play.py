@@ -16,10 +16,12 @@ from sprout.sandbox import SandboxError
 from sprout.search.halt import AttemptFault, Halt, Halted
 from sprout.search.methods import Method
 from sprout.search.progress import Progress
+from sprout.search.recover import rebuild, recover, restart
 from sprout.search.sandboxes import TaskSandboxes
 from sprout.task import Task
 from sprout.tree import Attempt, Message, RolloutTree
 from sprout.verify import Diagnostics, ResultsError
+from sprout.workspace import CheckpointLost
 
 
 @dataclass
@@ -45,6 +47,9 @@ class Search:
     halt: Halt = field(default_factory=Halt)
     """Shared by the whole run: once set, nothing new starts and attempts stop between turns."""
     _passed: threading.Event = field(default_factory=threading.Event)
+    _recovered: set[int] = field(default_factory=set)
+    """Attempts whose lost checkpoint this search has tried to rebuild: once each."""
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def attempts(self) -> list[Attempt]:
         """This method's attempts of this task, oldest first."""
@@ -96,8 +101,8 @@ class Search:
                 self.progress.halting(self.halt.reason or "")
         if attempt.status == "running":
             return attempt
-        if attempt.status == "error" and attempt.fault == "lost" and attempt.kind == "root":
-            return self._finish(self._restart(attempt))
+        if attempt.fault == "lost" and self._first_recovery(attempt):
+            return self._finish(recover(self, attempt))
         if attempt.status == "error":  # not the model's failure: nothing to verify
             self.progress.attempt_done(attempt, len(self.tree.own_turns(attempt)))
             return attempt
@@ -105,6 +110,8 @@ class Search:
             with self.slots:
                 self._verify(attempt)
             attempt = self.tree.attempt(attempt.id)
+            if attempt.fault == "lost":  # before the verifier, and it could not be rebuilt
+                return self._finish(restart(self, attempt) if attempt.kind == "root" else attempt)
             self.progress.attempt_done(attempt, len(self.tree.own_turns(attempt)))
         elif attempt.status == "stopped":
             self.progress.attempt_done(attempt, len(self.tree.own_turns(attempt)))
@@ -112,28 +119,29 @@ class Search:
             self._passed.set()
         return attempt
 
-    def _restart(self, lost: Attempt) -> Attempt:
-        """A new root in place of `lost`, from checkpoint 0: what the lost root's turns
-        wrote went with its node, and its turns stay in the tree as they were recorded."""
-        self.progress.attempt_done(lost, len(self.tree.own_turns(lost)))
-        root = self.tree.root(
-            self.task.id, self.prefix, self.base, method=self.method.name, restarts=lost.id
-        )
-        self.progress.event(
-            self.task.id,
-            self.method.name,
-            f"attempt {lost.id}'s checkpoint was lost with its node: restarted from "
-            f"checkpoint 0 as attempt {root.id}",
-        )
-        return root
+    def _first_recovery(self, attempt: Attempt) -> bool:
+        with self._lock:
+            first = attempt.id not in self._recovered
+            self._recovered.add(attempt.id)
+        return first
 
     def _verify(self, attempt: Attempt) -> None:
         """Store the verifier's reward, diagnostics and patch; a verifier that cannot run
-        scores 0 with the reason as its diagnostics, and the search goes on."""
+        scores 0 with the reason as its diagnostics, and the search goes on. A checkpoint
+        lost with its node is rebuilt first; one that cannot be leaves the attempt `error`
+        with fault `lost` (its outcome is unknown, which is no failure)."""
         checkpoint = self.tree.checkpoint(attempt)
         base = self.tree.checkpoint(attempt, 0)  # its own root's, even if the task changed
         try:
-            verdict = self.sandboxes.verify(self.task, checkpoint, base)
+            try:
+                verdict = self.sandboxes.verify(self.task, checkpoint, base)
+            except CheckpointLost:
+                if not self._first_recovery(attempt) or rebuild(self, attempt).diverged:
+                    raise
+                verdict = self.sandboxes.verify(self.task, checkpoint, base)
+        except CheckpointLost as error:
+            self.tree.finish_attempt(attempt.id, "error", f"sandbox: {error}", fault="lost")
+            return
         except (SandboxError, ResultsError) as error:
             self.tree.set_outcome(attempt.id, 0.0, verifier_failure(str(error)), None)
             return

@@ -9,9 +9,12 @@ the cluster's code.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from typing import Protocol
 
 from sprout.sandbox import LayerStore, SandboxWorkspace
+from sprout.sandbox.replay import Rebuilt, ReplayTurn, holds, rebuild
 from sprout.task import Task
 from sprout.tasks import base_checkpoint, solution_checkpoint
 from sprout.verify import Verdict, run_verifier
@@ -38,6 +41,14 @@ class TaskSandboxes(Protocol):
         """The verifier's verdict on `checkpoint` (see `sprout.verify.run_verifier`)."""
         ...
 
+    def rebuild(
+        self, task: Task, base: str, old_base: str, turns: Sequence[ReplayTurn], timeout: float
+    ) -> Rebuilt:
+        """Make the lost checkpoints of `turns` (a path from checkpoint `old_base`) the
+        task's again by running their recorded calls once more on `base`, checkpoint 0
+        where the task's sandboxes are now (see `sprout.sandbox.replay.rebuild`)."""
+        ...
+
     def moves(self, task: Task) -> int:
         """How many times `task`'s sandboxes lost their place and moved: a pair that ended
         in error while this grew is played again, since the fault was the place's."""
@@ -54,6 +65,7 @@ class LocalSandboxes:
 
     def __init__(self, layers: LayerStore) -> None:
         self.layers = layers
+        self._rebuilding = threading.Lock()
 
     def base(self, task: Task, *, replays: bool) -> str:
         """Checkpoint 0, built in (or lent to) the run's store."""
@@ -65,6 +77,14 @@ class LocalSandboxes:
 
     def verify(self, task: Task, checkpoint: str, base: str) -> Verdict:
         return run_verifier(task, self.layers, checkpoint, base)
+
+    def rebuild(
+        self, task: Task, base: str, old_base: str, turns: Sequence[ReplayTurn], timeout: float
+    ) -> Rebuilt:
+        """Checkpoints the run's store lost (freed under a running run) made again, one
+        rebuild at a time (two attempts on one lost path must not make a layer twice)."""
+        with self._rebuilding:
+            return rebuild(self.layers, base, old_base, turns, timeout, holds(self.layers))
 
     def moves(self, task: Task) -> int:
         """Never: this machine is the run's."""

@@ -78,6 +78,15 @@ class AttemptTables(Database):
                 (status, reason, fault, time.time(), attempt_id),
             )
 
+    def reopen_attempt(self, attempt_id: int) -> None:
+        """Put back to `running` an attempt that ended `error` (its fault made good)."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE attempts SET status = 'running', end_reason = NULL, fault = NULL, "
+                "finished = NULL WHERE id = ? AND status = 'error'",
+                (attempt_id,),
+            )
+
     def reopen_attempts(self, task_id: str, method: str, faults: Sequence[str]) -> int:
         """Put back to `running` the attempts of (task, method) that a fault of one of
         `faults` ended, so that a resumed run continues them; returns how many."""
