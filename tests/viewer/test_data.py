@@ -148,3 +148,16 @@ def test_unknown_ids_are_a_viewer_error_naming_the_run(run: RunFolder) -> None:
         turn_detail(run, root.id, 77)
     with pytest.raises(ViewerError, match="no task 'nope'"):
         task_tree(run, "nope")
+
+
+def test_a_restarted_root_names_the_lost_one_and_its_fault(run: RunFolder) -> None:
+    root = next(a for a in run.tree.attempts(TASK) if a.method == "pass@2")
+    assert root.base_checkpoint is not None
+    lost = run.tree.root(TASK, list(root.prefix), root.base_checkpoint, method="viewer-lost")
+    run.tree.finish_attempt(lost.id, "error", "sandbox: checkpoint c: lost", fault="lost")
+    again = run.tree.root(
+        TASK, list(root.prefix), root.base_checkpoint, method="viewer-lost", restarts=lost.id
+    )
+    items = {a["id"]: a for a in task_tree(run, TASK)["attempts"]}
+    assert (items[lost.id]["fault"], items[lost.id]["restarts"]) == ("lost", None)
+    assert (items[again.id]["fault"], items[again.id]["restarts"]) == (None, lost.id)

@@ -132,6 +132,8 @@ def task_tree(run: RunFolder, task_id: str) -> dict[str, Any]:
                 "status": attempt.status,
                 "reward": attempt.reward,
                 "end_reason": attempt.end_reason,
+                "fault": attempt.fault,
+                "restarts": attempt.restarts,
                 "created": attempt.created,
                 "finished": finished.get(attempt.id),
                 "last_index": turns[-1].index if turns else attempt.boundary,

@@ -8,6 +8,7 @@
     line: "An attempt: one horizontal line of turns. A root starts from the untouched task (checkpoint 0); a branch starts from its parent's checkpoint at its boundary and reuses the parent's turns up to there.",
     dot: "A turn: the model's reply and the shell calls it made. Its layer holds only the files this turn changed, which is why most layers are small. Click (or Enter) to open it.",
     starting: "The reviewer's starting turn: the first turn of a guided branch, written by the reviewer (not the actor) to set the branch on a new course.",
+    restarts: "A root started again from checkpoint 0 in place of one whose checkpoint died with its cluster node and could not be rebuilt by running its recorded calls again.",
     branchPoint: "A branch point: the boundary (the checkpoint after turn k: files and messages exactly as they were then) that one or more branches left from. Their turns 1..k are reused, never replayed.",
     path: "The first passing path of this method: from the root's first turn to the last turn of the first attempt that passed.",
     prefix: "Tokens with prefixes counted once: a branch shares its parent's turns up to its boundary; counting that shared prefix once is what a prefix cache (or a tree-aware learner) pays.",
@@ -365,6 +366,7 @@
     const st = statusOf(a);
     let html = '<h3 title="' + esc(TIP.line) + '">Attempt ' + a.id + " · " + esc(a.kind) + " of " + esc(a.method) + (a.round ? " · round " + a.round : "") + "</h3>";
     html += '<div class="kv"><span title="' + esc(STATUS_TIP[st]) + '">status</span><span data-testid="attempt-status">' + esc(st) + (a.end_reason ? " (" + esc(a.end_reason) + ")" : "") + "</span>";
+    if (a.restarts != null) html += '<span title="' + esc(TIP.restarts) + '">restarts</span><span data-testid="attempt-restarts">attempt ' + a.restarts + " (its checkpoint was lost with its node), from the untouched task</span>";
     if (a.parent !== null) html += '<span title="' + esc(TIP.branchPoint) + '">from</span><span>attempt ' + a.parent + " at boundary " + a.boundary + (a.boundary ? " (turns 1.." + a.boundary + " reused)" : " (the untouched task: no turns reused)") + "</span>";
     html += '<span title="' + esc(TIP.spent) + '">tokens</span><span>' + fmt(a.tokens.spent) + " spent, " + fmt(a.tokens.prefix_once) + " with prefix counted once</span></div>";
     const d = a.diagnostics;
