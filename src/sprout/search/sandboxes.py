@@ -81,8 +81,9 @@ class LocalSandboxes:
     def rebuild(
         self, task: Task, base: str, old_base: str, turns: Sequence[ReplayTurn], timeout: float
     ) -> Rebuilt:
-        """Checkpoints the run's store lost (freed under a running run) made again, one
-        rebuild at a time (two attempts on one lost path must not make a layer twice)."""
+        """Checkpoints made again in the run's store, one rebuild at a time (two attempts on
+        one lost path must not make a layer twice). Nothing frees a running run's layers on
+        one machine, so only a store changed by hand ever asks for this."""
         with self._rebuilding:
             return rebuild(self.layers, base, old_base, turns, timeout, holds(self.layers))
 
