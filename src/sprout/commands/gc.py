@@ -1,4 +1,5 @@
-"""`sprout gc`: free the machine's cache (base layers, images) or a layer store's layers."""
+"""`sprout gc`: free the machine's cache (base layers, images, shipped task folders) or a
+layer store's layers."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sprout.commands.common import UsageError
+from sprout.images import shipped
 from sprout.sandbox import LayerStore, UnknownCheckpoint
 from sprout.sandbox.layer_gc import Freed
 
@@ -16,16 +18,18 @@ from sprout.sandbox.layer_gc import Freed
 def add_parser(commands: Any) -> None:
     gc = commands.add_parser(
         "gc",
-        help="free the machine's cache (images, base layers) or a layer store's unused layers",
-        description="Without STORE: free the base layers of the machine's cache (SPROUT_CACHE, "
-        "default ~/.cache/sprout) that no run folder on this machine links and nobody used for "
-        "--keep-days, the layers of run folders deleted with rm -rf (on sprout's store "
-        "filesystem), and with --images the images that neither a remaining base layer nor a "
-        "run's own layer store stands on. With STORE (a layer store, or a run folder for its "
-        "layers/): free every layer that no checkpoint of the run beside it (its sprout.db), "
-        "of a --run, a named checkpoint, a --keep or an open sandbox stacks on, and what "
-        "killed processes left. Refuses while a process uses the store (a run, a shell, the "
-        "viewer).",
+        help="free the machine's cache (images, base layers, shipped task folders) or a layer "
+        "store's unused layers",
+        description="Without STORE: free the base layers of the machine's cache "
+        "(SPROUT_CACHE, default ~/.cache/sprout) that no run folder on this machine links and "
+        "nobody used for --keep-days, the task folders sprout run --ray shipped to this "
+        "machine that no running process uses and nobody used for --keep-days, the layers of "
+        "run folders deleted with rm -rf (on sprout's store filesystem), and with --images the "
+        "images that neither a remaining base layer nor a run's own layer store stands on. "
+        "With STORE (a layer store, or a run folder for its layers/): free every layer that no "
+        "checkpoint of the run beside it (its sprout.db), of a --run, a named checkpoint, a "
+        "--keep or an open sandbox stacks on, and what killed processes left. Refuses while a "
+        "process uses the store (a run, a shell, the viewer).",
     )
     gc.add_argument(
         "store", metavar="STORE", nargs="?", help="a layer store, or a run folder (its layers/)"
@@ -49,16 +53,21 @@ def add_parser(commands: Any) -> None:
         type=float,
         default=7.0,
         metavar="N",
-        help="keep cached base layers used in the last N days (default 7; 0: only in-use)",
+        help="keep cached base layers and shipped task folders used in the last N days "
+        "(default 7; 0: only those in use)",
     )
     gc.add_argument("--images", action="store_true", help="also remove images nothing uses")
     gc.add_argument(
         "--dry-run",
         action="store_true",
-        help="say what would be freed (and which images stay, why); free nothing",
+        help="say what would be freed (and which images and shipped task folders stay, why); "
+        "free nothing",
     )
     gc.add_argument(
-        "-v", "--list", action="store_true", help="name each layer (or base, image) freed"
+        "-v",
+        "--list",
+        action="store_true",
+        help="name each layer (or base, image, shipped task folder) freed",
     )
     gc.set_defaults(func=cmd_gc)
 
@@ -85,6 +94,7 @@ def _collect_cache(args: argparse.Namespace) -> int:
     if not args.keep_days >= 0:
         raise UsageError(f"--keep-days: expected a number of days >= 0, got {args.keep_days}")
     done = collect(keep_days=args.keep_days, images=args.images, dry_run=args.dry_run)
+    copies = shipped.collect(keep_days=args.keep_days, dry_run=args.dry_run)
     if args.list:
         for name in done.names:
             print(f"  base layer {name}")
@@ -95,13 +105,24 @@ def _collect_cache(args: argparse.Namespace) -> int:
     if args.list or args.dry_run:
         for digest, why in done.kept_images.items():
             print(f"  keeps image {digest}: {why}")
+        _list_shipped(copies, args.keep_days)
     verb, dry = _outcome(args)
     print(
-        f"{verb} {done.bytes_freed / 1e6:.1f} MB: {done.bases} base layers "
-        f"({len(done.layers)} layers), {len(done.images)} images, "
-        f"{len(done.orphans)} stores of deleted runs{dry}"
+        f"{verb} {(done.bytes_freed + copies.bytes_freed) / 1e6:.1f} MB: {done.bases} base "
+        f"layers ({len(done.layers)} layers), {len(copies.freed)} shipped task folders, "
+        f"{len(done.images)} images, {len(done.orphans)} stores of deleted runs{dry}"
     )
     return 0
+
+
+def _list_shipped(copies: shipped.ShippedCollected, keep_days: float) -> None:
+    """The shipped task folders freed, and why each other one stays."""
+    for name in copies.freed:
+        print(f"  shipped task folder {name} (nobody used it for {keep_days:g} days)")
+    for name in copies.debris:
+        print(f"  shipped task folder {name} (half unpacked by a killed process)")
+    for name, why in copies.kept.items():
+        print(f"  keeps shipped task folder {name}: {why}")
 
 
 def _collect_store(args: argparse.Namespace) -> int:

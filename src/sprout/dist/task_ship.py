@@ -6,7 +6,9 @@ lead to that node's file, not the driver's) and puts it in Ray's object store wi
 digest of its content. On a node, the task's actor works on the folder at the task's own
 path when it is there with the same digest (a shared filesystem, the same checkout);
 otherwise on the shipped copy, unpacked once per digest into the machine's cache, which
-every sandbox's view of the host hides, as it hides the task folder itself.
+every sandbox's view of the host hides, as it hides the task folder itself. A process that
+uses a copy holds it while it lives, and notes when it took it, so `sprout gc` frees only
+copies nobody uses (`sprout.images.shipped`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 import ray
 
 from sprout.durable import cache_dir
+from sprout.images.shipped import SHIPPED, taking
 from sprout.task import Task, TaskError
 from sprout.tasks.files import kind
 from sprout.workspace import WorkspaceError
@@ -48,7 +51,7 @@ class ShippedFolder:
 def cache_root() -> Path:
     """Where shipped task folders are unpacked on this machine, one folder per digest: made
     on first use, readable by its owner only."""
-    root = cache_dir() / "shipped-tasks"
+    root = cache_dir() / SHIPPED
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o700)
     return root
@@ -87,22 +90,23 @@ def unpack(digest: str, name: str, stream: Callable[[], bytes], root: Path) -> P
     """The folder `name` of the stream with `digest`, unpacked under `root` on first use
     (`stream` is called only then); every later call finds it there. Unpacked into a
     temporary folder and renamed into place, so no one ever sees half a folder; when two
-    actors unpack the same digest at once, the first rename wins and the other's copy goes."""
+    actors unpack the same digest at once, the first rename wins and the other's copy goes.
+    The copy is held by this process from then on, so `sprout gc` leaves it."""
     target = root / digest
-    if not target.is_dir():
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        temporary = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=root))
-        try:
-            with tarfile.open(fileobj=io.BytesIO(stream()), mode="r:") as tar:
-                # sprout packed it, links checked: modes and owners come back exactly
-                tar.extractall(temporary / name, numeric_owner=True, filter="fully_trusted")
+    with taking(root, digest):
+        if not target.is_dir():
+            temporary = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=root))
             try:
-                os.rename(temporary, target)
-            except OSError:
-                if not target.is_dir():  # else another actor was first
-                    raise
-        finally:
-            shutil.rmtree(temporary, ignore_errors=True)
+                with tarfile.open(fileobj=io.BytesIO(stream()), mode="r:") as tar:
+                    # sprout packed it, links checked: modes and owners come back exactly
+                    tar.extractall(temporary / name, numeric_owner=True, filter="fully_trusted")
+                try:
+                    os.rename(temporary, target)
+                except OSError:
+                    if not target.is_dir():  # else another actor was first
+                        raise
+            finally:
+                shutil.rmtree(temporary, ignore_errors=True)
     return target / name
 
 
