@@ -4,17 +4,32 @@ machine (`ray.cluster_utils.Cluster`), each test's own, shut down after it."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
 from tests.conftest import require_host_image
 
+GIB = 1 << 30
+WORKER_MEMORY = 8 * GIB
+"""Ray's `memory` resource of each worker of `cluster`, set rather than the machine's (what
+Ray gives a node by default), so that a task's default reservation (its sandbox's 4 GiB
+memory limit) fits on every worker on any machine, one of 4 GB too."""
+
 
 @pytest.fixture
 def cluster() -> Iterator[Any]:
     """A head with no cores (nothing runs there) and two workers with one core each."""
+    with cluster_of([{"num_cpus": 1, "memory": WORKER_MEMORY}] * 2) as made:
+        yield made
+
+
+@contextmanager
+def cluster_of(workers: Sequence[Mapping[str, Any]]) -> Iterator[Any]:
+    """A head with no cores and one worker node per entry of `workers` (its resources, as
+    `Cluster.add_node` takes them), shut down after the block."""
     cluster_utils = pytest.importorskip(
         "ray.cluster_utils", reason="--ray needs Ray: pip install 'sprout-rl[dist]'"
     )
@@ -22,8 +37,8 @@ def cluster() -> Iterator[Any]:
     made = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
     session = made.head_node.get_session_dir_path()
     try:
-        for _ in range(2):
-            made.add_node(num_cpus=1)
+        for worker in workers:
+            made.add_node(**worker)
         made.wait_for_nodes()
         yield made
     finally:

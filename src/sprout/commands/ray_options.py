@@ -1,6 +1,7 @@
-"""`--ray`, `--ray-store` and `--ray-cpus`: where the sandboxes of `sprout run` and
-`sprout train` run, one set of options with one set of checks, so that both commands
-refuse the same mistakes with the same lines and go to a cluster the same way."""
+"""`--ray`, `--ray-store`, `--ray-cpus` and `--ray-memory`: where the sandboxes of
+`sprout run` and `sprout train` run, one set of options with one set of checks, so that
+both commands refuse the same mistakes with the same lines and go to a cluster the same
+way."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from typing import TYPE_CHECKING, Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from sprout.commands.common import UsageError
 from sprout.runfolder import RunFolder
+from sprout.tasks.harness import Size
 
 if TYPE_CHECKING:
     from sprout.search.sandboxes import TaskSandboxes
@@ -42,13 +46,21 @@ def add_ray_arguments(parser: argparse.ArgumentParser, guide: str) -> None:
         metavar="N",
         help="with --ray: cores Ray reserves per task, and its commands run at once (default 1)",
     )
+    parser.add_argument(
+        "--ray-memory",
+        metavar="SIZE",
+        help="with --ray: memory Ray reserves per task, e.g. 512M or 8G, 0 for none; a node "
+        "holds no more tasks than it has memory for (default: the task's sandbox memory "
+        "limit times --ray-cpus' commands at once)",
+    )
 
 
 def check_ray(args: argparse.Namespace) -> None:
     """--ray's options, checked before the run folder is touched."""
     if args.ray is None:
-        if args.ray_store is not None:
-            raise UsageError("--ray-store: only with --ray")
+        for given, option in ((args.ray_store, "--ray-store"), (args.ray_memory, "--ray-memory")):
+            if given is not None:
+                raise UsageError(f"{option}: only with --ray")
         return
     if importlib.util.find_spec("ray") is None:
         raise UsageError("--ray: Ray is not installed; pip install 'sprout-rl[dist]'")
@@ -59,6 +71,23 @@ def check_ray(args: argparse.Namespace) -> None:
         )
     if not args.ray_cpus > 0:
         raise UsageError(f"--ray-cpus: expected a number of cores above 0, got {args.ray_cpus}")
+    ray_memory(args)
+
+
+def ray_memory(args: argparse.Namespace) -> int | None:
+    """--ray-memory in bytes (0 reserves none); None: each task's own default."""
+    text = args.ray_memory
+    if text is None:
+        return None
+    if text.strip() == "0":
+        return 0
+    try:
+        return int(TypeAdapter(Size).validate_python(text))
+    except ValidationError as error:
+        problem = error.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
+        raise UsageError(
+            f"--ray-memory {text}: {problem} (a size such as 8G or 512M, or 0 for none)"
+        ) from None
 
 
 @contextmanager
@@ -95,5 +124,6 @@ def ray_sandboxes(args: argparse.Namespace, run: RunFolder) -> Iterator[TaskSand
 
     store = args.ray_store or default_store(args.out)
     earlier = (run.tree.get_meta("ray") or {}).get("placements", [])  # a resumed run's
-    with closing(RaySandboxes(store, args.ray_cpus, record, earlier)) as sandboxes:
+    memory = ray_memory(args)
+    with closing(RaySandboxes(store, args.ray_cpus, record, earlier, memory=memory)) as sandboxes:
         yield sandboxes

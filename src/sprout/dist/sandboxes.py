@@ -3,12 +3,13 @@
 The unit of placement is a task's tree: its base layer, its attempts' forks and
 seals and its verifier runs all happen in one `TaskHost` actor, so every checkpoint
 of the task is in that node's store and a fork stays a mount. Ray places the actor
-(it reserves `cpus` for it, so a node holds no more tasks than it has cores: Ray's
-scheduling and backpressure, not ours). When the node dies, the task gets a new
-actor wherever Ray puts it, which adopts the dead node's layers when it can read
-them; the driver counts the move (`moves`) and plays the pairs it broke again. Each
-task's folder is packed once, on its first placement, and travels to its actors through
-Ray's object store, so nodes need no copy of the task folders (`sprout.dist.task_ship`).
+(it reserves cores and memory for it, so a node holds no more tasks than it has cores
+and memory for: Ray's scheduling and backpressure, not ours; `sprout.dist.reservation`).
+When the node dies, the task gets a new actor wherever Ray puts it, which adopts the
+dead node's layers when it can read them; the driver counts the move (`moves`) and
+plays the pairs it broke again. Each task's folder is packed once, on its first
+placement, and travels to its actors through Ray's object store, so nodes need no copy
+of the task folders (`sprout.dist.task_ship`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ray.exceptions import RayActorError
 
 from sprout.dist.host import TaskHost
 from sprout.dist.place import Place
+from sprout.dist.reservation import Reservation, check_fits, reservation
 from sprout.dist.task_ship import ShippedFolder, ship
 from sprout.dist.workspace import RemoteWorkspace
 from sprout.sandbox.replay import Rebuilt, ReplayTurn
@@ -59,14 +61,16 @@ class _RayTaskHost(TaskHost):
 _HostActor = ray.remote(_RayTaskHost)
 
 Placement = dict[str, Any]
-"""One entry of the placement log: task, node, store, since (epoch s) and why."""
+"""One entry of the placement log: task, node, store, since (epoch s), why, and what its
+actor reserved there: cpus and memory (bytes)."""
 
 
 class RaySandboxes:
     """`sprout.search.sandboxes.TaskSandboxes` on the Ray cluster `ray.init` joined.
 
     `store` is each node's store path with `{node}` for the node's id; `cpus` is
-    what Ray reserves per task (and how many of its commands run at once);
+    what Ray reserves per task (and how many of its commands run at once), `memory` the
+    bytes it reserves per task (None: the task's sandbox memory limit per command);
     `record` is told the placement log each time it grows (the run's meta keeps it);
     `earlier` is the log a resumed run left, whose stores hold its tasks' checkpoints;
     `links` False ships layers between nodes even where they could be linked (each node
@@ -80,11 +84,13 @@ class RaySandboxes:
         record: Callable[[list[Placement]], None],
         earlier: Sequence[Placement] = (),
         *,
+        memory: int | None = None,
         links: bool = True,
     ) -> None:
         self._store_template = store
         self._links = links
         self._cpus = cpus
+        self._memory = memory
         self._record = record
         self._places: dict[str, Place] = {}
         self._stores: dict[str, list[tuple[str, str]]] = {}
@@ -145,7 +151,7 @@ class RaySandboxes:
 
     def _place(self, task: Task) -> Place:
         """Where `task` lives: its actor, started on first use and again after its node died
-        (Ray picks the node; this call waits until one has the cores)."""
+        (Ray picks the node; this call waits until one has the cores and memory it reserves)."""
         with self._lock:
             task_lock = self._task_locks.setdefault(task.id, threading.Lock())
         with task_lock:
@@ -155,7 +161,8 @@ class RaySandboxes:
             if place is not None and not place.lost:
                 return place
             why = "placed" if place is None else f"node {place.node} died"
-            actor, node, store = self._start(task, sources, self._folder(task))
+            reserved = reservation(task, self._cpus, self._memory)
+            actor, node, store = self._start(task, reserved, sources, self._folder(task))
             place = Place(actor, node, store, lambda lost: self._lost(task.id, lost))
             with self._lock:
                 self._places[task.id] = place
@@ -167,6 +174,8 @@ class RaySandboxes:
                         "store": store,
                         "since": time.time(),
                         "why": why,
+                        "cpus": reserved.cpus,
+                        "memory": reserved.memory,
                     }
                 )
                 log = list(self._log)
@@ -185,15 +194,22 @@ class RaySandboxes:
         return folder
 
     def _start(
-        self, task: Task, sources: tuple[tuple[str, str], ...], folder: ShippedFolder | None
+        self,
+        task: Task,
+        reserved: Reservation,
+        sources: tuple[tuple[str, str], ...],
+        folder: ShippedFolder | None,
     ) -> tuple[Any, str, str]:
-        """A new actor for `task` (its handle, node and store), handed the task's `folder`:
-        Ray may place one on a node that is dying and not yet known dead, so a start that
-        the node's death cancelled is tried again; one whose own set-up failed (an
-        unwritable store) is not."""
+        """A new actor for `task` (its handle, node and store) holding `reserved`, handed
+        the task's `folder`: Ray may place one on a node that is dying and not yet known
+        dead, so a start that the node's death cancelled is tried again; one whose own
+        set-up failed (an unwritable store) is not, nor one that no alive node could ever
+        hold (Ray would keep it pending forever)."""
         for _ in range(PLACE_TRIES):
-            actor: Any = _HostActor.options(num_cpus=self._cpus, max_concurrency=MAX_CALLS).remote(
-                self._store_template, sources, max(1, int(self._cpus)), self._links, folder
+            check_fits(task.id, reserved, _alive_nodes())
+            options = {"num_cpus": reserved.cpus, "memory": reserved.memory}
+            actor: Any = _HostActor.options(**options, max_concurrency=MAX_CALLS).remote(
+                self._store_template, sources, reserved.slots, self._links, folder
             )
             try:
                 node, store = ray.get(actor.where.remote())
@@ -208,3 +224,9 @@ class RaySandboxes:
         with self._lock:
             if self._places.get(task_id) is place:
                 self._moves[task_id] = self._moves.get(task_id, 0) + 1
+
+
+def _alive_nodes() -> list[dict[str, float]]:
+    """The total resources of each node of the cluster that is alive now."""
+    nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+    return [node["Resources"] for node in nodes if node["Alive"]]

@@ -1,0 +1,74 @@
+"""What a task's actor reserves on its node: Ray's `CPU` and `memory` resources.
+
+Ray starts an actor only on a node with what it reserves still free, so a node holds no
+more tasks than its cores and its memory allow, and the others wait for a task to end
+(backpressure, Ray's scheduling and not ours). By default a task reserves the memory its
+sandboxes may use at once: the memory limit its sandbox enforces, once for each command
+its actor runs at once. A reservation that no node of the cluster has in all is refused
+before Ray is asked for it: Ray would keep it pending, and the run would wait forever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sprout.task import Task
+from sprout.tasks.environment import agent_limits
+from sprout.workspace import WorkspaceError
+
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """`cpus` cores and `memory` bytes of one node, held by one task's actor."""
+
+    cpus: float
+    memory: int
+    basis: str
+    """Where `memory` comes from, for a refusal to say."""
+
+    @property
+    def slots(self) -> int:
+        """Commands the actor runs at once."""
+        return slots_of(self.cpus)
+
+
+def slots_of(cpus: float) -> int:
+    """Commands an actor with `cpus` cores runs at once: one per whole core, at least one."""
+    return max(1, int(cpus))
+
+
+def reservation(task: Task, cpus: float, memory: int | None) -> Reservation:
+    """`task`'s reservation: `cpus` cores and `memory` bytes (`--ray-memory`); None: its
+    sandbox's memory limit times its slots (a sandbox without a limit reserves none)."""
+    if memory is not None:
+        return Reservation(cpus, memory, "--ray-memory")
+    slots = slots_of(cpus)
+    limit = agent_limits(task).memory_bytes  # the limit its sandboxes' cgroups enforce
+    basis = f"its sandbox's memory limit, {_gib(limit)}, times {slots} commands at once"
+    return Reservation(cpus, limit * slots, basis)
+
+
+def check_fits(task_id: str, wanted: Reservation, nodes: Sequence[Mapping[str, float]]) -> None:
+    """A WorkspaceError unless one of `nodes` (the alive nodes' total resources, as
+    `ray.nodes()` tells them) could hold `wanted` once its other tasks ended."""
+    with_cores = [node for node in nodes if node.get("CPU", 0.0) >= wanted.cpus]
+    if not with_cores:
+        most = max((node.get("CPU", 0.0) for node in nodes), default=0.0)
+        need = f"{wanted.cpus:g} cores (--ray-cpus), and the largest node has {most:g}"
+    else:
+        most = max(node.get("memory", 0.0) for node in with_cores)
+        if wanted.memory <= most:
+            return
+        need = (
+            f"{_gib(wanted.memory)} of memory ({wanted.basis}) on a node with {wanted.cpus:g} "
+            f"cores, and the largest such node has {_gib(most)}: set a smaller --ray-memory "
+            "(0 reserves none)"
+        )
+    raise WorkspaceError(f"{task_id}: no node of the cluster can hold it: it needs {need}")
+
+
+def _gib(size: float) -> str:
+    return f"{size / GIB:.2f} GiB"
