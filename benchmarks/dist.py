@@ -95,10 +95,14 @@ def play_on_cluster(nodes: int, folder: Path, args: argparse.Namespace) -> dict[
     """One run on a fresh cluster of `nodes` worker nodes, each with its own store."""
     from ray import cluster_utils
 
+    from sprout.sandbox import Limits
+
     cluster = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
     try:
         for _ in range(nodes):
-            cluster.add_node(num_cpus=args.node_cpus)
+            # memory for a task per core at the sandboxes' default limit: the figure is the
+            # cores', whatever this machine's memory (each node would claim all of it)
+            cluster.add_node(num_cpus=args.node_cpus, memory=args.node_cpus * Limits().memory_bytes)
         cluster.wait_for_nodes()
         extra = ["--ray", cluster.address, "--ray-store", f"{folder}/stores/{{node}}"]
         return play(folder / "run", args, extra)
