@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from sprout.sandbox.types import GIB
 from sprout.task import Task
 from sprout.tasks.environment import agent_limits
 from sprout.workspace import WorkspaceError
-
-GIB = 1 << 30
 
 
 @dataclass(frozen=True)
