@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+import itertools
+import os
+from pathlib import Path
+
 import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
+from tests.conftest import require_host_image
 
 TURNS = 500
 
@@ -40,3 +46,33 @@ def test_500_turns_each_checkpointed_stay_readable_and_forkable(overlay_store: L
         with Sandbox.fork(overlay_store, checkpoint) as fork:
             observation = fork.run(f"ls | wc -l; cat f{turn:03d}")
             assert observation.output == f"{turn + 1}\n{turn}\n", (turn, observation.output)
+
+
+@pytest.mark.sandbox
+def test_a_file_at_its_filesystems_link_limit_is_copied_into_the_squash(tmp_path: Path):
+    """Every squash hard-links the stack's files again, so a file an attempt never touches
+    gains a link each `max_stack` turns, and ext4 allows 65,000: past that, a copy."""
+    require_host_image()
+    store = LayerStore(tmp_path / "store", max_stack=2)
+    with Sandbox.create(store) as sandbox:
+        sandbox.run("echo kept > old")
+        first = sandbox.checkpoint()
+        pad_to_link_limit(os.path.join(store.diff_dir(first), "workspace", "old"), tmp_path)
+        for turn in range(3):
+            sandbox.run(f"echo {turn} > f{turn}")
+            last = sandbox.checkpoint()
+    assert any(layer.flat for layer in store.layers()), "the store never squashed"
+    with Sandbox.fork(store, last) as fork:
+        assert fork.run("cat old f2").output == "kept\n2\n"
+
+
+def pad_to_link_limit(path: str, scratch: Path) -> None:
+    """Hard links to `path` in `scratch` until its filesystem refuses one more."""
+    links = scratch / "links"
+    links.mkdir()
+    for number in itertools.count():
+        try:
+            os.link(path, links / str(number))
+        except OSError as error:
+            assert error.errno == errno.EMLINK, error
+            return

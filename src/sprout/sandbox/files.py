@@ -81,15 +81,16 @@ def _clone_or_copy(source: str, destination: str) -> None:
 def place_file(source: str, destination: str, link: bool) -> None:
     """Put a non-directory entry of a layer at `destination`, keeping its owner and mode.
 
-    `link` hard-links it; across btrfs subvolumes (where links cannot go), or without
-    `link`, a file is cloned where the filesystem can (sharing its blocks just the same)
-    and copied only where it cannot."""
+    `link` hard-links it; across btrfs subvolumes (where links cannot go), for a file at
+    its filesystem's link limit (ext4's 65,000: a file every squash of a long attempt
+    links again), or without `link`, a file is cloned where the filesystem can (sharing
+    its blocks just the same) and copied only where it cannot."""
     if link:
         try:
             os.link(source, destination, follow_symlinks=False)
             return
         except OSError as error:
-            if error.errno != errno.EXDEV:
+            if error.errno not in (errno.EXDEV, errno.EMLINK):
                 raise
     st = os.lstat(source)
     if stat.S_ISLNK(st.st_mode):
