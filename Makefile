@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEBIAN_PACKAGES := gcc g++ cmake libc6-dev libseccomp-dev util-linux btrfs-progs mmdebstrap python3-pytest python3-pip chromium
+DEBIAN_PACKAGES := gcc g++ cmake libc6-dev libseccomp-dev util-linux btrfs-progs xfsprogs mmdebstrap python3-pytest python3-pip chromium
 EXAMPLE_IMAGE := python:3.11-slim
 TEST_IMAGES := $(EXAMPLE_IMAGE) python:3.13-slim
 

@@ -115,6 +115,34 @@ def loop_btrfs(tmp_path: Path, *, quotas: bool) -> Iterator[Path]:
         subprocess.run(["umount", str(mount_point)], check=True)  # the loop device goes too
 
 
+def loop_xfs(tmp_path: Path) -> Iterator[Path]:
+    """An XFS filesystem with reflinks on a loop image of this test's own, unmounted after."""
+    require_host_image()
+    if "xfs" not in Path("/proc/filesystems").read_text() or not shutil.which("mkfs.xfs"):
+        pytest.skip("needs XFS in the kernel and mkfs.xfs (apt-get install xfsprogs)")
+    image, mount_point = tmp_path / "store.img", tmp_path / "mnt"
+    with open(image, "wb") as handle:
+        handle.truncate(1024**3)
+    mount_point.mkdir()
+    subprocess.run(
+        ["mkfs.xfs", "-q", "-f", "-m", "reflink=1", str(image)], check=True, capture_output=True
+    )
+    subprocess.run(["mount", "-o", "loop", str(image), str(mount_point)], check=True)
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=True)
+
+
+@pytest.fixture(params=["btrfs", "xfs"])
+def cloning(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
+    """A filesystem that clones extents, without quotas: btrfs, then XFS with reflinks."""
+    if request.param == "xfs":
+        yield from loop_xfs(tmp_path)
+    else:
+        yield from loop_btrfs(tmp_path, quotas=False)
+
+
 @pytest.fixture
 def btrfs(tmp_path: Path) -> Iterator[Path]:
     """A btrfs filesystem without quotas: a store there keeps its layers in plain folders."""
