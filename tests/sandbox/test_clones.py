@@ -49,6 +49,17 @@ def test_a_one_byte_append_to_a_big_lower_file_owns_one_block(cloning, tmp_path)
     assert appended.size <= 64 * 1024, f"a 1-byte append reports {appended.size} bytes"
 
 
+def test_a_store_that_does_not_flush_still_counts_each_append(cloning, tmp_path):
+    """Data not yet written back has no extent to map: the size must not read it as 0."""
+    store = LayerStore(cloning / "store", durable=False)
+    with Sandbox.create(store, files=big_file_folder(tmp_path, 20)) as sandbox:
+        sizes = []
+        for _ in range(6):
+            sandbox.run("printf x >> big")
+            sizes.append(store.layer(sandbox.checkpoint()).size)
+    assert all(0 < size <= 64 * 1024 for size in sizes), sizes
+
+
 def test_gc_frees_what_it_reports(cloning, tmp_path):
     store = LayerStore(cloning / "store")
     with Sandbox.create(store) as sandbox:

@@ -25,6 +25,10 @@ CLONING_FILESYSTEMS = {0x9123683E: "btrfs", 0x58465342: "xfs"}
 """statfs f_type magics of filesystems whose files can share extents."""
 FS_IOC_FIEMAP = 0xC020660B
 """_IOWR('f', 11, struct fiemap): a 32-byte header, then 56-byte extents."""
+FIEMAP_FLAG_SYNC = 0x1
+"""Write the file's dirty data back before mapping it: a store that does not flush at its
+seals (`durable=False`) would otherwise show a fresh append in no extent at all, or the
+shared extent it is about to replace, and a layer's size would read one block short."""
 FIEMAP_EXTENT_LAST = 0x1
 FIEMAP_EXTENT_UNKNOWN = 0x2
 """No place on disk yet (delayed allocation): data this file alone wrote."""
@@ -55,7 +59,7 @@ def _extents(fd: int) -> Iterator[tuple[int, int, int]]:
     start = 0
     while True:
         buffer = bytearray(_HEADER.size + _EXTENT.size * _BATCH)
-        _HEADER.pack_into(buffer, 0, start, 2**64 - 1 - start, 0, 0, _BATCH, 0)
+        _HEADER.pack_into(buffer, 0, start, 2**64 - 1 - start, FIEMAP_FLAG_SYNC, 0, _BATCH, 0)
         fcntl.ioctl(fd, FS_IOC_FIEMAP, buffer)
         mapped = _HEADER.unpack_from(buffer)[3]
         if mapped == 0:
