@@ -102,7 +102,9 @@ class Search:
         if attempt.status == "running":
             return attempt
         if attempt.fault == "lost" and self._first_recovery(attempt):
-            return self._finish(recover(self, attempt))
+            with self.slots:  # a rebuild runs calls: it holds a sandbox's place like a turn
+                attempt = recover(self, attempt)
+            return self._finish(attempt)
         if attempt.status == "error":  # not the model's failure: nothing to verify
             self.progress.attempt_done(attempt, len(self.tree.own_turns(attempt)))
             return attempt
