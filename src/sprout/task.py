@@ -128,11 +128,19 @@ class Task(BaseModel):
     """Where COPY sources are read from."""
     user: str = ""
     """The Dockerfile's last `USER` ("" when it sets none: root): the agent's commands, the
-    oracle's solution and the verifier run as it, as Harbor runs them in the task's
-    container; resolved through the base layer's /etc/passwd and /etc/group."""
+    oracle's solution and the verifier run as it (unless `agent_user` or `verifier_user` says
+    otherwise), as Harbor runs them in the task's container; resolved through the base
+    layer's /etc/passwd and /etc/group."""
     user_origin: str = ""
     """Where `user` comes from (`environment/Dockerfile:7`), for the error when the image has
     no such user."""
+    agent_user: str | None = None
+    """task.toml's `[agent] user`: who the agent's commands and the oracle's solution run as,
+    instead of `user`; None: `user`."""
+    verifier_user: str | None = None
+    """task.toml's `[verifier] user`: who the verifier runs as (`root` to let it read what the
+    agent cannot); None: `user`, the image's default, as Harbor runs it. The agent never runs
+    as it unless it is the agent's own."""
     workdir: str = "/workspace"
     env: dict[str, str] = Field(default_factory=dict)
     network: bool = True

@@ -22,7 +22,7 @@ from sprout.sandbox import LayerStore, Limits, Sandbox
 from sprout.task import Task, TaskError
 from sprout.tasks.files import os_problem
 from sprout.tasks.setup_steps import Build, context_inputs
-from sprout.tasks.setup_users import with_agent_user
+from sprout.tasks.setup_users import with_task_users
 
 SETUP_TIMEOUT_S = 1800.0
 SETUP_ERROR_LINES = 20
@@ -41,7 +41,7 @@ def _digest(task: Task, image: str, machine: IndexSettings) -> str:
                 task.env,
                 task.network,
                 task.user_namespaces,
-                task.user,
+                [task.user, task.agent_user, task.verifier_user],
                 [s.model_dump(exclude={"origin"}) for s in task.setup],
                 [s.model_dump(exclude={"steps": {"__all__": {"origin"}}}) for s in task.stages],
                 [task.cpus, task.memory_bytes, task.disk_bytes],
@@ -85,9 +85,10 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
     Set-up runs with the network and the default limits, as `docker build` runs
     without the container's; the checkpoint carries the task's `network` setting,
     its `[environment]` limits and its variables over this machine's package-index
-    settings (`IndexSettings.agent_env`), and the Dockerfile's final USER (as `docker
-    exec` runs as it), which every fork of it (the agent's sandboxes, the oracle's, the
-    verifier's) inherits.
+    settings (`IndexSettings.agent_env`), and the agent's user (`[agent] user`, else the
+    Dockerfile's final USER, as `docker exec` runs as it), which every fork of it (the
+    agent's sandboxes, the oracle's) inherits; the verifier's fork runs as `[verifier]
+    user` where task.toml sets one (`sprout.verify.runner`).
     """
     layers.host.hide(
         p for p in (task.path, task.environment_dir, task.tests_dir) if p is not None
@@ -139,7 +140,7 @@ def _build_base(
         for number, step in enumerate(task.setup, 1):
             build.run(sandbox, step, f"set-up step {number}")
         checkpoint = sandbox.checkpoint()
-    checkpoint = with_agent_user(task, layers, checkpoint)
+    checkpoint = with_task_users(task, layers, checkpoint)
     limits = agent_limits(task)
     env = {**machine.agent_env(), **task.env}  # the task's own variables win
     if not task.network or limits != Limits() or env != machine.env():

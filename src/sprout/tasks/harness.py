@@ -1,5 +1,5 @@
 """The harness's own tables of a task.toml, as Harbor writes them: `[environment]` (cpus,
-memory, storage) and the `timeout_sec` of `[agent]` and `[verifier]`.
+memory, storage) and the `timeout_sec` and `user` of `[agent]` and `[verifier]`.
 
 Each table is a model of the fields sprout reads, typed and bounded, read as every table
 is (`sprout.config.validate_table`: a bad value is one line, `FILE: TABLE.FIELD: PROBLEM`).
@@ -36,13 +36,29 @@ Size = Annotated[PositiveNumber, BeforeValidator(_size_in_bytes)]
 """Bytes, written as a number or as a size with a unit."""
 
 
-class TimeoutTable(BaseModel):
-    """Harbor's `[agent]` or `[verifier]` table: sprout reads its `timeout_sec`."""
+def _uid_as_text(value: object) -> object:
+    """A uid written as a number (`user = 1000`; Harbor takes a name or an id) as its text."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError(f"expected a user name or a uid of 0 or more, got {value}")
+        return str(value)
+    return value
+
+
+UserSpec = Annotated[str, Field(min_length=1, strict=True), BeforeValidator(_uid_as_text)]
+"""A user as `docker exec --user` takes it: `name`, `uid`, `name:group` or `uid:gid`."""
+
+
+class PhaseTable(BaseModel):
+    """Harbor's `[agent]` or `[verifier]` table: sprout reads its `timeout_sec` and `user`."""
 
     model_config = ConfigDict(extra="ignore")
 
     timeout_sec: PositiveNumber | None = None
     """Seconds the agent (or the verifier) may take; None: sprout's default."""
+    user: UserSpec | None = None
+    """Who the phase's commands run as, resolved through the image's /etc/passwd; None: the
+    Dockerfile's final USER, as Harbor runs them as the container's default user."""
 
 
 class EnvironmentTable(BaseModel):

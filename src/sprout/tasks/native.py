@@ -1,7 +1,7 @@
 """The native task folder: the Terminal-Bench 2 / Harbor layout plus a `[sprout]` table.
 
     TASK/instruction.md        what the agent is asked to do
-    TASK/task.toml             [verifier] timeout_sec, [agent] timeout_sec, [sprout] (below)
+    TASK/task.toml             [verifier] and [agent] timeout_sec and user, [sprout] (below)
     TASK/environment/          Dockerfile and the files it copies
     TASK/solution/solve.sh     the reference solution; `# step` lines split it into turns
     TASK/tests/test.sh         hidden tests, copied to /tests on the verifier's fork only
@@ -31,7 +31,7 @@ from sprout.tasks.files import (
     subfolder,
     task_table,
 )
-from sprout.tasks.harness import EnvironmentTable, TimeoutTable
+from sprout.tasks.harness import EnvironmentTable, PhaseTable
 from sprout.tasks.imageref import task_image
 
 STEP_MARKER = "# step"
@@ -313,8 +313,8 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
     toml_path = path / "task.toml"
     data = read_toml(toml_path, task_id) or {}
     sprout = task_table(data, "sprout", SproutTable, toml_path, task_id)
-    verifier = task_table(data, "verifier", TimeoutTable, toml_path, task_id)
-    agent = task_table(data, "agent", TimeoutTable, toml_path, task_id)
+    verifier = task_table(data, "verifier", PhaseTable, toml_path, task_id)
+    agent = task_table(data, "agent", PhaseTable, toml_path, task_id)
     resources = task_table(data, "environment", EnvironmentTable, toml_path, task_id)
 
     environment = path / "environment"
@@ -347,6 +347,8 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         verifier_command=sprout.verifier_command or "bash /tests/test.sh",
         verifier_timeout_s=verifier.timeout_sec or 900.0,
         agent_timeout_s=agent.timeout_sec,
+        agent_user=agent.user,
+        verifier_user=verifier.user,
         cpus=resources.cpus,
         memory_bytes=resources.memory_bytes,
         disk_bytes=resources.disk_bytes,

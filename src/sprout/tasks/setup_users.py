@@ -1,10 +1,13 @@
-"""USER and `--chown` names resolved as Docker resolves them: through the image's own
-/etc/passwd and /etc/group, read from the sandbox (never the host's)."""
+"""USER and `--chown` names, and task.toml's `[agent] user` and `[verifier] user`, resolved
+as Docker resolves them: through the image's own /etc/passwd and /etc/group, read from the
+sandbox or its checkpoint (never the host's)."""
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.sandbox.types import RunAs
@@ -14,8 +17,8 @@ from sprout.tasks.dockerfile_state import is_root
 ROOT = RunAs(0, 0, name="root", home="/root")
 """The sandbox's root, named: to work as root on a checkpoint whatever user it carries."""
 LOG_DIRS = ("/logs/agent", "/logs/verifier")
-"""Where Harbor's agent and verifier write their logs and rewards; it makes them writable
-(0777) for a non-root user, and so does sprout."""
+"""Where Harbor's agent and verifier write their logs and rewards: each is made writable for
+the user that writes it."""
 
 
 @dataclass(frozen=True)
@@ -51,15 +54,20 @@ class Who:
         return "; ".join(lines)
 
 
-def _table(sandbox: Sandbox, path: str) -> list[list[str]]:
-    text = (sandbox.read(path) or b"").decode("utf-8", "replace")
+Read = Callable[[str], bytes | None]
+"""A file of the image as set-up left it, by its path: `Sandbox.read`, or a checkpoint's
+read from the layers (`LayerStore.read`) without running anything."""
+
+
+def _table(read: Read, path: str) -> list[list[str]]:
+    text = (read(path) or b"").decode("utf-8", "replace")
     return [line.split(":") for line in text.splitlines() if line and not line.startswith("#")]
 
 
-def _ids(sandbox: Sandbox, spec: str, where: str) -> tuple[int, int | None, list[str] | None]:
+def _ids(read: Read, spec: str, where: str) -> tuple[int, int | None, list[str] | None]:
     """(uid, gid or None when `spec` names no group, the user's passwd entry or None)."""
     user, _, group = spec.partition(":")
-    passwd = [row for row in _table(sandbox, "/etc/passwd") if len(row) >= 6]
+    passwd = [row for row in _table(read, "/etc/passwd") if len(row) >= 6]
     entry = next((r for r in passwd if r[0] == user), None)
     if entry is None and user.isdigit():
         entry = next((r for r in passwd if r[2] == user), None)
@@ -75,59 +83,102 @@ def _ids(sandbox: Sandbox, spec: str, where: str) -> tuple[int, int | None, list
     if group.isdigit():
         gid = int(group)
     elif group:
-        found = next((r for r in _table(sandbox, "/etc/group") if r[0] == group), None)
+        found = next((r for r in _table(read, "/etc/group") if r[0] == group), None)
         if found is None or len(found) < 3 or not found[2].isdigit():
             raise TaskError(f"{where}: group {group!r} is not in the image's /etc/group")
         gid = int(found[2])
     return uid, gid, entry
 
 
-def resolve_user(sandbox: Sandbox, spec: str, where: str) -> Who:
-    """Docker's reading of USER: the passwd entry's primary group and home (0 and / when
-    there is none), and the groups /etc/group lists the user in."""
-    uid, gid, entry = _ids(sandbox, spec, f"{where}: USER {spec}")
+def _resolve(read: Read, spec: str, where: str) -> Who:
+    """Docker's reading of a user: the passwd entry's primary group and home (0 and / when
+    there is none), and the groups /etc/group lists the user in; errors start with `where`."""
+    uid, gid, entry = _ids(read, spec, where)
     name = entry[0] if entry is not None else ""
     primary = gid if gid is not None else (int(entry[3]) if entry is not None else 0)
     groups = [primary]
     if name:
-        for row in _table(sandbox, "/etc/group"):
+        for row in _table(read, "/etc/group"):
             if len(row) >= 4 and row[2].isdigit() and name in row[3].split(","):
                 groups.append(int(row[2]))
     home = entry[5] if entry is not None and entry[5] else "/"
     return Who(spec, name, uid, primary, tuple(dict.fromkeys(groups)), home)
 
 
+def resolve_user(sandbox: Sandbox, spec: str, where: str) -> Who:
+    """A Dockerfile's `USER spec` resolved through `sandbox`'s /etc/passwd and /etc/group."""
+    return _resolve(sandbox.read, spec, f"{where}: USER {spec}")
+
+
 def resolve_owner(sandbox: Sandbox, spec: str, where: str) -> str:
     """`--chown=user[:group]` as numeric `uid:gid`; a user alone gives its uid as the gid
     too, as Docker's documentation says."""
-    uid, gid, _ = _ids(sandbox, spec, f"{where}: --chown={spec}")
+    uid, gid, _ = _ids(sandbox.read, spec, f"{where}: --chown={spec}")
     return f"{uid}:{uid if gid is None else gid}"
 
 
-def agent_user(task: Task, sandbox: Sandbox) -> RunAs | None:
-    """Who the task's agent (and its oracle and verifier) runs as: the Dockerfile's final
-    USER, resolved through the /etc/passwd and /etc/group that set-up left in `sandbox`, as
-    `docker exec` resolves it in the container; None for root. A user the image does not
-    have is a TaskError naming the USER line."""
-    if is_root(task.user):
-        return None
+@dataclass(frozen=True)
+class PhaseUser:
+    """Who one phase of a task (its agent, its verifier) runs as, and what names it."""
+
+    spec: str
+    where: str
+    """The task, the file and the field or line it comes from, for its errors."""
+
+    def resolve(self, read: Read) -> RunAs:
+        """This user as the sandbox runs commands as it (ROOT for root); a user the image
+        lacks is a TaskError naming `where`."""
+        return ROOT if is_root(self.spec) else _resolve(read, self.spec, self.where).run_as()
+
+
+def _phase_user(task: Task, override: str | None, field: str) -> PhaseUser:
+    """task.toml's `field` (`agent.user`, `verifier.user`) when it is set, else the
+    Dockerfile's final USER: Harbor runs a phase without one as the container's default."""
+    if override is not None:
+        return PhaseUser(override, f"{task.id}: task.toml: {field}")
     where = f"{task.id}: {task.user_origin}" if task.user_origin else task.id
-    return resolve_user(sandbox, task.user, where).run_as()
+    return PhaseUser(task.user, f"{where}: USER {task.user}")
 
 
-def with_agent_user(task: Task, layers: LayerStore, checkpoint: str) -> str:
-    """`checkpoint` (the task's set-up done) as its agent starts from it: for a task whose
-    Dockerfile ends as a non-root USER, a checkpoint whose sandboxes run as that user
-    (their forks, the oracle's and the verifier's, inherit it), with /logs/agent and
-    /logs/verifier writable for it. A root task's `checkpoint` is returned as it is."""
-    if is_root(task.user):
+def agent_user(task: Task) -> PhaseUser:
+    """Who the task's agent runs as (its oracle too: it plays the agent's part)."""
+    return _phase_user(task, task.agent_user, "agent.user")
+
+
+def verifier_user(task: Task) -> PhaseUser:
+    """Who the task's verifier runs as."""
+    return _phase_user(task, task.verifier_user, "verifier.user")
+
+
+def verifier_run_as(task: Task, layers: LayerStore, base: str) -> RunAs | None:
+    """Who the verifier's fork runs as, resolved through checkpoint `base` (the task's
+    checkpoint 0: an attempt may have rewritten its own /etc/passwd); None when task.toml
+    names no user, so the fork runs as its checkpoint's user, the Dockerfile's final USER."""
+    if task.agent_user is None and task.verifier_user is None:
+        return None
+    return verifier_user(task).resolve(partial(layers.read, base))
+
+
+def with_task_users(task: Task, layers: LayerStore, checkpoint: str) -> str:
+    """`checkpoint` (the task's set-up done, as root) as its agent starts from it: when the
+    agent or the verifier is not root, a checkpoint whose sandboxes run as the agent's user
+    (its forks, the oracle's included, inherit it), /logs/agent owned by that user and
+    /logs/verifier by the verifier's, so each writes its own. Both users are resolved here,
+    so a user the image lacks fails before anything runs. A task whose agent and verifier
+    are root gets `checkpoint` as it is."""
+    agent, verifier = agent_user(task), verifier_user(task)
+    if is_root(agent.spec) and is_root(verifier.spec):
         return checkpoint
-    with Sandbox.fork(layers, checkpoint, user=ROOT) as sandbox:
-        user = agent_user(task, sandbox)
-        dirs = " ".join(LOG_DIRS)
-        made = sandbox.run(f"mkdir -p {dirs} && chmod 0777 {dirs}")
+    read = partial(layers.read, checkpoint)
+    agent_ids, verifier_ids = agent.resolve(read), verifier.resolve(read)
+    owners = ((agent_ids, LOG_DIRS[0]), (verifier_ids, LOG_DIRS[1]))
+    chown = " && ".join(f"chown {who.uid}:{who.gid} {path}" for who, path in owners)
+    with Sandbox.fork(layers, checkpoint) as sandbox:  # as root: set-up's checkpoint has no user
+        made = sandbox.run(f"mkdir -p {' '.join(LOG_DIRS)} && {chown}")
         if made.exit_code != 0:
-            raise TaskError(f"{task.id}: making {dirs} for USER {task.user}: {made.output}")
+            raise TaskError(f"{task.id}: making {' '.join(LOG_DIRS)}: {made.output}")
         prepared = sandbox.checkpoint()
-    with Sandbox.fork(layers, prepared, user=user) as agent:
-        return agent.checkpoint(always=True)
+    if is_root(agent.spec):
+        return prepared
+    with Sandbox.fork(layers, prepared, user=agent_ids) as forked:
+        return forked.checkpoint(always=True)

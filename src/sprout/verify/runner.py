@@ -13,6 +13,7 @@ from sprout.edits import is_noise
 from sprout.images.network import index_settings
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task
+from sprout.tasks.setup_users import verifier_run_as
 from sprout.verify.results import read_results
 from sprout.verify.types import Diagnostics
 from sprout.verify.uv import install_uv, requested_version, uses_uv, uv_binaries
@@ -40,14 +41,17 @@ def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base: str) -> 
     (its certificate authorities are in the task's base layer already) and, for a verifier
     that runs uv, uv itself (see `sprout.verify.uv`). A uv that cannot
     be fetched raises `VerifierSetupError` (a ResultsError): the machine's fault, not the
-    attempt's.
+    attempt's. It runs as task.toml's `[verifier] user` where one is set (`root`, to read
+    what the agent could not), resolved through checkpoint 0 `base`; else as `checkpoint`'s
+    user. No process of the agent's outlives its call, so none is left to act as that user.
     """
     script = verifier_script(task)
     binaries = uv_binaries(requested_version(script)) if uses_uv(script) else None
     settings = index_settings()
     # The task's own variables win over the machine's: a task may pin its own index.
     env = {**settings.env(), **layers.layer(checkpoint).config.env}
-    with Sandbox.fork(layers, checkpoint, env=env, network=True) as sandbox:
+    user = verifier_run_as(task, layers, base)
+    with Sandbox.fork(layers, checkpoint, env=env, network=True, user=user) as sandbox:
         _put_hidden_tests(sandbox, task)
         if binaries is not None:
             install_uv(sandbox, binaries)
