@@ -14,19 +14,16 @@ from typing import Any
 
 import pytest
 
-from sprout.cli import main
 from sprout.commands.ray_options import ray_memory
 from sprout.dist.reservation import Reservation, check_fits, reservation
 from sprout.runfolder import RunFolder
 from sprout.task import Task
 from sprout.workspace import WorkspaceError
 from tests.dist.conftest import GIB, cluster_of
-from tests.dist.test_ray_runs import EXAMPLES, SPROUT, placements
-from tests.dist.test_train_ray import command_args
+from tests.dist.test_ray_runs import EXAMPLES, SPROUT, finished, placements
 
 pytest.importorskip("ray.cluster_utils", reason="--ray needs Ray: pip install 'sprout-rl[dist]'")
 
-RUN_TIMEOUT_S = 300
 REFUSED_TIMEOUT_S = 90
 """A run whose only task no node can hold: start, join, refuse, write the run's results."""
 SANDBOX_MEMORY = 4 * GIB
@@ -76,29 +73,6 @@ def test_a_reservation_no_node_has_is_one_line_naming_what_to_change() -> None:
         check_fits("t", Reservation(1.0, 0, "--ray-memory"), [])
 
 
-@pytest.mark.parametrize("command", ["run", "train"])
-@pytest.mark.parametrize(
-    ("options", "line"),
-    [
-        (["--ray-memory", "8G"], "--ray-memory: only with --ray"),
-        (["--ray", "local", "--ray-memory", "lots"], "--ray-memory lots: expected a size"),
-        (["--ray", "local", "--ray-memory=-1G"], "--ray-memory -1G: Input should be greater"),
-        (["--ray", "local", "--ray-memory", "inf"], "--ray-memory inf: Input should be a finite"),
-    ],
-)
-def test_both_commands_refuse_a_bad_ray_memory_alike(
-    command: str,
-    options: list[str],
-    line: str,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    assert main([*command_args(command, tmp_path), *options]) == 2
-    said = capsys.readouterr().err.strip().splitlines()
-    assert len(said) == 1 and said[0].startswith(f"sprout {command}: {line}"), said
-    assert not (tmp_path / "run").exists(), "refused before the run folder was made"
-
-
 def run_on(cluster: Any, out: Path, tasks: list[str], *options: str) -> subprocess.Popen[str]:
     """`sprout run` of the example `tasks` on `cluster`, pass@1 with the trap model."""
     args = [
@@ -109,17 +83,6 @@ def run_on(cluster: Any, out: Path, tasks: list[str], *options: str) -> subproce
     return subprocess.Popen(
         [str(SPROUT), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
-
-
-def finished(process: subprocess.Popen[str], timeout: float = RUN_TIMEOUT_S) -> tuple[int, str]:
-    """The run's exit code and output, once it ended within `timeout` seconds."""
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        output, _ = process.communicate()
-        pytest.fail(f"the run outlived {timeout} s:\n{output[-3000:]}")
-    return process.returncode, output
 
 
 def schedules(out: Path) -> dict[str, dict[str, Any]]:

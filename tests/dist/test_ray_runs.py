@@ -45,14 +45,28 @@ def start_on(cluster: Any, out: Path, stores: Path) -> subprocess.Popen[bytes]:
 
 
 def finish(process: subprocess.Popen[bytes]) -> str:
+    """The output of a run that ended well within RUN_TIMEOUT_S."""
+    code, output = finished(process)
+    assert code == 0, output[-3000:]
+    return output
+
+
+def finished(
+    process: subprocess.Popen[bytes] | subprocess.Popen[str], timeout: float = RUN_TIMEOUT_S
+) -> tuple[int, str]:
+    """The run's exit code and output, once it ended within `timeout` seconds (killed and
+    failed otherwise)."""
     try:
-        output, _ = process.communicate(timeout=RUN_TIMEOUT_S)
+        output, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         output, _ = process.communicate()
-        pytest.fail(f"the run outlived {RUN_TIMEOUT_S} s:\n{output.decode()[-3000:]}")
-    assert process.returncode == 0, output.decode()[-3000:]
-    return output.decode()
+        pytest.fail(f"the run outlived {timeout} s:\n{_text(output)[-3000:]}")
+    return process.returncode, _text(output)
+
+
+def _text(output: bytes | str) -> str:
+    return output.decode() if isinstance(output, bytes) else output
 
 
 def shape(out: Path) -> dict[tuple[str, str], list[tuple[str, str, float | None]]]:

@@ -125,6 +125,10 @@ def refused_resume_leaves_the_cluster(cluster: Any, tmp_path: Path, model: Path)
         (["--ray", "local", "--ray-store", "s"], "--ray-store s: needs {node} in it"),
         (["--ray", "local", "--ray-cpus", "0"], "--ray-cpus: expected a number of cores above 0"),
         (["--ray", "no-port-here"], "--ray no-port-here: cannot join the cluster: "),
+        (["--ray-memory", "8G"], "--ray-memory: only with --ray"),
+        (["--ray", "local", "--ray-memory", "lots"], "--ray-memory lots: expected a size"),
+        (["--ray", "local", "--ray-memory=-1G"], "--ray-memory -1G: Input should be greater"),
+        (["--ray", "local", "--ray-memory", "inf"], "--ray-memory inf: Input should be a finite"),
     ],
 )
 def test_both_commands_refuse_a_bad_ray_option_alike(
