@@ -40,14 +40,7 @@ from sprout.tree import (
     TreeError,
     Turn,
 )
-from sprout.workspace import (
-    CallOutput,
-    CheckpointLost,
-    Fork,
-    Sealed,
-    Workspace,
-    WorkspaceError,
-)
+from sprout.workspace import CallOutput, CheckpointLost, Fork, Sealed, Workspace, WorkspaceError
 
 
 class AttemptEnded(Exception):
@@ -168,10 +161,9 @@ class Actor:
             pass
         except AttemptEnded as ended:
             self.tree.finish_attempt(attempt.id, ended.status, ended.reason, fault=ended.fault)
-        except CheckpointLost as error:
-            self.tree.finish_attempt(attempt.id, "error", f"sandbox: {error}", fault="lost")
-        except WorkspaceError as error:
-            self.tree.finish_attempt(attempt.id, "error", f"sandbox: {error}", fault="sandbox")
+        except WorkspaceError as error:  # a checkpoint lost with its node, or the sandbox
+            fault: Fault = "lost" if isinstance(error, CheckpointLost) else "sandbox"
+            self.tree.finish_attempt(attempt.id, "error", f"sandbox: {error}", fault=fault)
         except Exception as error:  # a bug of sprout's must not look like the model's failure
             reason = crash_reason(error, f"turn {state.index + 1}")
             self.tree.finish_attempt(attempt.id, "error", reason, fault="harness")
@@ -391,13 +383,9 @@ class Actor:
 
 def _record(command: str, observation: CallOutput) -> CallRecord:
     """What the tree keeps of one call that ran."""
+    seen = observation
     return CallRecord(
-        command,
-        observation.output,
-        observation.exit_code,
-        observation.timed_out,
-        observation.truncated,
-        observation.duration_s,
+        command, seen.output, seen.exit_code, seen.timed_out, seen.truncated, seen.duration_s
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from sprout.runfolder import RunFolder
 from sprout.search.summary import results
-from sprout.tree import Attempt, Turn
+from sprout.tree import Attempt, RolloutTree, Turn
 
 
 class ViewerError(ValueError):
@@ -115,35 +115,14 @@ def task_tree(run: RunFolder, task_id: str) -> dict[str, Any]:
     items = []
     seen: dict[tuple[Any, ...], int] = {}
     for attempt in attempts:
-        turns = tree.own_turns(attempt)
         key: tuple[Any, ...] = (attempt.method, attempt.round, attempt.parent_id)
         key += (attempt.boundary, attempt.starting_turn)
         rank = seen[key] = seen.get(key, -1) + 1
-        items.append(
-            {
-                "id": attempt.id,
-                "parent": attempt.parent_id,
-                "boundary": attempt.boundary,
-                "kind": attempt.kind,
-                "method": attempt.method,
-                "round": attempt.round,
-                "guided": attempt.guided,
-                "starting_turn": attempt.starting_turn,
-                "status": attempt.status,
-                "reward": attempt.reward,
-                "end_reason": attempt.end_reason,
-                "fault": attempt.fault,
-                "restarts": attempt.restarts,
-                "created": attempt.created,
-                "finished": finished.get(attempt.id),
-                "last_index": turns[-1].index if turns else attempt.boundary,
-                "diagnostics": _diagnostics(attempt.diagnostics),
-                "analysis": analyses.get(attempt.id),
-                "review": _review_of(attempt, reviews, rank),
-                "tokens": tree.tokens(attempt_id=attempt.id).to_json(),
-                "turns": [_turn_item(t, turn_times.get((t.attempt_id, t.index))) for t in turns],
-            }
-        )
+        item = _attempt_item(tree, attempt, tree.own_turns(attempt), turn_times)
+        item["finished"] = finished.get(attempt.id)
+        item["analysis"] = analyses.get(attempt.id)
+        item["review"] = _review_of(attempt, reviews, rank)
+        items.append(item)
     return {
         "run": str(run.path),
         "task_id": task_id,
@@ -154,6 +133,36 @@ def task_tree(run: RunFolder, task_id: str) -> dict[str, Any]:
             for (method, round), body in sorted(reviews.items())
         ],
         "passing_paths": _passing_paths(run, attempts, finished),
+    }
+
+
+def _attempt_item(
+    tree: RolloutTree,
+    attempt: Attempt,
+    turns: list[Turn],
+    turn_times: dict[tuple[int, int], float],
+) -> dict[str, Any]:
+    """One attempt of `task_tree` as the page draws it: what it is, how it ended, and its
+    own turns as compact items."""
+    return {
+        "id": attempt.id,
+        "parent": attempt.parent_id,
+        "boundary": attempt.boundary,
+        "kind": attempt.kind,
+        "method": attempt.method,
+        "round": attempt.round,
+        "guided": attempt.guided,
+        "starting_turn": attempt.starting_turn,
+        "status": attempt.status,
+        "reward": attempt.reward,
+        "end_reason": attempt.end_reason,
+        "fault": attempt.fault,
+        "restarts": attempt.restarts,
+        "created": attempt.created,
+        "last_index": turns[-1].index if turns else attempt.boundary,
+        "diagnostics": _diagnostics(attempt.diagnostics),
+        "tokens": tree.tokens(attempt_id=attempt.id).to_json(),
+        "turns": [_turn_item(t, turn_times.get((t.attempt_id, t.index))) for t in turns],
     }
 
 
