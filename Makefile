@@ -51,7 +51,7 @@ system-packages:
 	    echo "installing Debian packages:$$missing"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	  else \
-	    echo "missing Debian packages:$$missing (install them as root: the overlay sandbox needs a C compiler and libseccomp, images mmdebstrap, the viewer's tests chromium, the llama.cpp tests cmake and g++)"; \
+	    echo "missing Debian packages:$$missing (install them as root: the overlay sandbox needs a C compiler and libseccomp, images mmdebstrap, the cloning-store tests btrfs-progs and xfsprogs, the viewer's tests chromium, the llama.cpp tests cmake and g++)"; \
 	  fi; \
 	fi
 
