@@ -13,14 +13,15 @@ from sprout.commands import doctor as doctor_command
 from sprout.commands import gc as gc_command
 from sprout.commands import image as image_command
 from sprout.commands import run as run_command
+from sprout.commands import shell as shell_command
 from sprout.commands import tasks as tasks_commands
 from sprout.commands import train as train_commands
 from sprout.commands.common import BAD_INPUT, UsageError
 from sprout.commands.interrupt import INTERRUPTED
 from sprout.images import ImageError
 from sprout.models import ModelError
-from sprout.runfolder import RunFolder, RunFolderError, parse_checkpoint_ref
-from sprout.sandbox import Sandbox, SandboxError, UnknownCheckpoint
+from sprout.runfolder import RunFolderError
+from sprout.sandbox import SandboxError
 from sprout.store import StoreError
 from sprout.task import TaskError
 from sprout.tree import TreeError
@@ -62,34 +63,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return int(module.main(args.options))
 
 
-def cmd_shell(args: argparse.Namespace) -> int:
-    attempt_id, boundary = parse_checkpoint_ref(args.checkpoint)
-    run = RunFolder.open(args.run)
-    try:
-        tree = run.tree
-        attempt = tree.attempt(attempt_id)
-        boundary = tree.last_index(attempt) if boundary is None else boundary
-        checkpoint = tree.checkpoint(attempt, boundary)
-        try:
-            layers = run.store_of(attempt.task_id, checkpoint)
-            sandbox = Sandbox.fork(layers, checkpoint)
-        except UnknownCheckpoint as error:
-            raise UsageError(
-                f"{args.checkpoint}: its layer {error.checkpoint_id} is gone from "
-                f"{run.layers.path} (freed by a gc, or the store was moved); the turns are "
-                "still in sprout.db, their files are not"
-            ) from None
-        with sandbox:
-            print(
-                f"sprout shell: attempt {attempt_id} after turn {boundary} (layer {checkpoint}), "
-                f"in {sandbox.config.workdir}; a throw-away fork: changes go when you exit",
-                file=sys.stderr,
-            )
-            return sandbox.shell()
-    finally:
-        run.close()
-
-
 def cmd_view(args: argparse.Namespace) -> int:
     from sprout.viewer.server import serve
 
@@ -125,16 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("options", nargs=argparse.REMAINDER, help="options for the benchmark")
     bench.set_defaults(func=cmd_bench)
 
-    shell = commands.add_parser(
-        "shell",
-        help="an interactive shell in a throw-away fork of any stored checkpoint",
-        description="Open a shell in a throw-away fork of checkpoint ATTEMPT:k of a run "
-        "(k = 0 is the untouched task; ATTEMPT alone means its last turn). "
-        "Nothing you do there is saved.",
-    )
-    shell.add_argument("run", metavar="RUN", help="run folder (holds sprout.db and layers/)")
-    shell.add_argument("checkpoint", metavar="ATTEMPT:k", help="attempt id and turn boundary")
-    shell.set_defaults(func=cmd_shell)
+    shell_command.add_parser(commands)
 
     view = commands.add_parser(
         "view",

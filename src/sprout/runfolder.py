@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sprout.durable import HeldLock, describe_processes, lock_holders, try_lock
 from sprout.sandbox import Change, LayerStore, SandboxError
@@ -175,14 +176,13 @@ class RunFolder:
             return self.layers
         except SandboxError as error:
             missing = error
-        ray = self.tree.get_meta("ray")
-        if ray is None:
+        placed = self.placements(task_id)
+        if not placed:
             raise missing
-        placed = [p for p in ray["placements"] if p["task"] == task_id]
         unreadable = []
         for placement in reversed(placed):
             path = placement["store"]
-            if not os.path.isfile(os.path.join(path, "store.json")):
+            if not readable_store(path):
                 unreadable.append(f"node {placement['node'][:12]}'s store {path}")
                 continue
             store = LayerStore(path)
@@ -197,6 +197,12 @@ class RunFolder:
             f"checkpoint {checkpoint} of task {task_id}: a --ray run's layer, in "
             f"{' or '.join(unreadable)}, which this machine cannot read"
         )
+
+    def placements(self, task_id: str) -> list[dict[str, Any]]:
+        """Where a `--ray` run placed task `task_id`, oldest first (node, store, why); none
+        for a run on this machine."""
+        ray = self.tree.get_meta("ray")
+        return [] if ray is None else [p for p in ray["placements"] if p["task"] == task_id]
 
     def close(self) -> None:
         if self._closed:
@@ -264,6 +270,11 @@ def _drop_writer_lock(path: Path) -> None:
         if held.users <= 0:
             held.lock.release()
             del _writers[key]
+
+
+def readable_store(path: str) -> bool:
+    """Whether the layer store at `path` can be read from this machine."""
+    return os.path.isfile(os.path.join(path, "store.json"))
 
 
 def parse_checkpoint_ref(text: str) -> tuple[int, int | None]:

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from sprout.cli import main
+from sprout.commands.shell import checkpoint_store
 from sprout.runfolder import RunFolder, RunFolderError
-from sprout.sandbox import LayerStore
+from sprout.sandbox import LayerStore, Sandbox
 from sprout.tree import StoreError
 from sprout.viewer.turns import turn_detail
 
@@ -123,7 +124,10 @@ def test_ray_store_needs_a_node_in_its_path(tmp_path: Path, capsys: pytest.Captu
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_tasks_run_on_the_cluster_as_they_run_here(
-    cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cluster: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ):
     here, there = tmp_path / "here", tmp_path / "there"
     assert main(run_args(here)) == 0
@@ -166,8 +170,23 @@ def test_tasks_run_on_the_cluster_as_they_run_here(
         assert main(["shell", str(there), f"{attempt}:1"]) == 2
         (line,) = capsys.readouterr().err.strip().splitlines()
         assert stores[0] in line and "node " in line and "cannot read" in line, line
+        assert "give --ray ADDRESS to ship it here" in line
     finally:
         os.rename(hidden, stores[0])
+
+    # this machine told it cannot read the store (the node still can): shipped here
+    monkeypatch.setattr("sprout.runfolder.readable_store", lambda path: path != stores[0])
+    run = RunFolder.open(there)
+    try:
+        checkpoint = run.tree.checkpoint(run.tree.attempt(attempt), 1)
+        layers = checkpoint_store(run, task, checkpoint, cluster.address)
+        assert layers.path == run.layers.path, "shipped into the run folder's own store"
+        with Sandbox.fork(layers, checkpoint) as shipped:
+            seen = shipped.run(listing).output
+    finally:
+        run.close()
+    with Sandbox.fork(LayerStore(stores[0]), checkpoint) as original:
+        assert seen == original.run(listing).output
 
 
 def shelled_all(out: Path, commands: str) -> list[str]:

@@ -4,5 +4,14 @@ tree and the one writer of `sprout.db`."""
 
 from sprout.dist.cluster import ClusterError, default_store, join, leave
 from sprout.dist.sandboxes import Placement, RaySandboxes
+from sprout.dist.ship import fetch
 
-__all__ = ["ClusterError", "Placement", "RaySandboxes", "default_store", "join", "leave"]
+__all__ = [
+    "ClusterError",
+    "Placement",
+    "RaySandboxes",
+    "default_store",
+    "fetch",
+    "join",
+    "leave",
+]
