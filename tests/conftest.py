@@ -38,6 +38,29 @@ tests/sandbox/test_store_fs.py makes one of its own in a temporary cache."""
 COPY_WARNING = "ignore:sprout. the copy sandbox backend gives NO isolation:RuntimeWarning"
 """The copy backend warns once per process; test_copy_backend.py checks the warning itself."""
 
+_COLLECTED: set[str] = set()
+"""Test modules pytest collected (or skipped whole) in this session, by node id."""
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.nodeid.endswith(".py"):
+        _COLLECTED.add(report.nodeid)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A whole run (no paths given) collects every test module under tests/: pytest leaves
+    out folders it takes for build output (`dist`, `build`), and tests that never run
+    pass by silence. So a module it never looked at fails the run instead."""
+    config = session.config
+    if config.args_source is not pytest.Config.ArgsSource.TESTPATHS:
+        return
+    root = config.rootpath
+    on_disk = {str(p.relative_to(root)) for p in (root / "tests").rglob("test_*.py")}
+    missing = sorted(on_disk - _COLLECTED)
+    if missing:
+        raise pytest.UsageError(f"test modules pytest never collected: {', '.join(missing)}")
+
+
 ROOTFS_TOOLS = ("env", "ls", "cat", "mkdir", "rm", "echo", "mv", "ln", "sleep", "stat", "chmod")
 """Programs copied into the minimal root filesystem, besides /bin/sh."""
 
