@@ -138,6 +138,7 @@ def test_real_pytest_run_reads_the_same_from_its_log_and_its_junit_xml(tmp_path)
         "--junitxml=junit.xml",
         "-o",
         "junit_family=xunit1",
+        f"--basetemp={tmp_path / 'basetemp'}",  # not the suite's: no sweep of its old runs
     ]
     run = subprocess.run(
         [sys.executable, "-m", "pytest", *pytest_args, "tests"],
