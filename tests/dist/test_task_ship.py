@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from sprout.images import shipped as shipped_copies
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.task import TaskError
@@ -199,7 +200,7 @@ def test_the_shipped_copy_is_out_of_every_sandboxs_sight(
     require_host_image()
     shown = Path(tempfile.mkdtemp(prefix="sprout-test-", dir="/opt"))
     try:
-        monkeypatch.setattr(task_ship, "cache_dir", lambda: shown / "cache")
+        monkeypatch.setattr(shipped_copies, "cache_dir", lambda: shown / "cache")
         os.chmod(shown, 0o755)
         (shown / "control.txt").write_text("in sight\n")
         task = load_native(two_edits_task(tmp_path / "tasks"))

@@ -97,10 +97,18 @@ def on_cluster(args: argparse.Namespace) -> Iterator[None]:
     if args.ray is None:
         yield
         return
+    with joined(args.ray):
+        yield
+
+
+@contextmanager
+def joined(address: str) -> Iterator[None]:
+    """On the cluster at `address` for the block (`sprout.dist.join`'s addresses); one that
+    cannot be joined is a UsageError."""
     from sprout.dist import ClusterError, join, leave
 
     try:
-        join(args.ray)
+        join(address)
     except ClusterError as error:
         raise UsageError(str(error)) from None
     try:

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from sprout.commands.common import UsageError
+from sprout.commands.ray_options import joined
 from sprout.runfolder import RunFolder, RunFolderError, parse_checkpoint_ref
 from sprout.sandbox import LayerStore, Sandbox, UnknownCheckpoint
 
@@ -74,16 +75,10 @@ def checkpoint_store(run: RunFolder, task_id: str, checkpoint: str, ray: str | N
         if ray is None:
             raise UsageError(f"{error}; give --ray ADDRESS to ship it here from its node") from None
         unreadable = str(error)
-    from sprout.dist import ClusterError, fetch, join, leave
+    from sprout.dist import fetch
 
-    try:
-        join(ray)
-    except ClusterError as error:
-        raise UsageError(str(error)) from None
-    try:
+    with joined(ray):
         for placement in reversed(run.placements(task_id)):
             if fetch(placement["node"], placement["store"], run.layers, checkpoint):
                 return run.layers
-    finally:
-        leave()
     raise UsageError(f"{unreadable}, and no node of the cluster at {ray} holds it any more")

@@ -69,9 +69,11 @@ class TaskHost:
         self._forks: dict[str, tuple[ExitStack, SandboxFork]] = {}
         self._lock = threading.Lock()
         self._linking = threading.Lock()
-        self._rebuilding = threading.Lock()
         """Held while layers are linked into the store (a base lent from the machine's cache,
         a dead node's layers adopted): linking checks for each link, then makes it."""
+        self._rebuilding = threading.Lock()
+        """Held while lost checkpoints are rebuilt here: two attempts on one lost path must
+        not make the same layer twice."""
 
     def where(self) -> tuple[str, str]:
         """(this node's id, this store's path): where the task now lives."""

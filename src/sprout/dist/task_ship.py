@@ -28,8 +28,7 @@ from typing import Any
 
 import ray
 
-from sprout.durable import cache_dir
-from sprout.images.shipped import SHIPPED, taking
+from sprout.images.shipped import shipped_root, taking
 from sprout.task import Task, TaskError
 from sprout.tasks.files import kind
 from sprout.workspace import WorkspaceError
@@ -51,7 +50,7 @@ class ShippedFolder:
 def cache_root() -> Path:
     """Where shipped task folders are unpacked on this machine, one folder per digest: made
     on first use, readable by its owner only."""
-    root = cache_dir() / SHIPPED
+    root = shipped_root()
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o700)
     return root

@@ -2,7 +2,7 @@
 each process that uses a copy, and `sprout gc` freeing the copies nobody uses.
 
     SPROUT_CACHE/shipped-tasks/DIGEST/NAME   one unpacked copy per content digest
-        .DIGEST-XXXX                         a copy being unpacked (or a killed unpacker's)
+        .DIGEST-SUFFIX                       a copy being unpacked (or a killed unpacker's)
         locks/DIGEST                         held, shared, by every process that uses DIGEST
         locks/.collecting                    held by `sprout gc`; shared while a copy is taken
 
