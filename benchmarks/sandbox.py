@@ -252,7 +252,7 @@ def new_store(ctx: Context, name: str, **kwargs: Any) -> LayerStore:
     path = ctx.path(name)
     if ctx.store_fs is not None:
         store_fs.place(path)
-    store = LayerStore(path, mode=ctx.mode, **kwargs)
+    store = LayerStore(path, mode=ctx.mode, place=False, **kwargs)  # placed above, or not
     if store.store_fs != ctx.store_fs:
         raise BenchError(f"{path}: layers on {store.store_fs}, expected {ctx.store_fs}")
     ctx.mode = store.mode
@@ -337,7 +337,7 @@ import json, sys, tempfile, time
 from sprout.sandbox import LayerStore, Sandbox
 parent, warmup, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 with tempfile.TemporaryDirectory(dir=parent) as scratch:
-    with Sandbox.create(LayerStore(scratch + "/s", durable=False)) as sb:
+    with Sandbox.create(LayerStore(scratch + "/s", durable=False, place=False)) as sb:
         times = []
         for i in range(warmup + n):
             start = time.perf_counter()
@@ -378,7 +378,9 @@ def bench_calls(ctx: Context) -> None:
     shm_root = _tmpfs_scratch() if ctx.mode != "copy" else None
     on_tmpfs = None
     if shm_root is not None:
-        on_tmpfs = Sandbox.create(LayerStore(os.path.join(shm_root, "s"), durable=False))
+        on_tmpfs = Sandbox.create(
+            LayerStore(os.path.join(shm_root, "s"), durable=False, place=False)
+        )
     boxed, boxed_exec, plain, shell, tmpfs_box = [], [], [], [], []
     bare: dict[str, list[float]] = {"no seccomp": [], "no cgroups": [], "neither": []}
     variants = {"no seccomp": (False, True), "no cgroups": (True, False), "neither": (False, False)}

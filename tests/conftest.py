@@ -27,13 +27,74 @@ import pytest
 
 from sprout.sandbox import LayerStore
 from sprout.sandbox.backends import overlay_unavailable_reason
+from tests.run_invariant import run_folders, unopened_checkpoints
+from tests.suite_cache import (
+    SUITE_STORE_SIZE,
+    make_suite_cache,
+    remove_suite_cache,
+    store_fs_unavailable_reason,
+    unmount_store_filesystems,
+)
 
 if TYPE_CHECKING:
     from tests.agent.helpers import World
 
-os.environ.setdefault("SPROUT_STORE_FS", "off")
-"""Tests never make the machine's store filesystem (a 256 GiB image in the real cache);
-tests/sandbox/test_store_fs.py makes one of its own in a temporary cache."""
+_SUITE_CACHE: Path | None = None
+"""The suite's own machine cache, where its store filesystem is (tests/suite_cache.py)."""
+_STORE_FS_NOTE = ""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Root tests run on the store filesystem, as every root user's stores do: in a
+    machine cache of the suite's own, never the machine's. SPROUT_STORE_FS=off given to
+    pytest runs them on the plain disk instead."""
+    global _SUITE_CACHE, _STORE_FS_NOTE
+    if os.environ.get("SPROUT_STORE_FS", "auto") == "off":
+        _STORE_FS_NOTE = "off (SPROUT_STORE_FS=off)"
+        return
+    reason = store_fs_unavailable_reason()
+    if reason is not None:
+        _STORE_FS_NOTE = f"not used: {reason}"
+        if os.geteuid() == 0:
+            os.environ["SPROUT_STORE_FS"] = "off"
+        return
+    _SUITE_CACHE = make_suite_cache()
+    os.environ["SPROUT_CACHE"] = str(_SUITE_CACHE)
+    os.environ.setdefault("SPROUT_STORE_SIZE", SUITE_STORE_SIZE)
+    _STORE_FS_NOTE = f"on, in the suite's own cache {_SUITE_CACHE}"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _SUITE_CACHE is not None:
+        remove_suite_cache(_SUITE_CACHE)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"sprout's store filesystem: {_STORE_FS_NOTE}"
+
+
+@pytest.fixture(autouse=True)
+def _every_checkpoint_still_opens(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test, every checkpoint of each run folder it made still opens
+    (tests/run_invariant.py), unless it is marked `checkpoints_elsewhere` with its reason."""
+    yield
+    tmp_path = request.node.funcargs.get("tmp_path")
+    if tmp_path is None or request.node.get_closest_marker("checkpoints_elsewhere"):
+        return
+    lost = {str(f): unopened_checkpoints(f) for f in run_folders(tmp_path)}
+    lost = {folder: problems for folder, problems in lost.items() if problems}
+    if lost:
+        shown = "; ".join(f"{folder}: {', '.join(p[:3])}" for folder, p in lost.items())
+        pytest.fail(f"checkpoints that sprout.db references no longer open: {shown}")
+
+
+@pytest.fixture(autouse=True)
+def _no_store_filesystem_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A test that points SPROUT_CACHE at a folder of its own and makes a store filesystem
+    there has it unmounted (and its loop device detached) when it ends."""
+    yield
+    unmount_store_filesystems(tmp_path_factory.getbasetemp())
+
 
 COPY_WARNING = "ignore:sprout. the copy sandbox backend gives NO isolation:RuntimeWarning"
 """The copy backend warns once per process; test_copy_backend.py checks the warning itself."""

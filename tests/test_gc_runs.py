@@ -114,7 +114,11 @@ def test_gc_keeps_the_checkpoints_of_a_run_given_with_run(
     elsewhere.mkdir()
     (finished_run / "sprout.db").rename(elsewhere / "sprout.db")
     layers = finished_run / "layers"
-    assert main(["gc", str(layers), "--dry-run"]) == 0
+    assert main(["gc", str(layers), "--dry-run"]) == 2
+    refused = capsys.readouterr().err
+    assert f"{layers}: no run folder is found for this store" in refused
+    assert "nothing was freed" in refused and len(refused.strip().splitlines()) == 1
+    assert main(["gc", str(layers), "--dry-run", "--orphan"]) == 0
     alone = capsys.readouterr().out
     assert not alone.startswith("would free 0.0 MB: 0 layers"), "no database: all but names"
     assert main(["gc", str(layers), "--run", str(elsewhere)]) == 0
@@ -205,5 +209,109 @@ def test_gc_images_keeps_an_image_a_runs_own_store_stands_on(
 
     shutil.rmtree(tmp_path / "run")
     assert main(["gc", "--keep-days", "0", "--images", "-v"]) == 0
+    assert f"  image {image.digest}\n" not in capsys.readouterr().out
+    assert cache.images() == [image], "deleted or moved: nothing here can tell"
+    assert main(["gc", "--keep-days", "0", "--images", "--orphan", "-v"]) == 0
     assert f"  image {image.digest}\n" in capsys.readouterr().out
     assert cache.images() == [] and stores_by_image() == {}, "the gone run's note is dropped"
+
+
+def on_the_store_filesystem(run_dir: Path) -> str:
+    """The real path of the run's store, which the suite's default keeps on sprout's store
+    filesystem as every root user's (tests/suite_cache.py)."""
+    layers = run_dir / "layers"
+    if not layers.is_symlink():
+        pytest.skip("the suite runs without the store filesystem here (see its report header)")
+    real = os.path.realpath(layers)
+    assert "/storefs/mnt/stores/" in real
+    return real
+
+
+def shell_opens_every_turn(run_dir: Path) -> None:
+    """`sprout shell RUN ATTEMPT:k` opens at every turn of every attempt."""
+    run = RunFolder.open(run_dir)
+    try:
+        refs = [
+            f"{a.id}:{k}" for a in run.tree.attempts() for k in range(run.tree.last_index(a) + 1)
+        ]
+    finally:
+        run.close()
+    for ref in refs:
+        shell = subprocess.run(
+            [*SPROUT, "shell", str(run_dir), ref], input="true\n", capture_output=True, text=True
+        )
+        assert shell.returncode == 0, f"sprout shell {run_dir} {ref}: {shell.stderr}"
+
+
+@pytest.fixture
+def oracle_run(tmp_path: Path) -> Path:
+    """`sprout run TASK --model oracle --method pass@1 --out R`, as a new user does."""
+    require_host_image()
+    two_edits_task(tmp_path / "tasks")
+    out = tmp_path / "R"
+    argv = ["run", str(tmp_path / "tasks"), "--model", "oracle", "--method", "pass@1"]
+    assert main([*argv, "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_gc_through_the_link_keeps_every_checkpoint_of_the_run(
+    oracle_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    on_the_store_filesystem(oracle_run)
+    before = listing_of_every_checkpoint(oracle_run)
+    assert len(before) >= 3
+    assert main(["gc", str(oracle_run / "layers")]) == 0
+    assert "kept for 1 run," in capsys.readouterr().out
+    assert listing_of_every_checkpoint(oracle_run) == before
+    shell_opens_every_turn(oracle_run)
+
+
+def test_gc_through_the_real_path_finds_the_run_by_its_owner_note(
+    oracle_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = on_the_store_filesystem(oracle_run)
+    before = listing_of_every_checkpoint(oracle_run)
+    stray = stray_checkpoint(oracle_run)
+    assert main(["gc", real, "-v"]) == 0
+    said = capsys.readouterr().out
+    assert f"  layer {stray}\n" in said and "kept for 1 run," in said
+    assert listing_of_every_checkpoint(oracle_run) == before
+
+
+def test_gc_of_a_moved_run_folder_frees_nothing_until_it_is_found(
+    oracle_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = on_the_store_filesystem(oracle_run)
+    moved = tmp_path / "moved"
+    oracle_run.rename(moved)
+    before = listing_of_every_checkpoint(moved)  # opening it notes the link that uses it now
+    oracle_run.mkdir()
+    (oracle_run / "layers").symlink_to(real)  # a stale copy of the old link, no sprout.db
+    assert main(["gc", str(oracle_run / "layers")]) == 0, "found through the owner note"
+    assert "kept for 1 run," in capsys.readouterr().out
+    (oracle_run / "layers").unlink()
+    moved.rename(tmp_path / "moved-again")  # and not opened since
+    assert main(["gc", real]) == 2
+    refused = capsys.readouterr().err
+    assert "no run folder is found for this store" in refused and "--orphan" in refused
+    assert listing_of_every_checkpoint(tmp_path / "moved-again") == before
+    assert main(["gc", str(tmp_path / "moved-again")]) == 0
+    assert listing_of_every_checkpoint(tmp_path / "moved-again") == before
+
+
+def test_gc_of_a_store_no_run_uses_frees_only_when_told_orphan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_host_image()
+    store = LayerStore(tmp_path / "notebook" / "layers")  # the Python API, no sprout.db
+    with Sandbox.create(store) as sandbox:
+        sandbox.run("echo one > one")
+        kept = sandbox.checkpoint()
+        sandbox.run("echo two > two")
+        sandbox.checkpoint()
+    assert main(["gc", store.path]) == 2
+    refused = capsys.readouterr().err
+    assert refused.count("\n") == 1 and "holds 3 sealed layers, so nothing was freed" in refused
+    assert len(store.layers()) == 3
+    assert main(["gc", store.path, "--orphan", "--keep", kept]) == 0
+    assert capsys.readouterr().out.startswith("freed ") and len(store.layers()) == 2

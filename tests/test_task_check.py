@@ -295,3 +295,22 @@ def test_a_fault_no_one_foresaw_is_still_one_tasks_line(
 def test_a_problem_with_undecodable_bytes_prints():
     assert one_line("calc: /tasks/caf\udce9/x: missing") == "calc: /tasks/caf\\udce9/x: missing"
     assert load_failure("caf\udce9: missing").task_id == "caf\\udce9"
+
+
+@pytest.mark.sandbox
+def test_a_scratch_run_folder_takes_its_layers_on_the_store_filesystem_with_it(
+    tmp_path: Path,
+) -> None:
+    from sprout.sandbox import store_fs, store_owners
+
+    require_host_image()
+    with scratch_run_folder(tmp_path) as run:
+        RunFolder.create(run).close()
+        if not (run / "layers").is_symlink():
+            pytest.skip("the suite runs without the store filesystem here (see its header)")
+        target = os.path.realpath(run / "layers")
+        assert os.path.isdir(target)
+    assert not os.path.exists(target) and not os.path.exists(f"{target}.owner")
+    assert str(run / "layers") not in [
+        orphan.owner for orphan in store_owners.orphans(store_fs.root_dir())
+    ]

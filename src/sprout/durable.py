@@ -129,11 +129,14 @@ def lock_holders(
             lines = handle.read().splitlines()
     except OSError:
         return []
-    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    devices = {f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"}
+    superblock = _superblock_device(path)
+    if superblock is not None:
+        devices.add(f"{superblock[0]:02x}:{superblock[1]:02x}:{st.st_ino}")
     found: set[int] = set()
     for line in lines:
         fields = line.split()
-        if len(fields) < 8 or fields[1] == "->" or fields[1] != kind or fields[5] != device:
+        if len(fields) < 8 or fields[1] == "->" or fields[1] != kind or fields[5] not in devices:
             continue  # "->" marks a process waiting for the lock, not holding it
         if write_at is not None:
             end = fields[7]
@@ -144,6 +147,22 @@ def lock_holders(
         with contextlib.suppress(ValueError):
             found.add(int(fields[4]))
     return sorted(found)
+
+
+def _superblock_device(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """The device of the filesystem holding `path`, as /proc/locks names it: on btrfs each
+    subvolume's files report a device of their own to stat, their locks the filesystem's."""
+    real = os.path.realpath(path)
+    best: tuple[str, tuple[int, int]] | None = None
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo", encoding="utf-8") as handle:
+        for line in handle:
+            fields = line.split()
+            point = fields[4].replace("\\040", " ")
+            inside = real == point or real.startswith(point.rstrip("/") + "/")
+            if inside and (best is None or len(point) >= len(best[0])):
+                major, minor = fields[2].split(":")
+                best = (point, (int(major), int(minor)))
+    return None if best is None else best[1]
 
 
 def describe_processes(pids: list[int]) -> str:

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from sprout.durable import HeldLock, describe_processes, lock_holders, try_lock
-from sprout.sandbox import Change, LayerStore, SandboxError
+from sprout.sandbox import Change, LayerStore, SandboxError, store_owners
 from sprout.sandbox.changes import checkpoint_changes
 from sprout.sandbox.layers import Freed
-from sprout.sandbox.store_fs import place
+from sprout.sandbox.store_fs import place, say_cost_once
 from sprout.store import RunStore
 from sprout.tree import RolloutTree
 
@@ -132,8 +132,7 @@ class RunFolder:
         note = run.sweep_note()
         if note is not None:
             print(f"sprout: {note}", file=sys.stderr)
-        if placement is not None and placement.said_in_run:
-            print(f"sprout: {placement.clone.detail}: {placement.note}", file=sys.stderr)
+        say_cost_once(placement, lambda cost: print(f"sprout: {cost}", file=sys.stderr))
         return run
 
     @classmethod
@@ -270,6 +269,22 @@ def _drop_writer_lock(path: Path) -> None:
         if held.users <= 0:
             held.lock.release()
             del _writers[key]
+
+
+def databases_of_store(path: str | os.PathLike[str]) -> list[Path]:
+    """The `sprout.db` of each run whose layer store is the one at `path`: beside `path` as
+    given (a run's `layers/`, a link among them), and, for a store of sprout's store
+    filesystem, beside the link its owner note names (given by its real path, say). A
+    store none is found for is nobody's run that this machine can tell."""
+    candidates = [Path(os.path.abspath(path)).parent / "sprout.db"]
+    owner = store_owners.owner_of(path)
+    if owner is not None:
+        candidates.append(Path(owner).parent / "sprout.db")
+    found: dict[str, Path] = {}
+    for database in candidates:
+        if database.is_file():
+            found.setdefault(os.path.realpath(database), database)
+    return list(found.values())
 
 
 def readable_store(path: str) -> bool:

@@ -87,3 +87,37 @@ def test_without_cgroups_doctor_fails_and_a_run_refuses_to_start(nobody_place, s
     results = json.loads((out_dir / "results.json").read_text())
     assert results["isolation"]["holds"] is False
     assert results["isolation"]["missing"] == ["cgroups"]
+
+
+def _disk_cap_line(printed: str) -> str:
+    [line] = [line for line in printed.splitlines() if " disk cap " in line]
+    return line
+
+
+@pytest.mark.sandbox
+def test_the_disk_cap_said_is_the_one_of_the_filesystem_holding_the_runs_layers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    """As root on a disk that cannot cap, a run's layers go on sprout's store filesystem,
+    which caps them: doctor, and the start of a run, say nothing is wrong; with
+    SPROUT_STORE_FS=off the layers stay on that disk, and both warn."""
+    require_host_image()
+    from sprout.sandbox.store_fs import home_of
+
+    new = tmp_path / "run" / "layers"
+    if not home_of(new).placement.own_fs:
+        pytest.skip("the layers would not be on the store filesystem here (see the header)")
+    assert main(["doctor", "--store", str(new)]) == 0
+    assert _disk_cap_line(capsys.readouterr().out).split()[0] == "ok"
+    task = calc_task(tmp_path / "tasks", "calc")
+    argv = ["run", str(task), "--model", "oracle", "--method", "pass@1", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 0
+    assert "disk cap" not in capsys.readouterr().err
+    assert main(["doctor", "--store", str(tmp_path / "run")]) == 0
+    assert _disk_cap_line(capsys.readouterr().out).split()[0] == "ok", "the run's own store"
+
+    monkeypatch.setenv("SPROUT_STORE_FS", "off")
+    assert main(["doctor", "--store", str(tmp_path / "plain" / "layers")]) == 0
+    assert _disk_cap_line(capsys.readouterr().out).split()[0] == "warning"
+    assert main([*argv, "--out", str(tmp_path / "plain")]) == 0
+    assert "warning: disk cap: " in capsys.readouterr().err

@@ -31,6 +31,7 @@ from sprout.dist import RaySandboxes  # noqa: E402
 @pytest.mark.sandbox
 @pytest.mark.slow
 @pytest.mark.timeout(600)
+@pytest.mark.checkpoints_elsewhere("RaySandboxes played alone: the run's meta names no store")
 def test_a_root_whose_node_died_with_its_layers_continues_on_a_rebuilt_checkpoint(
     cluster: Any, tmp_path: Path
 ):

@@ -94,8 +94,8 @@ def placements(out: Path) -> list[dict[str, Any]]:
 
 def sealed_in(store: str, checkpoint: str) -> bool:
     """Whether `checkpoint` was sealed in `store` (not adopted there from another one)."""
-    diff = LayerStore(store).diff_dir(checkpoint)
-    return os.path.isdir(diff) and not os.path.islink(diff)
+    diff = LayerStore(store).diff_dir(checkpoint)  # a capped layer's: a link into s/ID/u
+    return os.path.isdir(diff) and os.path.realpath(diff).startswith(os.path.realpath(store) + "/")
 
 
 def turns_by_store(out: Path, stores: list[str]) -> dict[int, list[str]]:

@@ -233,6 +233,7 @@ def test_the_shipped_copy_is_out_of_every_sandboxs_sight(
 @pytest.mark.sandbox
 @pytest.mark.slow
 @pytest.mark.timeout(900)
+@pytest.mark.checkpoints_elsewhere("RaySandboxes played alone: the run's meta names no store")
 def test_tasks_only_the_driver_has_run_on_the_cluster_as_they_run_here(
     cluster: Any, tmp_path: Path
 ):

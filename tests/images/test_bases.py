@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 from sprout.images import ImageCache, network
 from sprout.images.bases import shared_store
-from sprout.images.gc import Collected, collect
+from sprout.images.gc import collect
 from sprout.images.network import CA_BUNDLE
 from sprout.images.oci import import_image
 from sprout.sandbox import LayerStore, Sandbox
@@ -59,7 +60,9 @@ def test_two_runs_share_one_build_of_a_base_layer(cache: ImageCache, tmp_path: P
             seen = sandbox.run("cat twice; cat /etc/hosts")
         assert seen.output.startswith("hello\nhello\n") and "localhost" in seen.output
     assert {layer.id for layer in machine.layers()} == built, "nothing was built twice"
-    users = sorted(p.read_text() for p in Path(machine.path, "users").iterdir())
+    notes = [json.loads(p.read_text()) for p in Path(machine.path, "users").iterdir()]
+    assert all(note["layers"] == [base] for note in notes)
+    users = sorted(note["store"] for note in notes)
     assert users == sorted([first.path, second.path])
 
     first.gc()
@@ -107,13 +110,17 @@ def test_gc_keeps_what_runs_link_and_frees_the_rest(cache: ImageCache, tmp_path:
     shutil.rmtree(run_a)
     [digest] = [image.digest for image in cache.images()]
     kept = {digest: "base layers of the machine's cache stand on it"}
-    assert collect(keep_days=0, images=True) == Collected(kept_images=kept), "run b links it"
+    done = collect(keep_days=0, images=True)
+    assert (done.bases, done.images, done.kept_images) == (0, [], kept), "run b links it"
+    assert done.orphans == [str(run_a / "layers")] and done.bytes_freed == 0, "only counted"
     with Sandbox.fork(LayerStore(run_b / "layers"), base) as sandbox:
         assert sandbox.run("cat twice").output == "hello\nhello\n"
     shutil.rmtree(run_b)
     assert collect().bases == 0, "used today: kept for a week"
     assert main(["gc", "--keep-days", "-1"]) == 2
     assert main(["gc", "--keep-days", "0", "--images"]) == 0
+    assert machine.layers() != [], "deleted or moved: the runs' stores may still be used"
+    assert main(["gc", "--keep-days", "0", "--images", "--orphan"]) == 0
     assert machine.layers() == [] and cache.images() == []
 
 

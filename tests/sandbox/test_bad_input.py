@@ -166,7 +166,9 @@ def test_cli_gc_of_a_missing_store_exits_2_with_one_line(tmp_path):
 
 def test_cli_gc_with_an_unknown_keep_exits_2_and_frees_nothing(layers, sealed):
     result = subprocess.run(
-        [SPROUT, "gc", layers.path, "--keep", "0123456789"], capture_output=True, text=True
+        [SPROUT, "gc", layers.path, "--orphan", "--keep", "0123456789"],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 2
     assert len(result.stderr.splitlines()) == 1
@@ -180,6 +182,11 @@ def test_cli_gc_keeps_the_kept_checkpoint(layers, sealed):
         waste = sandbox.checkpoint()
     result = subprocess.run(
         [SPROUT, "gc", layers.path, "--keep", sealed], capture_output=True, text=True
+    )
+    assert result.returncode == 2 and "--orphan" in result.stderr, "no run: nothing freed"
+    assert LayerStore(layers.path).layer(waste)
+    result = subprocess.run(
+        [SPROUT, "gc", layers.path, "--orphan", "--keep", sealed], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("freed 0.2 MB: 1 layers")

@@ -125,7 +125,7 @@ def test_unprivileged_store_is_rootless_and_refused_to_root(nobody_env, nobody_d
 
 def test_root_store_is_refused_to_an_unprivileged_user(nobody_env, nobody_dir):
     store_path = nobody_dir / "root-store"
-    assert LayerStore(store_path).mode == "root"
+    assert LayerStore(store_path, place=False).mode == "root"  # where nobody can reach it
     output = run_script(OPEN, [str(store_path)], nobody_env)
     assert output.startswith("StoreModeMismatch:")
     assert "root mode" in output

@@ -23,7 +23,7 @@ from sprout.images import ImageCache
 from sprout.images.bases import shared_store
 from sprout.images.oci import import_image
 from sprout.runfolder import RunFolder
-from sprout.sandbox import Limits, Sandbox
+from sprout.sandbox import LayerStore, Limits, Sandbox
 from sprout.sandbox.errors import BadArgument
 from sprout.sandbox.quota import exclusive_bytes
 from sprout.sandbox.store_fs import clone_support, configured_size, keep_room, plan
@@ -273,9 +273,11 @@ def test_doctor_says_what_a_store_that_cannot_clone_costs(storefs, tmp_path):
     assert not storefs.exists(), "doctor made the store filesystem"
 
 
-def test_gc_removes_the_layers_of_a_run_folder_deleted_with_rm(storefs, tmp_path, capsys):
+def test_gc_frees_the_layers_of_a_run_folder_deleted_with_rm_only_when_told(
+    storefs, tmp_path, capsys
+):
     from sprout.cli import main
-    from sprout.sandbox.store_fs import orphans
+    from sprout.sandbox.store_owners import orphans
 
     kept, gone = (RunFolder.create_new(tmp_path / name) for name in ("kept", "gone"))
     for run in (kept, gone):
@@ -285,27 +287,45 @@ def test_gc_removes_the_layers_of_a_run_folder_deleted_with_rm(storefs, tmp_path
         run.close()
     target = os.path.realpath(tmp_path / "gone" / "layers")
     shutil.rmtree(tmp_path / "gone")
-    assert [orphan.owner for orphan in orphans()] == [str(tmp_path / "gone" / "layers")]
+    assert [orphan.owner for orphan in orphans(str(storefs))] == [str(tmp_path / "gone" / "layers")]
 
-    assert main(["gc", "--dry-run", "-v"]) == 0
+    assert main(["gc", "-v"]) == 0
     said = capsys.readouterr().out
-    assert f"  the layers of {tmp_path / 'gone' / 'layers'} (gone)" in said
-    assert "1 stores of deleted runs (--dry-run" in said and os.path.isdir(target)
-    assert main(["gc"]) == 0
+    assert f"  the layers of {tmp_path / 'gone' / 'layers'} (its link is gone, kept" in said
+    assert "kept 1 stores (5.3 MB) whose run folder is gone" in said and os.path.isdir(target)
+    assert main(["gc", "--orphan", "--dry-run"]) == 0
+    assert "1 stores of deleted runs (--dry-run" in capsys.readouterr().out
+    assert os.path.isdir(target)
+    assert main(["gc", "--orphan"]) == 0
     freed = float(capsys.readouterr().out.split()[1])
     assert freed >= 5.0, "the 5 MB the deleted run's layer held"
-    assert not os.path.exists(target) and orphans() == []
+    assert not os.path.exists(target) and orphans(str(storefs)) == []
     assert os.path.isdir(os.path.realpath(tmp_path / "kept" / "layers")), "a live run stays"
+
+
+def test_a_moved_run_folder_is_its_stores_owner_once_opened_again(storefs, tmp_path, capsys):
+    from sprout.cli import main
+    from sprout.sandbox.store_owners import orphans
+
+    run = RunFolder.create_new(tmp_path / "before")
+    run.close()
+    (tmp_path / "before").rename(tmp_path / "after")
+    assert [o.owner for o in orphans(str(storefs))] == [str(tmp_path / "before" / "layers")]
+    RunFolder.open(tmp_path / "after").close()
+    assert orphans(str(storefs)) == []
+    assert main(["gc", "--orphan"]) == 0
+    assert "0 stores of deleted runs" in capsys.readouterr().out
+    assert (tmp_path / "after" / "layers" / "store.json").is_file()
 
 
 def test_a_deleted_run_still_open_somewhere_keeps_its_layers(storefs, tmp_path):
     from sprout.durable import try_lock
-    from sprout.sandbox.store_fs import orphans, remove_orphan
+    from sprout.sandbox.store_owners import orphans, remove_orphan
 
     RunFolder.create_new(tmp_path / "gone").close()
     target = os.path.realpath(tmp_path / "gone" / "layers")
     shutil.rmtree(tmp_path / "gone")
-    [orphan] = orphans()
+    [orphan] = orphans(str(storefs))
     held = try_lock(os.path.join(target, "lock"), shared=True)  # as a process using it holds
     assert held is not None
     try:
@@ -373,3 +393,36 @@ def test_an_image_cache_on_the_plain_disk_stays_there_until_moved_by_doctors_lin
     finally:
         run.close()
     assert "image cache:" not in _doctor()
+
+
+def test_a_layer_store_made_through_the_api_is_placed_as_a_runs_is(storefs, tmp_path):
+    """`LayerStore(path)` in a trainer's environment or a notebook gets what `sprout run`
+    gets: block-level layers and each sandbox's disk capped."""
+    store = LayerStore(tmp_path / "runs" / "layers")
+    assert store.placement is not None and store.placement.own_fs
+    assert os.path.realpath(store.path).startswith(f"{storefs}/mnt/stores/")
+    assert store.capped and clone_support(store.path).clones
+    files = _big_files(tmp_path / "files", 300 * MIB)
+    with Sandbox.create(store, files=files, limits=Limits(disk_bytes=64 * MIB)) as sandbox:
+        checkpoint = _append_one_byte(sandbox, "big", 300 * MIB)
+        image = storefs / "btrfs.img"
+        host_before = os.stat(image).st_blocks * 512
+        hog = sandbox.run("dd if=/dev/zero of=filler bs=1M count=200 2>&1", timeout=60)
+        subprocess.run(["btrfs", "filesystem", "sync", str(storefs / "mnt")], check=True)
+        host_grown = os.stat(image).st_blocks * 512 - host_before
+    stored = exclusive_bytes(os.path.join(store.path, "s", checkpoint))
+    assert stored <= 2 * MIB, f"a 1-byte append stored {stored} bytes"
+    assert hog.exit_code != 0 and "Disk quota exceeded" in hog.output
+    assert host_grown < 100 * MIB, (
+        f"the store's image took {host_grown} more bytes of the host's disk"
+    )
+
+
+def test_place_false_and_the_switch_keep_an_api_store_where_it_is(storefs, tmp_path, monkeypatch):
+    kept = LayerStore(tmp_path / "kept", place=False)
+    assert not os.path.islink(kept.path) and kept.placement is None and not kept.capped
+    monkeypatch.setenv("SPROUT_STORE_FS", "off")
+    off = LayerStore(tmp_path / "off")
+    assert not os.path.islink(off.path) and off.placement is not None
+    assert not off.placement.own_fs and "SPROUT_STORE_FS=off" in off.placement.note
+    assert not storefs.exists()

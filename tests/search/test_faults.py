@@ -224,9 +224,11 @@ def test_a_crash_of_sprout_is_recorded_as_such_and_never_replayed(
 
 
 @pytest.fixture
-def small_disk(tmp_path: Path):
-    """A 48 MiB tmpfs of the test's own in its temp dir, unmounted by its path afterwards."""
+def small_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A 48 MiB tmpfs of the test's own in its temp dir, unmounted by its path afterwards;
+    a run's layers stay on it (SPROUT_STORE_FS=off), as on a plain disk that fills up."""
     require_host_image()
+    monkeypatch.setenv("SPROUT_STORE_FS", "off")
     folder = tmp_path / "small"
     folder.mkdir()
     subprocess.run(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -66,7 +67,7 @@ def check_isolation(out: str, isolation: str, command: str) -> IsolationReport:
     only warned about (an unenforced disk cap)."""
     from sprout.sandbox.isolation import probe_isolation
 
-    report = probe_isolation(store_path=out)
+    report = probe_isolation(store_path=os.path.join(out, "layers"))
     if not report.holds and isolation != "none":
         raise UsageError(
             f"the sandbox cannot hold on this machine (missing: {', '.join(report.missing)}); "

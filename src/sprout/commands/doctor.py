@@ -10,7 +10,7 @@ from typing import Any
 
 from sprout.images.cache import ImageCache
 from sprout.sandbox.isolation import IsolationReport, probe_isolation
-from sprout.sandbox.store_fs import Placement, move_command, plan
+from sprout.sandbox.store_fs import Placement, home_of, move_command
 
 
 def add_parser(commands: Any) -> None:
@@ -29,8 +29,9 @@ def add_parser(commands: Any) -> None:
     doctor.add_argument(
         "--store",
         metavar="DIR",
-        help="where the layers will live, for the disk cap and the clone probe (default: the "
-        "current directory)",
+        help="a layer store, a run folder (its layers/) or where a new store would be made, for "
+        "the disk cap and the clone probe of the filesystem that holds (or will hold) its "
+        "layers (default: a new store in the current directory)",
     )
     doctor.add_argument("--json", action="store_true", help="the report as JSON")
     doctor.set_defaults(func=cmd_doctor)
@@ -82,9 +83,18 @@ def image_cache_lines(images: str, move: str | None) -> list[str]:
     ]
 
 
+def store_path(given: str | None) -> str:
+    """Where the layers that `--store` means live: a run folder's are in its layers/."""
+    path = given or os.getcwd()
+    if os.path.isfile(os.path.join(path, "sprout.db")):
+        return os.path.join(path, "layers")
+    return path
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
-    report = probe_isolation(store_path=args.store)
-    placement = plan(args.store or os.getcwd())
+    path = store_path(args.store)
+    report = probe_isolation(store_path=path)
+    placement = home_of(path).placement
     images = str(ImageCache().root)
     move = move_command(images)
     if args.json:

@@ -23,13 +23,15 @@ def add_parser(commands: Any) -> None:
         description="Without STORE: free the base layers of the machine's cache "
         "(SPROUT_CACHE, default ~/.cache/sprout) that no run folder on this machine links and "
         "nobody used for --keep-days, the task folders sprout run --ray shipped to this "
-        "machine that no running process uses and nobody used for --keep-days, the layers of "
-        "run folders deleted with rm -rf (on sprout's store filesystem), and with --images the "
-        "images that neither a remaining base layer nor a run's own layer store stands on. "
-        "With STORE (a layer store, or a run folder for its layers/): free every layer that no "
-        "checkpoint of the run beside it (its sprout.db), of a --run, a named checkpoint, a "
-        "--keep or an open sandbox stacks on, and what killed processes left. Refuses while a "
-        "process uses the store (a run, a shell, the viewer).",
+        "machine that no running process uses and nobody used for --keep-days, with --orphan "
+        "the layers of run folders deleted with rm -rf (on sprout's store filesystem), and "
+        "with --images the images that neither a remaining base layer nor a run's own layer "
+        "store stands on. With STORE (a layer store, a link to one, or a run folder for its "
+        "layers/): free every layer that no checkpoint of the run that uses it (the sprout.db "
+        "beside it, or beside the link that uses it), of a --run, a named checkpoint, a --keep "
+        "or an open sandbox stacks on, and what killed processes left; a store no run is found "
+        "for is left whole unless given --run or --orphan. Refuses while a process uses the "
+        "store (a run, a shell, the viewer).",
     )
     gc.add_argument(
         "store", metavar="STORE", nargs="?", help="a layer store, or a run folder (its layers/)"
@@ -57,6 +59,14 @@ def add_parser(commands: Any) -> None:
         "(default 7; 0: only those in use)",
     )
     gc.add_argument("--images", action="store_true", help="also remove images nothing uses")
+    gc.add_argument(
+        "--orphan",
+        action="store_true",
+        help="free what no run can be found for: with STORE, a store with no sprout.db beside "
+        "it (or beside the link that uses it) and no --run; without, the stores on sprout's "
+        "store filesystem whose link is gone (run folders deleted, or moved and not opened "
+        "since), and what only such stores stood on. Without it those are kept and counted",
+    )
     gc.add_argument(
         "--dry-run",
         action="store_true",
@@ -93,7 +103,9 @@ def _collect_cache(args: argparse.Namespace) -> int:
         raise UsageError("--keep and --run need a STORE (the machine's cache keeps what runs link)")
     if not args.keep_days >= 0:
         raise UsageError(f"--keep-days: expected a number of days >= 0, got {args.keep_days}")
-    done = collect(keep_days=args.keep_days, images=args.images, dry_run=args.dry_run)
+    done = collect(
+        keep_days=args.keep_days, images=args.images, orphan=args.orphan, dry_run=args.dry_run
+    )
     copies = shipped.collect(keep_days=args.keep_days, dry_run=args.dry_run)
     if args.list:
         for name in done.names:
@@ -101,7 +113,8 @@ def _collect_cache(args: argparse.Namespace) -> int:
         for digest in done.images:
             print(f"  image {digest}")
         for owner in done.orphans:
-            print(f"  the layers of {owner} (gone)")
+            kept = "" if args.orphan else ", kept: --orphan frees them"
+            print(f"  the layers of {owner} (its link is gone{kept})")
     if args.list or args.dry_run:
         for digest, why in done.kept_images.items():
             print(f"  keeps image {digest}: {why}")
@@ -110,8 +123,14 @@ def _collect_cache(args: argparse.Namespace) -> int:
     print(
         f"{verb} {(done.bytes_freed + copies.bytes_freed) / 1e6:.1f} MB: {done.bases} base "
         f"layers ({len(done.layers)} layers), {len(copies.freed)} shipped task folders, "
-        f"{len(done.images)} images, {len(done.orphans)} stores of deleted runs{dry}"
+        f"{len(done.images)} images, {len(done.orphans) if args.orphan else 0} stores of "
+        f"deleted runs{dry}"
     )
+    if done.orphans and not args.orphan:
+        print(
+            f"kept {len(done.orphans)} stores ({done.orphan_bytes / 1e6:.1f} MB) whose run "
+            "folder is gone, deleted or moved (-v names them): --orphan frees them"
+        )
     return 0
 
 
@@ -130,15 +149,17 @@ def _collect_store(args: argparse.Namespace) -> int:
     store_path, databases = _gc_target(args.store)
     databases += [_run_database(run) for run in args.run]
     store = LayerStore(store_path)
+    shared_users = os.path.isdir(os.path.join(store_path, "users"))
+    if not databases and not shared_users and not args.orphan:
+        _refuse_untied(args.store, store)
     for layer_id in args.keep:
         try:
             store.layer(layer_id)
         except UnknownCheckpoint:
             raise UsageError(f"--keep {layer_id}: no such checkpoint in {store_path}") from None
-    shared_users = os.path.isdir(os.path.join(store_path, "users"))
 
     def references() -> set[str]:
-        return _references(store, databases, shared_users)
+        return _references(store, databases, shared_users, args.orphan and not args.dry_run)
 
     if shared_users:  # a store of the machine's cache: no base layer is built meanwhile
         from sprout.images.bases import collecting
@@ -151,7 +172,9 @@ def _collect_store(args: argparse.Namespace) -> int:
     return 0
 
 
-def _references(store: LayerStore, databases: list[Path], shared_users: bool) -> set[str]:
+def _references(
+    store: LayerStore, databases: list[Path], shared_users: bool, forget_lost: bool
+) -> set[str]:
     """Read once the store is locked: what every run folder's database references, and, in a
     store of the machine's cache, what run folders link."""
     from sprout.store import StoreError, referenced_checkpoints
@@ -165,7 +188,7 @@ def _references(store: LayerStore, databases: list[Path], shared_users: bool) ->
     if shared_users:
         from sprout.images.bases import linked_by_runs
 
-        found |= linked_by_runs(store)
+        found |= linked_by_runs(store, forget_lost=forget_lost)
     return found
 
 
@@ -192,16 +215,31 @@ def _report_store(args: argparse.Namespace, store_path: str, freed: Freed, runs:
 
 def _gc_target(path: str) -> tuple[str, list[Path]]:
     """The layer store that `sprout gc PATH` collects (PATH is a store, or a run folder) and
-    the database beside it, whose checkpoints it keeps."""
+    the databases of the runs that use it, whose checkpoints it keeps."""
+    from sprout.runfolder import databases_of_store
+
     if os.path.isfile(os.path.join(path, "store.json")):
-        beside = Path(path).resolve().parent / "sprout.db"
-        return path, [beside] if beside.exists() else []
+        return path, databases_of_store(path)
     folder = Path(path)
     if (folder / "sprout.db").exists() and (folder / "layers" / "store.json").is_file():
-        return str(folder / "layers"), [folder / "sprout.db"]
+        return str(folder / "layers"), databases_of_store(folder / "layers")
     raise UsageError(
         f"{path}: not a layer store (no store.json) nor a run folder (sprout.db and layers/)"
     )
+
+
+def _refuse_untied(path: str, store: LayerStore) -> None:
+    """A store no run can be found for (its run folder moved, a node store of a --ray run,
+    one made through the Python API) may still be a run's: freeing its layers by what
+    nothing here names could lose every checkpoint of that run."""
+    sealed = len(store.sealed_ids())
+    if sealed:
+        raise UsageError(
+            f"{path}: no run folder is found for this store (no sprout.db beside it or beside "
+            f"the link that uses it) and it holds {sealed} sealed layers, so nothing was freed: "
+            "give --run RUNDIR for the run that uses it, or --orphan to free every layer no "
+            "named checkpoint or --keep needs"
+        )
 
 
 def _run_database(run: str) -> Path:

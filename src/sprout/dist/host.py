@@ -46,8 +46,7 @@ class TaskHost:
         folder: ShippedFolder | None = None,
     ) -> None:
         self.node = node
-        os.makedirs(store, exist_ok=True)
-        self.store = LayerStore(store)
+        self.store = LayerStore(store)  # placed as a run's store is, where it is new
         self.store.claim()
         self.store.sweep()  # what a killed worker of an earlier run left here
         self.shipped_root = cache_root()

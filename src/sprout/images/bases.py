@@ -5,7 +5,8 @@ everything it depends on, so the same task on the same image is the same base
 layer in every run folder. It is built in a store of the machine's cache,
 
     SPROUT_CACHE/bases/MODE-IDS/   a layer store (`sprout.sandbox.LayerStore`) of base layers
-        users/HASH                 the path of a run's store that links some of its layers
+        users/HASH                 a run's store that links some of its layers: its path,
+                                   real path and the layers lent to it
         locks/NAME                 held while base layer NAME is built
 
 and each run's store links it (`LayerStore.adopt`) instead of building it
@@ -20,15 +21,16 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from sprout.durable import cache_dir, file_lock, write_atomically
+from sprout.images.store_notes import StoreNote
 from sprout.sandbox import LayerStore
 from sprout.sandbox.idmap import configured_range
 from sprout.sandbox.layers import current_user_mode
-from sprout.sandbox.store_fs import place
 
 COLLECTING = ".collecting"
 
@@ -48,9 +50,7 @@ def shared_store(like: LayerStore) -> LayerStore | None:
         key = f"root-{like.ids}".replace(":", "-")
     else:
         key = f"rootless-{os.geteuid()}"
-    path = bases_root() / key
-    place(path)  # beside run stores on sprout's store filesystem, where it makes one
-    return LayerStore(path, mode=like.mode)
+    return LayerStore(bases_root() / key, mode=like.mode)  # placed beside run stores
 
 
 @contextlib.contextmanager
@@ -85,38 +85,65 @@ def shared_stores() -> list[LayerStore]:
     ]
 
 
-def linked_by_runs(store: LayerStore) -> set[str]:
-    """The layers of `store` that run stores still on this machine link; notes of runs
-    that are gone are dropped."""
+def linked_by_runs(store: LayerStore, *, forget_lost: bool = False) -> set[str]:
+    """The layers of `store` that run stores link: those still on this machine (read from
+    their links), and those the notes of lost stores (deleted, or moved: see
+    `sprout.images.store_notes`) say they linked; with `forget_lost` those notes are
+    dropped instead."""
     linked: set[str] = set()
     users = Path(store.path, "users")
     if not users.is_dir():
         return linked
-    layers = os.path.realpath(os.path.join(store.path, "l"))
+    folder = os.path.join(store.path, "l")
+    layer_of = {os.path.realpath(os.path.join(folder, i)): i for i in os.listdir(folder)}
+    """Where each layer's files are (capped layers: their subvolume) -> its id."""
     for note in users.iterdir():
-        user = Path(note.read_text(encoding="utf-8").strip())
-        if not (user / "store.json").exists():
-            note.unlink()
+        if note.name.endswith(".tmp"):
             continue
-        for entry in (user / "l").iterdir():
-            if entry.is_symlink():
-                target = os.path.realpath(entry)
-                if os.path.dirname(target) == layers:
-                    linked.add(os.path.basename(target))
+        user, lent = _read_user(note)
+        where = user.found()
+        if where is None:
+            if forget_lost or not lent:
+                note.unlink()
+            else:
+                linked |= lent
+            continue
+        for entry in Path(where, "l").iterdir():
+            if entry.is_symlink() and os.path.realpath(entry) in layer_of:
+                linked.add(layer_of[os.path.realpath(entry)])
     return linked
+
+
+def _read_user(note: Path) -> tuple[StoreNote, set[str]]:
+    """The run store a users/ note names and the layers lent to it; a note from before
+    they were noted (the store's path alone) names no layer."""
+    text = note.read_text(encoding="utf-8").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return StoreNote(text, text), set()
+    return StoreNote(data["store"], data["real"]), set(data["layers"])
 
 
 def lend(shared: LayerStore, name: str, user: LayerStore) -> str | None:
     """Link base layer `name` of `shared` into `user`, noting `user` as one that links it
-    (so `sprout gc` keeps it) and when it was last used; None when `shared` lacks it."""
+    (so `sprout gc` keeps it, even once `user` is lost until told --orphan) and when it was
+    last used; None when `shared` lacks it."""
     layer_id = shared.ref(name)
     if layer_id is None:
         return None
     users = Path(shared.path, "users")
     users.mkdir(exist_ok=True)
     note = users / hashlib.sha256(user.path.encode()).hexdigest()[:20]
-    if not note.exists():
-        write_atomically(str(note), user.path, False)
+    Path(shared.path, "locks").mkdir(exist_ok=True)
+    with file_lock(Path(shared.path, "locks", f"user-{note.name}")):
+        lent = _read_user(note)[1] if note.exists() else set()
+        if layer_id not in lent:
+            named = StoreNote.of(user.path)
+            text = json.dumps(
+                {"store": named.store, "real": named.real, "layers": sorted({*lent, layer_id})}
+            )
+            write_atomically(str(note), text, False)
     with contextlib.suppress(OSError):
         os.utime(Path(shared.path, "r", name))  # last used: `sprout gc` keeps what is in use
     return user.adopt(shared, layer_id)

@@ -6,7 +6,8 @@ last `keep_days`. Images are collected only when asked, and only those that
 nothing stands on: no kept base layer of the cache, and no layer store outside
 it that noted it (`sprout.images.runstores`: a run's own base layers). An image
 is something a user built or imported by name, a base layer only a cache entry.
-Stores on sprout's store filesystem whose run folder is gone are removed too.
+Stores on sprout's store filesystem whose link is gone are removed only when asked
+(`orphan`): a run folder moved and not opened since looks the same as a deleted one.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from sprout.images.bases import collecting, linked_by_runs, shared_stores
 from sprout.images.cache import ImageCache
 from sprout.images.runstores import stores_by_image
-from sprout.sandbox import LayerStore, store_fs
+from sprout.sandbox import LayerStore, store_fs, store_owners
 
 
 @dataclass
@@ -39,38 +40,49 @@ class Collected:
     """With `images`: digest -> why it stays (what stands on it)."""
     orphans: list[str] = field(default_factory=list)
     """Stores of sprout's store filesystem whose run folder is gone, by the path that
-    linked them."""
+    linked them: removed with `orphan`, else only counted."""
+    orphan_bytes: int = 0
+    """What the stores in `orphans` hold."""
 
 
-def collect(*, keep_days: float = 7.0, images: bool = False, dry_run: bool = False) -> Collected:
+def collect(
+    *, keep_days: float = 7.0, images: bool = False, orphan: bool = False, dry_run: bool = False
+) -> Collected:
     """Free base layers that no run links and nobody used for `keep_days`; with `images`,
-    also every image that neither a remaining base layer nor a run's own store stands on.
-    `dry_run` only says what would go."""
+    also every image that neither a remaining base layer nor a run's own store stands on;
+    with `orphan`, the stores of the store filesystem whose link is gone (a run folder
+    deleted, or moved and not opened since: which, nothing here can tell). `dry_run` only
+    says what would go."""
     done = Collected()
+    _collect_orphans(orphan and not dry_run, done)  # first: what only they stood on goes too
+    if orphan:
+        done.bytes_freed += done.orphan_bytes
     horizon = time.time() - keep_days * 86400
     standing_on: set[str] = set()
     for store in shared_stores():
         with collecting(store):
-            standing_on |= _collect_bases(store, horizon, dry_run, done)
+            standing_on |= _collect_bases(store, horizon, orphan, dry_run, done)
     if images:
-        _collect_images(standing_on, dry_run, done)
-    _collect_orphans(dry_run, done)
+        _collect_images(standing_on, orphan, dry_run, done)
     return done
 
 
-def _collect_orphans(dry_run: bool, done: Collected) -> None:
-    """Remove (dry: name) the stores of the store filesystem whose run folder was deleted
-    with `rm -rf` (their layers stay on the image, unreachable, until now)."""
-    for orphan in store_fs.orphans():
-        if dry_run or store_fs.remove_orphan(orphan):
-            done.orphans.append(orphan.owner)
-            done.bytes_freed += orphan.bytes
+def _collect_orphans(remove: bool, done: Collected) -> None:
+    """Name (and with `remove`, remove) the stores of the store filesystem whose link is
+    gone: their layers stay on the image, unreachable by any run folder that nothing
+    moved."""
+    for found in store_owners.orphans(store_fs.root_dir()):
+        if not remove or store_owners.remove_orphan(found):
+            done.orphans.append(found.owner)
+            done.orphan_bytes += found.bytes
 
 
-def _collect_bases(store: LayerStore, horizon: float, dry_run: bool, done: Collected) -> set[str]:
+def _collect_bases(
+    store: LayerStore, horizon: float, orphan: bool, dry_run: bool, done: Collected
+) -> set[str]:
     """Collect one store of base layers into `done`; the root filesystems (real paths) that
-    its remaining layers stand on."""
-    linked = linked_by_runs(store)
+    its remaining layers stand on. What lost run stores were lent is kept unless `orphan`."""
+    linked = linked_by_runs(store, forget_lost=orphan and not dry_run)
     forget = []
     for ref in sorted(Path(store.path, "r").iterdir()):
         if ref.name.endswith(".tmp"):
@@ -90,10 +102,11 @@ def _collect_bases(store: LayerStore, horizon: float, dry_run: bool, done: Colle
     }
 
 
-def _collect_images(standing_on: set[str], dry_run: bool, done: Collected) -> None:
-    """Remove (dry: name) the images nothing stands on; say in `done` why the others stay."""
+def _collect_images(standing_on: set[str], orphan: bool, dry_run: bool, done: Collected) -> None:
+    """Remove (dry: name) the images nothing stands on; say in `done` why the others stay.
+    What lost run stores stood on stays unless `orphan`."""
     cache = ImageCache()
-    stores = stores_by_image(cache)
+    stores = stores_by_image(cache, forget_lost=orphan and not dry_run)
     for image in cache.images():
         if os.path.realpath(image.rootfs) in standing_on:
             done.kept_images[image.digest] = "base layers of the machine's cache stand on it"

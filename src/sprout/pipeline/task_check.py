@@ -30,7 +30,7 @@ from sprout.models import ModelError
 from sprout.models.oracle import Step
 from sprout.models.resolve import resolve_model
 from sprout.runfolder import RunFolder
-from sprout.sandbox import SandboxError, SandboxUnavailable, SandboxWorkspace
+from sprout.sandbox import SandboxError, SandboxUnavailable, SandboxWorkspace, store_owners
 from sprout.sandbox.layerfmt import remove_tree
 from sprout.sandbox.processes import alive, process_start
 from sprout.task import SetupFailed, Task, TaskError
@@ -365,6 +365,7 @@ def _remove_scratch(folder: Path) -> None:
     """Remove a temporary run folder, its owner file last: interrupted half-way, what is
     left still says whose it was, for the next check to finish the job."""
     with contextlib.suppress(OSError):
+        store_owners.remove_with_link(folder / "run" / "layers")  # on sprout's store filesystem
         for entry in sorted(folder.iterdir(), key=lambda entry: entry.name == OWNER_FILE):
             if entry.is_dir() and not entry.is_symlink():
                 remove_tree(str(entry))

@@ -24,8 +24,8 @@ from sprout.sandbox.errors import SandboxError
 from sprout.sandbox.helper import helper_build
 from sprout.sandbox.idmap import check_unclaimed, configured_range
 from sprout.sandbox.layers import LayerStore
-from sprout.sandbox.quota import disk_cap_support
 from sprout.sandbox.store_format import StoreMode, current_user_mode
+from sprout.sandbox.store_fs import home_of
 
 DEFAULT_CAPABILITIES = "00000000a80425fb"
 """CapEff of a container engine's default set (Docker's 14 capabilities)."""
@@ -192,7 +192,7 @@ def _cgroups() -> Measure:
 
 
 def _disk_cap(store_path: str | None) -> Measure:
-    support = disk_cap_support(store_path or os.getcwd())
+    support = home_of(store_path or os.getcwd()).disk_cap
     return Measure(
         "disk cap",
         support.enforced,
@@ -208,7 +208,7 @@ def _live_call() -> Measure:
     with tempfile.TemporaryDirectory(prefix="sprout-doctor-") as scratch:
         from sprout.sandbox.sandbox import Sandbox
 
-        store = LayerStore(os.path.join(scratch, "store"))
+        store = LayerStore(os.path.join(scratch, "store"), place=False)  # gone at once
         try:
             with Sandbox.create(store) as sandbox:
                 status = sandbox.run(
@@ -243,7 +243,8 @@ def probe_isolation(
     mode: StoreMode | None = None, store_path: str | None = None
 ) -> IsolationReport:
     """The report for stores of `mode` (default: what this process would get) whose layers
-    live at `store_path` (default: the current directory, for the disk cap)."""
+    live (or will: a new store's place, see `store_fs.home_of`) at `store_path` (default:
+    a new store in the current directory), for the disk cap."""
     mode = mode or current_user_mode()
     if mode == "copy":
         return IsolationReport(mode, (COPY_BACKEND,))

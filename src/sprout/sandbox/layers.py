@@ -65,7 +65,7 @@ from sprout.sandbox.store_format import MODES, StoreMode, open_store_format
 from sprout.sandbox.store_format import (  # re-exported: callers import them here
     current_user_mode as current_user_mode,
 )
-from sprout.sandbox.store_fs import keep_room, mount_point_of
+from sprout.sandbox.store_fs import keep_room, settle
 from sprout.sandbox.types import SandboxConfig
 
 
@@ -78,6 +78,8 @@ class LayerStore:
     layer; ids stay valid, since the squashed copy is only used for mounting.
     `hide` names host paths (task folders, say) that the `host` image must never
     show, besides the store itself and the folder it lives in (a run's folder).
+    `place`: a new store goes where a run's would (`sprout.sandbox.store_fs.place`: as root
+    on a disk that cannot clone, sprout's store filesystem); False keeps it at `path`.
     """
 
     def __init__(
@@ -88,6 +90,7 @@ class LayerStore:
         durable: bool = True,
         max_stack: int = 100,
         hide: Iterable[str | os.PathLike[str]] = (),
+        place: bool = True,
     ) -> None:
         if mode is not None and mode not in MODES:
             raise BadArgument("mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
@@ -96,8 +99,10 @@ class LayerStore:
         self.path = os.path.abspath(os.fspath(path))
         self.durable = durable
         self.max_stack = max_stack
-        self.store_fs = mount_point_of(self.path)
-        """Where sprout's own store filesystem holding the layers is mounted, if it does."""
+        self.placement, self.store_fs = settle(self.path, new=place and mode != "copy")
+        """Where a store made by this call keeps its layers (None: it existed, `place` was
+        False, or a copy store: no copy-up to clone nor a layer to cap), and where sprout's
+        store filesystem holding them is mounted (None: a plain store)."""
         self._meta = os.path.join(self.path, "m")
         """Sealed layers' metadata (see sprout.sandbox.layer_meta)."""
         self.refs_dir = os.path.join(self.path, "r")  # named checkpoints: sprout.sandbox.refs

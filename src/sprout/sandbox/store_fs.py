@@ -36,15 +36,18 @@ import os
 import re
 import secrets
 import shlex
+import shutil
 import subprocess
 import tempfile
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from sprout.durable import cache_dir, file_lock, try_lock, write_atomically
+from sprout.durable import cache_dir, file_lock
 from sprout.sandbox.errors import BadArgument, SandboxError
-from sprout.sandbox.extents import bytes_freed_by_removing
-from sprout.sandbox.files import FICLONE, remove_tree
-from sprout.sandbox.quota import disk_cap_support, mount_of
+from sprout.sandbox.files import FICLONE
+from sprout.sandbox.quota import DiskCapSupport, disk_cap_support, mount_of
+from sprout.sandbox.store_owners import LINKED, note_owner, write_owner
 
 SWITCH = "SPROUT_STORE_FS"
 SIZE = "SPROUT_STORE_SIZE"
@@ -55,8 +58,11 @@ MIN_SIZE = 256 << 20
 HOST_MARGIN = 1 << 30
 """Growing never leaves the disk under the image with less free space than this."""
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-LINKED = re.compile(r"^(/.*/storefs/mnt)/stores/[0-9a-f]+$")
-"""What a store's link into a store filesystem looks like: the mount point, then the store."""
+COST = (
+    "a one-byte append to a big file of a lower layer stores the whole file again "
+    "(500 MB for a 500 MB file)"
+)
+"""What a store on a disk that cannot clone extents costs."""
 
 
 @dataclass(frozen=True)
@@ -135,21 +141,82 @@ def plan(path: str | os.PathLike[str]) -> Placement:
     clone = clone_support(path)
     if clone.clones:
         return Placement(clone, False, "")
-    cost = (
-        "a one-byte append to a big file of a lower layer stores the whole file again "
-        "(500 MB for a 500 MB file)"
-    )
     if os.geteuid() != 0:
         rootless = "rootless, sprout cannot make a store filesystem of its own"
-        return Placement(clone, False, f"{cost}; {rootless}, so layers stay there", True)
+        return Placement(clone, False, f"{COST}; {rootless}, so layers stay there", True)
     if not enabled():
-        return Placement(clone, False, f"{cost}; {SWITCH}=off keeps layers there")
+        return Placement(clone, False, f"{COST}; {SWITCH}=off keeps layers there")
     return Placement(
         clone,
         True,
-        f"{cost} there, so as root sprout keeps layers on its own btrfs store filesystem "
+        f"{COST} there, so as root sprout keeps layers on its own btrfs store filesystem "
         f"({root_dir()}/btrfs.img, quotas on; {SWITCH}=off keeps them there)",
     )
+
+
+@dataclass(frozen=True)
+class StoreHome:
+    """The filesystem that holds a store's layers (or, for a new store, will): whether it
+    clones extents and whether the kernel caps each sandbox's bytes there."""
+
+    placement: Placement
+    disk_cap: DiskCapSupport
+
+
+def home_of(path: str | os.PathLike[str]) -> StoreHome:
+    """Where the layers of the store at `path` live: a store already there (its own folder,
+    or sprout's store filesystem it links into), else where a new one would go."""
+    path = os.path.abspath(path)
+    if os.path.isfile(os.path.join(path, "store.json")):
+        real = os.path.realpath(path)
+        clone = clone_support(real)
+        own = LINKED.match(real) is not None
+        note = ""
+        if not clone.clones:
+            new = plan(path)
+            made_before = f"{COST}; this store was made there before sprout placed stores"
+            note = made_before if new.own_fs else new.note
+        return StoreHome(Placement(clone, own, note), disk_cap_support(real))
+    placement = plan(path)
+    if not placement.own_fs:
+        return StoreHome(placement, disk_cap_support(path))
+    mount_point = os.path.join(root_dir(), "mnt")
+    if os.path.ismount(mount_point):
+        cap = disk_cap_support(mount_point)
+    elif shutil.which("mkfs.btrfs") is None or not _kernel_has_btrfs():
+        cap = DiskCapSupport(False, "sprout's store filesystem needs btrfs-progs and btrfs")
+    else:
+        cap = DiskCapSupport(
+            True, f"btrfs qgroups on sprout's store filesystem ({root_dir()}/btrfs.img, made "
+            "by the first run that needs it)"
+        )  # fmt: skip
+    return StoreHome(placement, cap)
+
+
+def _kernel_has_btrfs() -> bool:
+    """Whether the kernel can mount btrfs: built in or listed, or a module it can load."""
+    with open("/proc/filesystems", encoding="utf-8") as handle:
+        if any(line.split()[-1:] == ["btrfs"] for line in handle):
+            return True
+    release = os.uname().release
+    return any(
+        os.path.exists(f"/lib/modules/{release}/kernel/fs/btrfs/btrfs.ko{ext}")
+        for ext in ("", ".xz", ".zst", ".gz")
+    )
+
+
+_cost_said = False
+
+
+def say_cost_once(placement: Placement | None, say: Callable[[str], None]) -> None:
+    """Tell what a new store that stays on a disk that cannot clone costs (rootless: nothing
+    can be done about it), once per process, whoever makes the first such store (a run
+    folder prints it, the Python API warns)."""
+    global _cost_said
+    if placement is None or not placement.said_in_run or _cost_said:
+        return
+    _cost_said = True
+    say(f"{placement.clone.detail}: {placement.note}")
 
 
 def place(path: str | os.PathLike[str]) -> Placement | None:
@@ -172,8 +239,22 @@ def place(path: str | os.PathLike[str]) -> Placement | None:
     except FileExistsError:  # another process made this store first
         os.rmdir(target)
         return placement
-    write_atomically(f"{target}{OWNER}", path, durable=True)
+    write_owner(target, path)
     return placement
+
+
+def settle(path: str, *, new: bool) -> tuple[Placement | None, str | None]:
+    """Open the store at `path` where it keeps its layers: a new one (with `new`) placed as a
+    run's is, what leaving it on a disk that cannot clone costs said once as a warning (the
+    Python API's stores; a run folder prints it); (its placement, None when it was there
+    already, and the mount point of the store filesystem holding its layers, None for a
+    plain store). A store opened through a new link notes that link as its owner."""
+    placement = place(path) if new else None
+    say_cost_once(placement, lambda cost: warnings.warn(f"sprout: {cost}", RuntimeWarning, 4))
+    mount_point = mount_point_of(path)
+    if mount_point is not None and os.path.islink(path):
+        note_owner(path)
+    return placement, mount_point
 
 
 def move_command(path: str | os.PathLike[str]) -> str | None:
@@ -192,56 +273,6 @@ def move_command(path: str | os.PathLike[str]) -> str | None:
         f"mountpoint -q {point} && mkdir -p {stores} && cp -aT {old} {new} && "
         f"mv {old} {aside} && ln -s {new} {old} && rm -rf {aside}"
     )
-
-
-OWNER = ".owner"
-"""Beside each store folder of the store filesystem: the path of the link that uses it."""
-
-
-@dataclass(frozen=True)
-class Orphan:
-    """A store folder whose link is gone (its run folder deleted): nothing can reach it."""
-
-    path: str
-    owner: str
-    bytes: int
-
-
-def orphans(root: str | None = None) -> list[Orphan]:
-    """The stores of the (mounted) store filesystem under `root` whose owning link no longer
-    leads to them. A store without an owner note, or in use (its lock held), is kept."""
-    mount_point = os.path.join(root or root_dir(), "mnt")
-    stores = os.path.join(mount_point, "stores")
-    if not os.path.ismount(mount_point) or not os.path.isdir(stores):
-        return []
-    found = []
-    for name in sorted(os.listdir(stores)):
-        target = os.path.join(stores, name)
-        if name.endswith(OWNER) or not os.path.isdir(target):
-            continue
-        try:
-            with open(f"{target}{OWNER}", encoding="utf-8") as handle:
-                owner = handle.read()
-        except FileNotFoundError:
-            continue
-        if os.path.islink(owner) and os.path.realpath(owner) == os.path.realpath(target):
-            continue
-        found.append(Orphan(target, owner, bytes_freed_by_removing([target])))
-    return found
-
-
-def remove_orphan(orphan: Orphan) -> bool:
-    """Delete an orphaned store unless a process has it open (its lock held); True when
-    deleted."""
-    lock = try_lock(os.path.join(orphan.path, "lock"))
-    if lock is None:
-        return False
-    try:
-        remove_tree(orphan.path)
-    finally:
-        lock.release()
-    os.unlink(f"{orphan.path}{OWNER}")
-    return True
 
 
 def root_dir() -> str:
@@ -309,12 +340,15 @@ def _run(argv: list[str]) -> str:
 def mount_point_of(store_path: str) -> str | None:
     """The mount point of the store filesystem that the store at `store_path` keeps its
     layers on (mounting it when a reboot left it unmounted), or None for a plain store."""
-    if not os.path.islink(store_path):
-        return None
-    found = LINKED.match(os.readlink(store_path))
+    found = LINKED.match(os.path.realpath(store_path))
     if found is None:
         return None
     mount_point = found.group(1)
+    if os.geteuid() != 0 and not os.access(os.path.dirname(mount_point), os.X_OK):
+        raise SandboxError(
+            f"{store_path}: its layers are on sprout's store filesystem {mount_point}, which "
+            "only root can read (a store made as root): open it as root"
+        )
     if not os.path.ismount(mount_point):
         if os.geteuid() != 0:
             raise SandboxError(
