@@ -30,25 +30,10 @@ from sprout.sandbox.store_fs import clone_support, configured_size, keep_room, p
 from tests.conftest import require_host_image
 from tests.images.test_oci import layer, oci_layout, rootfs_layer
 from tests.sandbox.conftest import as_nobody
+from tests.suite_cache import unmount_store_filesystems
 
 pytestmark = pytest.mark.sandbox
 MIB = 1 << 20
-
-
-def _loop_devices(image: Path) -> list[str]:
-    found = subprocess.run(
-        ["losetup", "-j", str(image), "-O", "NAME", "-n"], capture_output=True, text=True
-    )
-    return found.stdout.split()
-
-
-def _unmount(root: Path) -> None:
-    """Unmount this test's store filesystem and detach its loop device, by their own names."""
-    mount_point, image = root / "mnt", root / "btrfs.img"
-    if os.path.ismount(mount_point):
-        subprocess.run(["umount", str(mount_point)], check=True)
-    for device in _loop_devices(image):
-        subprocess.run(["losetup", "-d", device], check=True)
 
 
 @pytest.fixture
@@ -66,7 +51,7 @@ def storefs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     try:
         yield root
     finally:
-        _unmount(root)
+        unmount_store_filesystems(root)
 
 
 def _big_files(folder: Path, size: int) -> Path:
@@ -195,7 +180,7 @@ def test_a_store_filesystem_found_unmounted_is_mounted_again(storefs, tmp_path):
         sandbox.run("echo kept > f")
         checkpoint = sandbox.checkpoint()
     run.close()
-    _unmount(storefs)  # as a reboot leaves it
+    unmount_store_filesystems(storefs)  # as a reboot leaves it
     again = RunFolder.open(tmp_path / "run")
     try:
         assert os.path.ismount(storefs / "mnt")

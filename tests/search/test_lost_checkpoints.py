@@ -19,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from sprout.runfolder import RunFolder
 from sprout.sandbox import LayerStore, Observation
 from sprout.sandbox.replay import Rebuilt, ReplayTurn, holds
@@ -156,6 +158,7 @@ def rebuilds(run: RunFolder) -> list[dict]:
     return list(run.tree.get_meta("rebuilt") or [])
 
 
+@pytest.mark.checkpoints_elsewhere("a node's store lost on purpose")
 def test_an_attempt_whose_checkpoint_died_with_its_node_continues_on_a_rebuilt_one(
     tmp_path: Path,
 ) -> None:
@@ -190,6 +193,7 @@ def test_a_checkpoint_lost_before_its_verifier_ran_is_rebuilt_and_verified(
     run.close()
 
 
+@pytest.mark.checkpoints_elsewhere("a node's store lost on purpose")
 def test_a_root_whose_lost_checkpoint_cannot_be_rebuilt_restarts_from_checkpoint_0(
     tmp_path: Path,
 ) -> None:
@@ -214,6 +218,7 @@ def test_a_root_whose_lost_checkpoint_cannot_be_rebuilt_restarts_from_checkpoint
     run.close()
 
 
+@pytest.mark.checkpoints_elsewhere("a node's store lost on purpose")
 def test_a_branch_continues_from_its_lost_fork_point_rebuilt_from_its_parents_turns(
     tmp_path: Path,
 ) -> None:

@@ -104,6 +104,7 @@ def test_a_record_missing_a_field_is_named(tmp_path: Path) -> None:
         read_samples(bad, "jsonl")
 
 
+@pytest.mark.checkpoints_elsewhere("a tree written without a sandbox: its checkpoints are names")
 def test_the_cli_exports_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = run_folder(tmp_path)
     out = tmp_path / "groups.trl.jsonl"
@@ -121,6 +122,7 @@ def test_the_cli_exports_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str
     )
 
 
+@pytest.mark.checkpoints_elsewhere("a tree written without a sandbox: its checkpoints are names")
 def test_the_cli_names_a_run_with_nothing_to_export(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
