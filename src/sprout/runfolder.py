@@ -20,7 +20,7 @@ from typing import Any
 from sprout.durable import HeldLock, describe_processes, lock_holders, try_lock
 from sprout.sandbox import Change, LayerStore, SandboxError, store_owners
 from sprout.sandbox.changes import checkpoint_changes
-from sprout.sandbox.layers import Freed
+from sprout.sandbox.layer_gc import Freed
 from sprout.sandbox.store_fs import place, say_cost_once
 from sprout.store import RunStore
 from sprout.tree import RolloutTree
