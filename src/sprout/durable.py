@@ -130,9 +130,9 @@ def lock_holders(
     except OSError:
         return []
     devices = {f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"}
-    superblock = _superblock_device(path)
-    if superblock is not None:
-        devices.add(f"{superblock[0]:02x}:{superblock[1]:02x}:{st.st_ino}")
+    with contextlib.suppress(OSError):  # btrfs: a subvolume's files stat as a device of their
+        major, minor = mount_entry(path)[2]  # own, /proc/locks names the filesystem's
+        devices.add(f"{major:02x}:{minor:02x}:{st.st_ino}")
     found: set[int] = set()
     for line in lines:
         fields = line.split()
@@ -149,20 +149,23 @@ def lock_holders(
     return sorted(found)
 
 
-def _superblock_device(path: str | os.PathLike[str]) -> tuple[int, int] | None:
-    """The device of the filesystem holding `path`, as /proc/locks names it: on btrfs each
-    subvolume's files report a device of their own to stat, their locks the filesystem's."""
+def mount_entry(path: str | os.PathLike[str]) -> tuple[str, str, tuple[int, int]]:
+    """(mount point, filesystem type, device as /proc/locks names it) of the mount holding
+    `path` (its nearest existing folder), read from /proc/self/mountinfo."""
     real = os.path.realpath(path)
-    best: tuple[str, tuple[int, int]] | None = None
-    with contextlib.suppress(OSError), open("/proc/self/mountinfo", encoding="utf-8") as handle:
+    while not os.path.exists(real):
+        real = os.path.dirname(real)
+    best = ("/", "unknown", (0, 0))
+    with open("/proc/self/mountinfo", encoding="utf-8") as handle:
         for line in handle:
-            fields = line.split()
-            point = fields[4].replace("\\040", " ")
+            fields, _, tail = line.partition(" - ")
+            words = fields.split()
+            point = words[4].replace("\\040", " ")
             inside = real == point or real.startswith(point.rstrip("/") + "/")
-            if inside and (best is None or len(point) >= len(best[0])):
-                major, minor = fields[2].split(":")
-                best = (point, (int(major), int(minor)))
-    return None if best is None else best[1]
+            if inside and len(point) >= len(best[0]):
+                major, minor = words[2].split(":")
+                best = (point, tail.split()[0], (int(major), int(minor)))
+    return best
 
 
 def describe_processes(pids: list[int]) -> str:

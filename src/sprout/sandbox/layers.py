@@ -17,8 +17,7 @@ the whole lower-layer list in one mount option of at most one page):
                       holding its files and its overlay workdir; l/ID links to s/ID/u
                       (l/ID may also link to a layer of another store: see `adopt`)
 
-The store's path may itself be a link into sprout's own store filesystem (a btrfs
-image it mounts where the disk cannot clone extents: sprout.sandbox.store_fs).
+The store's path may be a link into sprout's store filesystem (sprout.sandbox.store_fs).
 
 A checkpoint id is a layer id. Sealing writes the metadata last, atomically,
 so a process killed mid-turn leaves at worst an unsealed directory (and its
@@ -78,8 +77,7 @@ class LayerStore:
     layer; ids stay valid, since the squashed copy is only used for mounting.
     `hide` names host paths (task folders, say) that the `host` image must never
     show, besides the store itself and the folder it lives in (a run's folder).
-    `place`: a new store goes where a run's would (`sprout.sandbox.store_fs.place`: as root
-    on a disk that cannot clone, sprout's store filesystem); False keeps it at `path`.
+    `place=False` keeps a new store at `path`, not where a run's goes (`store_fs.place`).
     """
 
     def __init__(
@@ -100,9 +98,8 @@ class LayerStore:
         self.durable = durable
         self.max_stack = max_stack
         self.placement, self.store_fs = settle(self.path, new=place and mode != "copy")
-        """Where a store made by this call keeps its layers (None: it existed, `place` was
-        False, or a copy store: no copy-up to clone nor a layer to cap), and where sprout's
-        store filesystem holding them is mounted (None: a plain store)."""
+        """Where a new store went (None: it existed, `place` was False, or a copy store),
+        and the mount point of sprout's store filesystem holding it (None: a plain store)."""
         self._meta = os.path.join(self.path, "m")
         """Sealed layers' metadata (see sprout.sandbox.layer_meta)."""
         self.refs_dir = os.path.join(self.path, "r")  # named checkpoints: sprout.sandbox.refs

@@ -19,6 +19,8 @@ import subprocess
 import uuid
 from dataclasses import dataclass
 
+from sprout.durable import mount_entry
+
 BTRFS_IOC_SUBVOL_CREATE = 0x5000940E
 """_IOW(0x94, 14, struct btrfs_ioctl_vol_args): 8-byte fd, 4088-byte name."""
 BTRFS_IOC_QGROUP_LIMIT = 0x8030942B
@@ -39,18 +41,8 @@ class DiskCapSupport:
 
 def mount_of(path: str) -> tuple[str, str]:
     """(mount point, filesystem type) of the mount holding `path`."""
-    real = os.path.realpath(path)
-    while not os.path.exists(real):
-        real = os.path.dirname(real)
-    best = ("/", "unknown")
-    with open("/proc/self/mountinfo", encoding="utf-8") as handle:
-        for line in handle:
-            fields, _, tail = line.partition(" - ")
-            point = fields.split()[4].replace("\\040", " ")
-            inside = real == point or real.startswith(point.rstrip("/") + "/")
-            if inside and len(point) >= len(best[0]):
-                best = (point, tail.split()[0])
-    return best
+    point, kind, _ = mount_entry(path)
+    return point, kind
 
 
 def _btrfs_quotas_enabled(path: str) -> bool:
