@@ -31,6 +31,7 @@ from tests.run_invariant import run_folders, unopened_checkpoints
 from tests.suite_cache import (
     SUITE_STORE_SIZE,
     make_suite_cache,
+    mount_without_barriers,
     remove_suite_cache,
     store_fs_unavailable_reason,
     unmount_store_filesystems,
@@ -61,6 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _SUITE_CACHE = make_suite_cache()
     os.environ["SPROUT_CACHE"] = str(_SUITE_CACHE)
     os.environ.setdefault("SPROUT_STORE_SIZE", SUITE_STORE_SIZE)
+    mount_without_barriers()
     _STORE_FS_NOTE = f"on, in the suite's own cache {_SUITE_CACHE}"
 
 
