@@ -21,7 +21,10 @@ beside a baseline measured in the same run:
    plain store and on the reflink store (sprout's btrfs store filesystem, where the
    copy-up clones extents), rounds interleaved: write + seal time and stored bytes;
 7. the per-call, seal, fork and squash figures of 1-3 again on the reflink store,
-   against the plain store's.
+   against the plain store's;
+8. the network (root): a call under `public` vs one under `none`, each policy's network
+   coming up (what every fork pays), and a 100 MB download through the stack vs the same
+   program's on the host, all in namespaces the benchmark makes (sandbox_network.py).
 
 The plain store is a `LayerStore` in the store directory, as a run's layers are
 with `SPROUT_STORE_FS=off`. As root, where that directory's filesystem cannot clone,
@@ -55,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import _stats as stats
+import sandbox_network
 import sprout.sandbox
 from sprout.durable import flush_tree
 from sprout.sandbox import LayerStore, Observation, Sandbox, SandboxError, store_fs
@@ -514,6 +518,48 @@ def bench_calls(ctx: Context) -> None:
                 "not a target: isolates inode cost",
             )
         )
+
+
+def bench_network(ctx: Context) -> None:
+    """A call under `public` beside one under `none`, each policy's network coming up (once
+    per sandbox, and so per fork), and 100 MB through the stack against the same download on
+    the host, in a world of namespaces of the benchmark's own (sandbox_network.py)."""
+    section = "8. network"
+    if ctx.mode != "root":
+        ctx.rows.append(Row(section, "network rows", "", result="SKIPPED: needs the root mode"))
+        return
+    ctx.log("8 network: none vs public, in namespaces of the benchmark's own")
+    found = sandbox_network.measure(ctx.path("network"), ctx.sizes.repeat * 2)
+    calls = {name: summary(series) for name, series in found["calls_s"].items()}
+    starts = {name: summary(series) for name, series in found["starts_s"].items()}
+    rates = {
+        name: sorted(n / s for n, s in rounds)[len(rounds) // 2]
+        for name, rounds in found["downloads"].items()
+    }
+    extra = p50(calls["public"]) - p50(calls["none"])
+    up = p50(starts["public"])
+    slowdown = rates["host"] / rates["public"]
+    ctx.results["network"] = {"calls": calls, "starts": starts, "download_bytes_per_s": rates}
+    ctx.rows += [
+        Row(
+            section, 'sb.run("true") under public', fmt_ms(p50(calls["public"])),
+            fmt_ms(p90(calls["public"])), f"under none {fmt_ms(p50(calls['none']))}",
+            f"{extra:+.2f} ms", "<= +2 ms",
+            ctx.target("public per call", extra <= 2, f"{extra:+.2f} ms", "<= +2 ms"),
+        ),
+        Row(
+            section, "a sandbox's network up: public (firewall + stack)", fmt_ms(up),
+            fmt_ms(p90(starts["public"])), f"none {fmt_ms(p50(starts['none']))}",
+            fmt_ratio(up / p50(starts["none"])), "<= 50 ms",
+            ctx.target("a fork's network up", up <= 50, fmt_ms(up), "<= 50 ms"),
+        ),
+        Row(
+            section, f"{fmt_bytes(sandbox_network.DOWNLOAD_BYTES)} download through the stack",
+            f"{fmt_bytes(rates['public'])}/s", "", f"on the host {fmt_bytes(rates['host'])}/s",
+            f"{slowdown:.2f}x slower", "<= 2x",
+            ctx.target("download through the stack", slowdown <= 2, f"{slowdown:.2f}x", "<= 2x"),
+        ),
+    ]  # fmt: skip
 
 
 # --------------------------------------------------------------------------- environments
@@ -1723,6 +1769,7 @@ def main(argv: list[str]) -> int:
             )
         bench_floor(ctx, "at the start")
         bench_store(ctx)
+        bench_network(ctx)
         bench_stored(ctx)
         bench_deep(ctx)
         with reflink_store_fs(ctx) as (mount_point, skipped):

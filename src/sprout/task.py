@@ -144,6 +144,10 @@ class Task(BaseModel):
     workdir: str = "/workspace"
     env: dict[str, str] = Field(default_factory=dict)
     network: bool = True
+    """The agent's network (true: `public`, false: `none`), which its forks inherit; set-up
+    always has it, as `docker build` does."""
+    verifier_network: bool = True
+    """The verifier's (Terminal-Bench 2's test.sh fetches its runner)."""
     user_namespaces: bool = False
     """The agent's commands may make user namespaces of their own (off: refused)."""
     solution: tuple[SolutionStep, ...] = ()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -253,6 +254,39 @@ def test_root_inside_is_an_unprivileged_id_outside(overlay_store):
     assert f"0 {ids.base} {ids.count}" in " ".join(status.split())
     assert "NoNewPrivs:\t1" in status and "Seccomp:\t2" in status
     assert "CapEff:\t00000000a80425fb" in status, "not a container engine's default set"
+    assert "CapInh:\t0000000000000000" in status and "CapAmb:\t0000000000000000" in status
+
+
+FDS = "ls -l /proc/$$/fd"
+"""The shell's descriptors, listed by a child (a glob of its own would open one)."""
+
+
+def _descriptors(listing: str) -> dict[str, str]:
+    links = (re.search(r" (\d+) -> (.*)$", line) for line in listing.splitlines())
+    return {link[1]: link[2] for link in links if link}
+
+
+def test_a_call_holds_no_file_descriptor_of_the_host(overlay_store, tmp_path):
+    """The runc CVE-2024-21626 class: a descriptor of the host (a directory, the store, the
+    network namespace sprout holds) inherited by a call is a way out. The shell holds only
+    its standard streams and its script (bash's copy of it at 255 too), and so does a
+    process it starts, as root and as another user."""
+    held = (tmp_path / "held").open("w")  # a descriptor of this process, not inheritable
+    with Sandbox.create(overlay_store) as sandbox:
+        shell = sandbox.run(FDS).output
+        child = sandbox.run(f"bash -c '{FDS}; true' </dev/null 2>/dev/null").output
+        nobody = sandbox.run(
+            f"setpriv --reuid 65534 --regid 65534 --clear-groups sh -c '{FDS}; true'"
+        )
+    held.close()
+    fds = _descriptors(shell)
+    assert set(fds) <= {"0", "1", "2", "3", "255"} and "3" in fds, shell
+    assert all(fds[fd].startswith("/memfd:") for fd in ("3", "255") if fd in fds), shell
+    assert all(not target.startswith("/") or target.startswith(("/dev/", "/memfd:"))
+               for target in fds.values()), shell  # fmt: skip
+    assert set(_descriptors(child)) <= {"0", "1", "2", "3", "255"}, child
+    assert nobody.exit_code == 0, nobody.output
+    assert set(_descriptors(nobody.output)) <= {"0", "1", "2", "3", "255"}, nobody.output
 
 
 def test_planted_links_never_lead_host_side_readers_out(overlay_store, tmp_path, marker):

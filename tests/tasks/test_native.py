@@ -108,6 +108,9 @@ def test_container_instructions_are_recorded_not_refused(tmp_path, line):
         ("[environment]\ncpus = true\n", "environment.cpus"),
         ("[environment]\nmemory = ''\n", "environment.memory"),
         ("[environment]\nmemory = 'nan'\n", "environment.memory"),
+        ("[environment]\nnetwork_mode = 'open'\n", "environment.network_mode"),
+        ("[agent]\nnetwork_mode = 'allowlist'\n", "agent.network_mode"),
+        ("[environment]\nallow_internet = 'no'\n", "environment.allow_internet"),
         ("[agent]\ntimeout_sec = '60'\n", "agent.timeout_sec"),
         ("[agent]\ntimeout_sec = -1\n", "agent.timeout_sec"),
     ],
@@ -223,6 +226,25 @@ def test_an_offline_task_gives_the_agent_only_loopback(overlay_store: LayerStore
         assert interfaces(later) == ["lo"], "every later turn inherits it"
     with Sandbox.fork(overlay_store, turn, network=True) as verifier:
         assert interfaces(verifier) != ["lo"]
+
+
+@pytest.mark.parametrize(
+    ("toml", "agent", "verifier"),
+    [
+        ("", True, True),
+        ("[environment]\nallow_internet = false\n", False, False),
+        ('[environment]\nnetwork_mode = "no-network"\n', False, False),
+        ('[agent]\nnetwork_mode = "no-network"\n', False, True),
+        ('network_mode = "no-network"\n', True, False),  # in make_task's [verifier]
+        ('network_mode = "public"\n[environment]\nnetwork_mode = "no-network"\n', False, True),
+        ('[agent]\nnetwork_mode = "no-network"\n[sprout]\nnetwork = true\n', True, True),
+    ],
+)
+def test_each_phase_gets_the_network_harbor_names_for_it(tmp_path, toml, agent, verifier):
+    """Harbor's `network_mode` of `[agent]` and `[verifier]`, else `[environment]`'s (or its
+    older `allow_internet`); `[sprout] network` sets the agent's over them."""
+    task = load_native(make_task(tmp_path, toml=toml))
+    assert (task.network, task.verifier_network) == (agent, verifier)
 
 
 @pytest.mark.parametrize(

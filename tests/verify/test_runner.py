@@ -93,3 +93,28 @@ def test_exit_code_results_and_timeouts(overlay_store: LayerStore, tmp_path):
     verdict = run_verifier(slow, overlay_store, base, base)
     assert verdict.reward == 0
     assert "timed out" in verdict.diagnostics.summary
+
+
+@pytest.mark.parametrize("verifier_network", [True, False])
+def test_the_verifier_runs_under_its_own_network_policy(
+    overlay_store: LayerStore, tmp_path, verifier_network
+):
+    """`[verifier] network_mode` decides the verifier's network, whatever the agent's: here
+    the agent has none and the verifier passes only if it sees the interfaces it should."""
+    from sprout.verify import run_verifier
+
+    path = make_task(tmp_path, results="exit-code")
+    wanted = "lo tap0" if verifier_network else "lo"
+    (path / "tests" / "test.sh").write_text(
+        "test \"$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort | xargs)\" = "
+        f"'{wanted}'\n"
+    )
+    mode = "public" if verifier_network else "no-network"
+    toml = (path / "task.toml").read_text().replace("[sprout]\n", "[sprout]\nnetwork = false\n")
+    (path / "task.toml").write_text(
+        toml.replace("timeout_sec = 30\n", f'timeout_sec = 30\nnetwork_mode = "{mode}"\n')
+    )
+    task = load_native(path)
+    assert (task.network, task.verifier_network) == (False, verifier_network)
+    base = base_checkpoint(task, overlay_store)
+    assert run_verifier(task, overlay_store, base, base).reward == 1

@@ -69,9 +69,12 @@ def check_isolation(out: str, isolation: str, command: str) -> IsolationReport:
 
     report = probe_isolation(store_path=os.path.join(out, "layers"))
     if not report.holds and isolation != "none":
+        why = "; ".join(
+            f"{m.name}: {m.detail}" for m in report.measures if m.name in report.missing
+        )
         raise UsageError(
-            f"the sandbox cannot hold on this machine (missing: {', '.join(report.missing)}); "
-            "`sprout doctor` says why and what to install; --isolation none runs anyway"
+            f"the sandbox cannot hold on this machine (missing: {', '.join(report.missing)}) "
+            f"[{why}]; `sprout doctor` says more; --isolation none runs anyway"
         )
     for measure in report.measures:
         if not measure.ok and (not measure.required or isolation == "none"):

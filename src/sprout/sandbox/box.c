@@ -82,6 +82,7 @@ struct options {
     unsigned long map_host, map_count; /* --idmap */
     int rootless;
     int no_network;
+    int netns_fd;             /* --netns-fd: the sandbox's network namespace, or -1 */
     const char *seccomp;      /* a BPF program from --write-seccomp */
     const char *cgroups[MAX_CGROUPS];
     int n_cgroups;
@@ -345,6 +346,19 @@ static void loopback_up(void) {
     close(fd);
 }
 
+/* --hold-network: a network namespace of host root's with loopback up, kept as long as
+ * standard input stays open. Every call of a sandbox joins it (--netns-fd), so its network
+ * (the user-mode stack's device, the firewall sprout wrote) outlives each call and dies
+ * with the sandbox: when sprout closes the pipe, or its process ends. */
+static int hold_network(void) {
+    char byte;
+    if (unshare(CLONE_NEWNET) < 0) die("unshare a network namespace");
+    loopback_up();
+    if (write(STDOUT_FILENO, "ready\n", 6) != 6) die("say ready");
+    while (read(STDIN_FILENO, &byte, 1) > 0 || errno == EINTR) errno = 0;
+    return 0;
+}
+
 /* ---- what the command may do ----------------------------------------------------- */
 
 /* A container engine's default capability set (Docker's and Podman's). */
@@ -364,9 +378,11 @@ static void set_capabilities(int keep_defaults) {
     for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
         if (!(keep & (1ULL << cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
             die("drop capability %d from the bounding set", cap);
+    /* Inheritable stays empty, as Docker's since CVE-2022-24769: with it, a file's
+     * inheritable capabilities would be granted to a non-root user's exec of it. */
     memset(data, 0, sizeof data);
-    data[0].effective = data[0].permitted = data[0].inheritable = (__u32)keep;
-    data[1].effective = data[1].permitted = data[1].inheritable = (__u32)(keep >> 32);
+    data[0].effective = data[0].permitted = (__u32)keep;
+    data[1].effective = data[1].permitted = (__u32)(keep >> 32);
     if (syscall(SYS_capset, &header, data) < 0) die("capset");
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0) die("clear ambient caps");
     errno = 0;
@@ -474,7 +490,7 @@ static void read_seccomp(const char *path) {
 /* The image's USER, as `docker exec` runs as it: its groups, gid and uid, switched last, in
  * the jail. A non-root user keeps the bounding set but no capability (Docker gives a
  * non-root exec an empty effective set); the kernel clears permitted and effective when
- * the uid leaves 0, and inheritable goes here. The switch would make the process
+ * the uid leaves 0 (inheritable is empty already). The switch would make the process
  * non-dumpable, and /proc/self (the script at /proc/self/fd/3) root's: it is set back. */
 static void become_user(const struct options *o) {
     if (setgroups(o->n_groups, o->groups) < 0) die("setgroups for uid %u", (unsigned)o->uid);
@@ -631,6 +647,7 @@ static void parse(int argc, char **argv, struct options *o) {
     memset(o, 0, sizeof *o);
     o->workdir = "/";
     o->script_fd = -1;
+    o->netns_fd = -1;
     for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
         const char *flag = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -657,6 +674,11 @@ static void parse(int argc, char **argv, struct options *o) {
         else if (!strcmp(flag, "--fsize")) o->fsize = parse_number(flag, value);
         else if (!strcmp(flag, "--cpu")) o->cpu = parse_number(flag, value);
         else if (!strcmp(flag, "--nofile")) o->nofile = parse_number(flag, value);
+        else if (!strcmp(flag, "--netns-fd")) {
+            unsigned long long fd = parse_number(flag, value);
+            if (fd <= 2 || fd > 1 << 20) { errno = EINVAL; die("--netns-fd %s", value); }
+            o->netns_fd = (int)fd;
+        }
         else if (!strcmp(flag, "--script-fd")) {
             unsigned long long fd = parse_number(flag, value);
             if (fd <= 2 || fd > 1 << 20) { errno = EINVAL; die("--script-fd %s", value); }
@@ -665,13 +687,15 @@ static void parse(int argc, char **argv, struct options *o) {
         else { errno = EINVAL; die("unknown option %s", flag); }
     }
     if (!o->layer_root || !o->lowerdirs || !o->upper || !o->work || !o->scratch ||
-        i + 1 >= argc || (o->image && o->host) || !o->rootless == !o->map_count) {
+        i + 1 >= argc || (o->image && o->host) || !o->rootless == !o->map_count ||
+        (o->no_network && o->netns_fd >= 0) || (o->rootless && o->netns_fd >= 0)) {
         errno = EINVAL;
         die("usage: sprout-box (--idmap HOST:COUNT | --rootless) --layer-root D --lower L "
             "--upper U --work W --scratch S [--image DIR | --host] [--workdir P] "
-            "[--cgroup DIR]... [--seccomp BPF] [--no-network] [--script-fd N] "
+            "[--cgroup DIR]... [--seccomp BPF] [--no-network | --netns-fd N] [--script-fd N] "
             "[--user UID:GID[:GROUPS]] -- COMMAND...\n"
-            "       sprout-box --write-seccomp BPF [--nested-userns]");
+            "       sprout-box --write-seccomp BPF [--nested-userns]\n"
+            "       sprout-box --hold-network");
     }
     o->argv = argv + i + 1;
 }
@@ -690,6 +714,7 @@ int main(int argc, char **argv) {
         die("--write-seccomp: this helper was built without libseccomp");
 #endif
     }
+    if (argc == 2 && !strcmp(argv[1], "--hold-network")) return hold_network();
     parse(argc, argv, &o);
     if (o.seccomp) read_seccomp(o.seccomp);
     /* If the caller dies (kill -9 of the agent process), the call dies with it:
@@ -699,6 +724,10 @@ int main(int argc, char **argv) {
     if (getppid() != caller) return SETUP_FAILED;
     if (o.rootless) map_self_to_root();
     else userns = make_user_namespace(o.map_host, o.map_count);
+    if (o.netns_fd >= 0) {
+        if (setns(o.netns_fd, CLONE_NEWNET) < 0) die("join the sandbox's network namespace");
+        close(o.netns_fd);
+    }
     if (o.no_network) flags |= CLONE_NEWNET;
     if (unshare(flags) < 0) die("unshare");
     if (sethostname("sprout", 6) < 0) die("sethostname");

@@ -24,6 +24,7 @@ from sprout.sandbox.errors import SandboxError
 from sprout.sandbox.helper import helper_build
 from sprout.sandbox.idmap import check_unclaimed, configured_range
 from sprout.sandbox.layers import LayerStore
+from sprout.sandbox.network import STACK, missing_tools
 from sprout.sandbox.store_format import StoreMode, current_user_mode
 from sprout.sandbox.store_fs import home_of
 
@@ -202,6 +203,36 @@ def _disk_cap(store_path: str | None) -> Measure:
     )
 
 
+def _network(mode: StoreMode) -> Measure:
+    """Each sandbox's own network namespace (root), and the stack `public` needs."""
+    name = "network"
+    if mode != "root":
+        return Measure(
+            name,
+            False,
+            "rootless sandboxes with network share this machine's (a namespace of their own "
+            "needs root for now)",
+            "a command reaches this machine's loopback and private addresses",
+            required=False,
+        )
+    missing = missing_tools("public")
+    if missing:
+        return Measure(
+            name,
+            False,
+            f"{', '.join(missing)} missing (apt-get install {' '.join(missing)})",
+            "no sandbox with network can start",
+        )
+    return Measure(
+        name,
+        True,
+        f"a namespace of host root's per sandbox; none: loopback only; public: {STACK} "
+        "(no gateway to this machine, no forwarded port) under a firewall root inside cannot "
+        "change: no loopback, private, link-local or metadata address, none of this "
+        "machine's, no IPv6; DNS through this machine's resolver",
+    )
+
+
 def _live_call() -> Measure:
     """Run one call in the jail (as root, over the host image) and read the measures back."""
     name = "a call in the jail"
@@ -209,13 +240,17 @@ def _live_call() -> Measure:
         from sprout.sandbox.sandbox import Sandbox
 
         store = LayerStore(os.path.join(scratch, "store"), place=False)  # gone at once
+        network = not missing_tools("public")
         try:
-            with Sandbox.create(store) as sandbox:
-                status = sandbox.run(
-                    "cat /proc/self/uid_map /proc/self/status /proc/self/cgroup", timeout=30
-                ).output
+            with Sandbox.create(store, network=network) as sandbox:
+                status, _, devices = sandbox.run(
+                    "cat /proc/self/uid_map /proc/self/status /proc/self/cgroup; echo @net; "
+                    "cat /proc/net/dev",
+                    timeout=30,
+                ).output.partition("@net\n")
         except SandboxError as error:
             return Measure(name, False, str(error), "no sandbox can start")
+    interfaces = sorted(line.split(":")[0].strip() for line in devices.splitlines()[2:])
     fields = dict(
         line.split(":", 1) for line in status.splitlines() if ":" in line and "\t" in line
     )
@@ -230,9 +265,11 @@ def _live_call() -> Measure:
         problems.append("no_new_privs off")
     if helper_build().seccomp and read["Seccomp"] != "2":
         problems.append(f"seccomp mode {read['Seccomp']}")
+    if interfaces != (["lo", "tap0"] if network else ["lo"]):
+        problems.append(f"interfaces {', '.join(interfaces)}")
     detail = (
         f"uid map '{' '.join(uid_map)}', CapEff {read['CapEff']}, NoNewPrivs "
-        f"{read['NoNewPrivs']}, Seccomp {read['Seccomp']}"
+        f"{read['NoNewPrivs']}, Seccomp {read['Seccomp']}, interfaces {', '.join(interfaces)}"
     )
     if problems:
         return Measure(name, False, f"{detail}: wrong: {', '.join(problems)}", "see above")
@@ -260,6 +297,7 @@ def probe_isolation(
         _cgroups(),
         _host_files(mode),
         _disk_cap(store_path),
+        _network(mode),
     ]
     if mode == "root" and os.geteuid() == 0:
         measures.append(_live_call())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import threading
 
 from sprout.sandbox import cgroups
 from sprout.sandbox.backends import BASE_ENV, OpenLayer, shell_for
@@ -17,6 +18,7 @@ from sprout.sandbox.files import replace_with_copy
 from sprout.sandbox.helper import helper_build
 from sprout.sandbox.layerfmt import lookup, resolve
 from sprout.sandbox.layers import LayerStore
+from sprout.sandbox.network import SandboxNetwork, policy_of
 from sprout.sandbox.output import command_script, run_captured
 from sprout.sandbox.types import Observation, SandboxConfig
 
@@ -57,9 +59,12 @@ class OverlayBackend:
         self.seccomp = self.build.seccomp
         self.image_root: str | None = None
         self.cgroup: cgroups.SandboxCgroup | None = None
+        self.network: SandboxNetwork | None = None
+        self._network_lock = threading.Lock()
 
     def open(self, sandbox: OpenLayer) -> None:
-        """Pick the shell, and make the sandbox's cgroup (where the machine gives sprout one)."""
+        """Pick the shell and make the sandbox's cgroup (where the machine gives sprout one).
+        Its network comes with its first call (`_network_fds`)."""
         self.image_root = "/" if sandbox.config.image == "host" else sandbox.config.image
         user = sandbox.config.user
         if self.store.ids is None and user is not None and (user.uid, user.gid) != (0, 0):
@@ -81,6 +86,7 @@ class OverlayBackend:
 
     def run(self, sandbox: OpenLayer, command: str, timeout: float) -> Observation:
         """The shell runs `command` as the script /proc/self/fd/3: see `command_script`."""
+        fds = self._network_fds(sandbox)
         with command_script(command.encode()) as script:
             observation = run_captured(
                 self._argv(sandbox, [SCRIPT_PATH], script_fd=script),
@@ -88,7 +94,7 @@ class OverlayBackend:
                 timeout=timeout,
                 output_cap=sandbox.config.limits.output_bytes,
                 kill=_kill_helper,
-                pass_fds=(script,),
+                pass_fds=(script, *fds),
             )
         if observation.exit_code == SETUP_FAILED and observation.output.startswith("sprout-box:"):
             raise SandboxSetupFailed(observation.output.strip().splitlines()[-1])
@@ -96,7 +102,20 @@ class OverlayBackend:
 
     def interactive(self, sandbox: OpenLayer) -> int:
         env = _environment(sandbox.config, TERM=os.environ.get("TERM", "xterm"))
-        return subprocess.run(self._argv(sandbox, []), env=env, check=False).returncode
+        fds = self._network_fds(sandbox)
+        return subprocess.run(
+            self._argv(sandbox, []), env=env, check=False, pass_fds=fds
+        ).returncode
+
+    def _network_fds(self, sandbox: OpenLayer) -> tuple[int, ...]:
+        """As root, the sandbox's network namespace under its policy (sandbox/network.py),
+        made at its first call: a sandbox that only seals, reads or forks pays nothing."""
+        if self.store.ids is None:
+            return ()
+        with self._network_lock:
+            if self.network is None:
+                self.network = SandboxNetwork.start(self.helper, policy_of(sandbox.config.network))
+        return (self.network.fd,)
 
     def _argv(
         self, sandbox: OpenLayer, shell_arguments: list[str], script_fd: int | None = None
@@ -139,7 +158,9 @@ class OverlayBackend:
         program = self.build.filter_with_userns if config.user_namespaces else self.build.filter
         if self.seccomp and program is not None:
             argv += ["--seccomp", program]
-        if not config.network:
+        if self.network is not None:
+            argv += ["--netns-fd", str(self.network.fd)]
+        elif not config.network:
             argv.append("--no-network")
         argv += _user_flag(config)
         if script_fd is not None:
@@ -215,7 +236,10 @@ class OverlayBackend:
             raise SandboxSetupFailed(f"the disk cap of layer {sandbox.upper}: {error}") from None
 
     def close(self, sandbox: OpenLayer) -> None:
-        """Nothing stays mounted between calls; the cgroup goes."""
+        """Nothing stays mounted between calls; the network and the cgroup go."""
+        if self.network is not None:
+            self.network.close()
+            self.network = None
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None

@@ -1,5 +1,6 @@
 """The harness's own tables of a task.toml, as Harbor writes them: `[environment]` (cpus,
-memory, storage) and the `timeout_sec` and `user` of `[agent]` and `[verifier]`.
+memory, storage) and the `timeout_sec` and `user` of `[agent]` and `[verifier]`, and the
+network each phase gets (`network_mode`, `allow_internet`).
 
 Each table is a model of the fields sprout reads, typed and bounded, read as every table
 is (`sprout.config.validate_table`: a bad value is one line, `FILE: TABLE.FIELD: PROBLEM`).
@@ -10,9 +11,9 @@ written for a newer Harbor must still load.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
 """A finite number above 0; `strict` refuses `true` and "60", which are no numbers."""
@@ -49,8 +50,13 @@ UserSpec = Annotated[str, Field(min_length=1, strict=True), BeforeValidator(_uid
 """A user as `docker exec --user` takes it: `name`, `uid`, `name:group` or `uid:gid`."""
 
 
+NetworkMode = Literal["public", "no-network", "allowlist"]
+"""Harbor's network modes; sprout gives `public` and `no-network` (its `none`)."""
+
+
 class PhaseTable(BaseModel):
-    """Harbor's `[agent]` or `[verifier]` table: sprout reads its `timeout_sec` and `user`."""
+    """Harbor's `[agent]` or `[verifier]` table: sprout reads its `timeout_sec`, `user` and
+    `network_mode`."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -59,6 +65,8 @@ class PhaseTable(BaseModel):
     user: UserSpec | None = None
     """Who the phase's commands run as, resolved through the image's /etc/passwd; None: the
     Dockerfile's final USER, as Harbor runs them as the container's default user."""
+    network_mode: NetworkMode | None = None
+    """The phase's network; None: `[environment]`'s."""
 
 
 class EnvironmentTable(BaseModel):
@@ -73,6 +81,16 @@ class EnvironmentTable(BaseModel):
     storage_mb: PositiveNumber | None = None
     memory: Size | None = None
     storage: Size | None = None
+    network_mode: NetworkMode | None = None
+    """The network of every phase that sets none of its own, set-up included."""
+    allow_internet: StrictBool | None = None
+    """Harbor's older spelling: false is `no-network`."""
+
+    @property
+    def network(self) -> NetworkMode:
+        if self.network_mode is not None:
+            return self.network_mode
+        return "no-network" if self.allow_internet is False else "public"
 
     @property
     def memory_bytes(self) -> int | None:
@@ -89,3 +107,30 @@ def _bytes(megabytes: float | None, size: float | None) -> int | None:
     if megabytes is not None:
         return int(megabytes * 1024**2)
     return int(size) if size is not None else None
+
+
+def phase_network(mode: NetworkMode, field: str) -> bool:
+    """A Harbor network mode as a sandbox's `network`; ValueError for `allowlist`, which
+    sprout cannot enforce yet (granting the whole internet, or nothing, would each betray
+    what the task asked)."""
+    if mode == "allowlist":
+        raise ValueError(f'{field}: "allowlist" is not supported yet (public or no-network)')
+    return mode == "public"
+
+
+def phase_networks(
+    environment: EnvironmentTable, agent: PhaseTable, verifier: PhaseTable, own: bool | None
+) -> dict[str, bool]:
+    """The Task's `network` (the agent's: `own`, `[sprout] network`, wins where set) and
+    `verifier_network`, each from its phase's `network_mode`, else `[environment]`'s.
+    Set-up is not a phase here: it runs with the network, as `docker build` does."""
+
+    def of(phase: PhaseTable, name: str) -> bool:
+        if phase.network_mode is not None:
+            return phase_network(phase.network_mode, f"{name}.network_mode")
+        return phase_network(environment.network, "environment.network_mode")
+
+    return {
+        "network": of(agent, "agent") if own is None else own,
+        "verifier_network": of(verifier, "verifier"),
+    }

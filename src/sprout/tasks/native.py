@@ -31,7 +31,7 @@ from sprout.tasks.files import (
     subfolder,
     task_table,
 )
-from sprout.tasks.harness import EnvironmentTable, PhaseTable
+from sprout.tasks.harness import EnvironmentTable, PhaseTable, phase_networks
 from sprout.tasks.imageref import task_image
 
 STEP_MARKER = "# step"
@@ -49,7 +49,9 @@ class SproutTable(BaseModel):
     """"host" or a root-filesystem folder (relative to the task); default: from FROM."""
     workdir: str | None = None
     """The agent's directory; default: the Dockerfile's last WORKDIR, else /workspace."""
-    network: bool = True
+    network: bool | None = None
+    """The agent's network (true: public, false: none); default: `[agent] network_mode`, else
+    `[environment]`'s, else public."""
     results: ResultsFormat = "auto"
     required_tests: list[str] | None = None
     verifier_command: str | None = None
@@ -251,7 +253,7 @@ def task_fields(setting: TaskEnvironment, sprout: SproutTable) -> dict[str, Any]
         "user_origin": setting.user_origin,
         "workdir": setting.workdir,
         "env": setting.env,
-        "network": sprout.network,
+        "network": sprout.network is not False,
         "user_namespaces": sprout.user_namespaces,
         "required_tests": tuple(sprout.required_tests) if sprout.required_tests else None,
     }
@@ -335,8 +337,12 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
             f"{task_id}: {path / 'tests' / 'test.sh'}: missing, and task.toml sets no "
             "sprout.verifier_command"
         )
+    try:
+        networks = phase_networks(resources, agent, verifier, sprout.network)
+    except ValueError as error:
+        raise TaskError(f"{task_id}: {toml_path}: {error}") from None
     return Task(
-        **task_fields(setting, sprout),
+        **{**task_fields(setting, sprout), **networks},
         id=task_id,
         path=path,
         instruction=instruction,

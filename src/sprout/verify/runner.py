@@ -44,6 +44,7 @@ def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base: str) -> 
     attempt's. It runs as task.toml's `[verifier] user` where one is set (`root`, to read
     what the agent could not), resolved through checkpoint 0 `base`; else as `checkpoint`'s
     user. No process of the agent's outlives its call, so none is left to act as that user.
+    Its network is the task's `verifier_network` (public unless task.toml narrows it).
     """
     script = verifier_script(task)
     binaries = uv_binaries(requested_version(script)) if uses_uv(script) else None
@@ -51,7 +52,9 @@ def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base: str) -> 
     # The task's own variables win over the machine's: a task may pin its own index.
     env = {**settings.env(), **layers.layer(checkpoint).config.env}
     user = verifier_run_as(task, layers, base)
-    with Sandbox.fork(layers, checkpoint, env=env, network=True, user=user) as sandbox:
+    with Sandbox.fork(
+        layers, checkpoint, env=env, network=task.verifier_network, user=user
+    ) as sandbox:
         _put_hidden_tests(sandbox, task)
         if binaries is not None:
             install_uv(sandbox, binaries)

@@ -1,0 +1,222 @@
+"""A sandbox's network: a namespace of its own, held for the sandbox's life, under a policy.
+
+Every sandbox of the root mode gets one network namespace, owned by host root and held by
+`sprout-box --hold-network`; each call joins it (box.c's --netns-fd), so root inside holds
+no CAP_NET_ADMIN over it and can change none of its addresses, routes or firewall rules.
+A fork gets a namespace of its own; closing the sandbox ends its holder and stack.
+
+Policies, as Harbor names them:
+- `none`: loopback only.
+- `public`: outbound internet through slirp4netns, a user-mode stack that makes each of the
+  sandbox's connections as an ordinary socket of this machine. It runs with
+  --disable-host-loopback (its gateway never leads to the host's loopback), no API socket
+  (so no port is forwarded either way) and its own sandbox and seccomp filter. Below the
+  sandbox, in its namespace, an nftables table that only host root can change refuses every
+  loopback, private, shared, link-local, multicast and reserved IPv4 range, each address of
+  this machine's own interfaces, and all IPv6 but loopback; DNS to any resolver is sent to
+  the stack's, which asks this machine's resolver.
+
+The trade against a veth pair with NAT: that needs the host's forwarding sysctl and rules
+in the host's own firewall, which a sandbox's lifetime would have to keep in step with the
+host's; the user-mode stack changes nothing on the host and dies with its sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from typing import Literal
+
+from sprout.sandbox.errors import SandboxSetupFailed, SandboxUnavailable
+
+Policy = Literal["none", "public"]
+STACK = "slirp4netns"
+"""The user-mode network stack of `public`, and its Debian package."""
+FIREWALL = "nft"
+FIREWALL_PACKAGE = "nftables"
+STACK_DNS = "10.0.2.3"
+"""The stack's resolver inside the sandbox (slirp4netns's default network 10.0.2.0/24)."""
+START_TIMEOUT_S = 10.0
+"""How long the firewall and the stack may take to come up."""
+REFUSED_V4 = (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+    "172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/3",
+)  # fmt: skip
+"""This machine's loopback, private and shared ranges, link-local (the cloud metadata
+address 169.254.169.254 among them), benchmarking, multicast and reserved space."""
+
+
+def policy_of(network: bool) -> Policy:
+    """A task's boolean `network`: true is `public`, false `none`."""
+    return "public" if network else "none"
+
+
+def missing_tools(policy: Policy) -> list[str]:
+    """The Debian packages `policy` needs and this machine lacks."""
+    if policy == "none":
+        return []
+    wanted = {STACK: STACK, FIREWALL: FIREWALL_PACKAGE, "nsenter": "util-linux"}
+    return [package for tool, package in wanted.items() if shutil.which(tool) is None]
+
+
+def host_addresses() -> list[str]:
+    """Every address of this machine's own interfaces (IPv4 and IPv6), as `ip` lists them."""
+    try:
+        listed = subprocess.run(
+            ["ip", "-j", "addr", "show"], capture_output=True, text=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as error:
+        raise SandboxSetupFailed(f"listing this machine's addresses with ip: {error}") from None
+    found = []
+    for interface in json.loads(listed or "[]"):
+        for address in interface.get("addr_info", []):
+            if address.get("local"):
+                found.append(str(address["local"]))
+    return found
+
+
+def _stack_argv(netns: str, ready_fd: int, exit_fd: int) -> list[str]:
+    """slirp4netns for the namespace at `netns`. Its --enable-sandbox makes a mount namespace
+    and detaches the old root: made from one with shared mounts, that unmounted their host
+    copies too (seen here: the host's /run/netns/* went), so it starts in a private one."""
+    return [
+        "unshare", "--mount", "--propagation", "private",
+        STACK, "--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox",
+        "--enable-seccomp", f"--ready-fd={ready_fd}", f"--exit-fd={exit_fd}",
+        "--netns-type=path", netns, "tap0",
+    ]  # fmt: skip
+
+
+def public_ruleset(own: list[str]) -> str:
+    """The nftables tables of `public`, for the sandbox's namespace; `own` are this
+    machine's addresses."""
+    own_v4 = sorted({a for a in own if ":" not in a})
+    refused = ", ".join([*REFUSED_V4, *own_v4])
+    return f"""
+table ip sprout_dns {{
+  chain out {{
+    type nat hook output priority -100; policy accept;
+    ip daddr != {STACK_DNS} meta l4proto {{ tcp, udp }} th dport 53 dnat to {STACK_DNS}
+  }}
+}}
+table inet sprout {{
+  chain out {{
+    type filter hook output priority 0; policy drop;
+    oif "lo" accept
+    ip daddr {STACK_DNS} meta l4proto {{ tcp, udp }} th dport 53 accept
+    ip daddr {{ {refused} }} reject with icmpx type admin-prohibited
+    meta nfproto ipv4 accept
+    reject with icmpx type admin-prohibited
+  }}
+}}
+"""
+
+
+@dataclass
+class SandboxNetwork:
+    """One sandbox's namespace, held open, and the stack serving it."""
+
+    policy: Policy
+    holder: subprocess.Popen[bytes]
+    fd: int
+    """The namespace, for box.c's --netns-fd (close-on-exec here; passed with pass_fds)."""
+    stack: subprocess.Popen[bytes] | None = None
+    stack_exit: int | None = None
+    """Our end of the pipe the stack watches (its --exit-fd): closing it ends the stack."""
+
+    @classmethod
+    def start(cls, helper: str, policy: Policy) -> SandboxNetwork:
+        """A new namespace with loopback up, and for `public` its firewall and stack."""
+        missing = missing_tools(policy)
+        if missing:
+            raise SandboxUnavailable(
+                f"network {policy!r} needs {', '.join(missing)} (apt-get install "
+                f"{' '.join(missing)}), or run with --isolation none"
+            )
+        holder = subprocess.Popen(
+            [helper, "--hold-network"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        assert holder.stdout is not None
+        if holder.stdout.readline() != b"ready\n":
+            holder.kill()
+            holder.wait()
+            raise SandboxSetupFailed("the sandbox's network namespace could not be made")
+        network = cls(policy, holder, os.open(f"/proc/{holder.pid}/ns/net", os.O_RDONLY))
+        try:
+            if policy == "public":
+                network._start_public()
+        except BaseException:
+            network.close()
+            raise
+        return network
+
+    @property
+    def path(self) -> str:
+        return f"/proc/{self.holder.pid}/ns/net"
+
+    def _start_public(self) -> None:
+        """The stack, this machine's addresses and the firewall are made at the same time; no
+        packet leaves before all are up, since no call runs until then."""
+        ready_read, ready_write = os.pipe()
+        exit_read, self.stack_exit = os.pipe()
+        with tempfile.TemporaryFile() as said_by_stack:  # a pipe nobody reads could stall it
+            try:
+                self.stack = subprocess.Popen(
+                    _stack_argv(self.path, ready_write, exit_read),
+                    stdout=subprocess.DEVNULL,
+                    stderr=said_by_stack,
+                    pass_fds=(ready_write, exit_read),
+                )
+            finally:
+                os.close(ready_write)
+                os.close(exit_read)
+            try:
+                firewall = subprocess.Popen(
+                    ["nsenter", f"--net={self.path}", FIREWALL, "-f", "-"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                )
+                rules = public_ruleset(host_addresses())
+                said, _ = firewall.communicate(rules.encode(), timeout=START_TIMEOUT_S)
+                if firewall.returncode != 0:
+                    raise SandboxSetupFailed(
+                        f"the sandbox's firewall (nft): {said.decode().strip()}"
+                    )
+                ready, _, _ = select.select([ready_read], [], [], START_TIMEOUT_S)
+                if not ready or not os.read(ready_read, 1):
+                    said_by_stack.seek(0)
+                    problem = said_by_stack.read().decode(errors="replace").strip()
+                    raise SandboxSetupFailed(
+                        f"the sandbox's network stack ({STACK}): {problem or 'not ready'}"
+                    )
+            finally:
+                os.close(ready_read)
+
+    def close(self) -> None:
+        """End the stack and the holder; the namespace goes with the last of them. The
+        kernel takes 15-30 ms to tear the stack's device down: they are reaped by a thread
+        of their own, not on the caller's time."""
+        if self.stack_exit is not None:
+            os.close(self.stack_exit)
+            self.stack_exit = None
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        for process in (self.stack, self.holder):
+            if process is not None:
+                process.kill()  # neither holds anything to flush
+                threading.Thread(target=_reap, args=(process,), daemon=True).start()
+
+
+def _reap(process: subprocess.Popen[bytes]) -> None:
+    process.wait()
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()

@@ -1,0 +1,142 @@
+"""A small world of network namespaces the network tests make themselves, so that no packet
+goes to a real private or public address: a "host" with canary servers on its loopback, on a
+private address, on its own address and posing as the cloud metadata service, a resolver of
+its own, and an "internet" one veth away holding 198.51.100.7 (a documentation address).
+
+Sandboxes run from inside the "host" (a Python script under nsenter, with the world's
+resolver as its /etc/resolv.conf), and every server logs its hits on this side, so a test
+reads what reached a server, not what a probe inside claims. Each namespace is held by a
+process of the test's own (no named namespace under /run/netns), and goes when it is killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HOST_OWN = "198.51.100.1"
+INTERNET = "198.51.100.7"
+HOST_PRIVATE = "10.77.0.1"
+RESOLVER = "10.77.0.53"
+METADATA = "169.254.169.254"
+HOST_PRIVATE6 = "fd77::1"
+INTERNET_NAME = "internet.test"
+ABSTRACT_SOCKET = "sprout-net-canary"
+CANARY = Path(__file__).with_name("net_canary.py")
+LIFETIME_S = 600
+"""No process of the world outlives this, whatever happens to the test."""
+
+SERVERS = {
+    "host-loopback": ("host", ["http", "127.0.0.1", "8080"]),
+    "host-loopback6": ("host", ["http", "::1", "8080"]),
+    "host-private": ("host", ["http", HOST_PRIVATE, "8080"]),
+    "host-private6": ("host", ["http", HOST_PRIVATE6, "8080"]),
+    "host-own": ("host", ["http", HOST_OWN, "8080"]),
+    "metadata": ("host", ["http", METADATA, "80"]),
+    "abstract": ("host", ["unix", ABSTRACT_SOCKET]),
+    "resolver": ("host", ["dns", RESOLVER]),
+    "internet": ("internet", ["http", INTERNET, "80"]),
+}
+"""Each canary: the namespace it serves in and its arguments (before its log)."""
+CANARIES = [name for name in SERVERS if name not in ("internet", "resolver")]
+"""The servers nothing inside a sandbox may reach, whatever its policy."""
+
+
+@dataclass
+class World:
+    root: Path
+    holders: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    servers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def enter(self, namespace: str = "host") -> list[str]:
+        return ["nsenter", f"--net=/proc/{self.holders[namespace].pid}/ns/net"]
+
+    def ip(self, namespace: str, *arguments: str) -> None:
+        subprocess.run([*self.enter(namespace), "ip", *arguments], check=True, timeout=30)
+
+    def hits(self, server: str) -> list[str]:
+        log = self.root / f"{server}.log"
+        return log.read_text().splitlines() if log.exists() else []
+
+    def canary_hits(self) -> dict[str, list[str]]:
+        return {name: self.hits(name) for name in CANARIES if self.hits(name)}
+
+    def run(self, script: str, env: dict[str, str] | None = None) -> dict[str, object]:
+        """Run Python `script` on the world's host (its resolver in /etc/resolv.conf); the
+        JSON object it prints last."""
+        resolv = self.root / "resolv.conf"
+        inside = f'mount --bind {resolv} /etc/resolv.conf && exec "$0" -c "$1"'  # $0, $1: below
+        done = subprocess.run(
+            [
+                *self.enter(),
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                inside,
+                sys.executable,
+                script,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, **(env or {})},
+            cwd=self.root,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    def close(self) -> None:
+        for process in [*self.servers, *self.holders.values()]:
+            process.kill()
+            process.wait()
+
+
+def make_world(root: Path) -> World:
+    """The namespaces, their veth, addresses and routes, and every server up and listening."""
+    root.mkdir(parents=True, exist_ok=True)
+    world = World(root)
+    try:
+        for name in ("host", "internet"):
+            world.holders[name] = subprocess.Popen(["unshare", "--net", "sleep", str(LIFETIME_S)])
+        for holder in world.holders.values():
+            while os.readlink(f"/proc/{holder.pid}/ns/net") == os.readlink("/proc/self/ns/net"):
+                pass  # unshare has not switched yet
+        internet_pid = str(world.holders["internet"].pid)
+        world.ip("host", "link", "add", "h0", "type", "veth", "peer", "name", "i0", "netns",
+                 internet_pid)  # fmt: skip
+        for address in (f"{HOST_OWN}/24", f"{HOST_PRIVATE}/24", f"{RESOLVER}/32",
+                        f"{METADATA}/32"):  # fmt: skip
+            world.ip("host", "addr", "add", address, "dev", "h0")
+        world.ip("host", "-6", "addr", "add", f"{HOST_PRIVATE6}/64", "dev", "h0", "nodad")
+        world.ip("internet", "addr", "add", f"{INTERNET}/24", "dev", "i0")
+        for namespace, device in (("host", "h0"), ("internet", "i0")):
+            world.ip(namespace, "link", "set", "lo", "up")
+            world.ip(namespace, "link", "set", device, "up")
+        world.ip("host", "route", "add", "default", "via", INTERNET)
+        (root / "resolv.conf").write_text(f"nameserver {RESOLVER}\n")
+        for name, (namespace, arguments) in SERVERS.items():
+            extra = [f"{INTERNET_NAME}={INTERNET}"] if arguments[0] == "dns" else []
+            server = subprocess.Popen(
+                [
+                    *world.enter(namespace),
+                    sys.executable,
+                    str(CANARY),
+                    *arguments,
+                    str(root / f"{name}.log"),
+                    *extra,
+                ],
+                stdout=subprocess.PIPE,
+            )
+            world.servers.append(server)
+            assert server.stdout is not None and server.stdout.readline() == b"ready\n", name
+    except BaseException:
+        world.close()
+        raise
+    return world

@@ -1,0 +1,185 @@
+"""A sandbox's network, attacked from inside as a hostile policy would, in a world of
+namespaces the test makes (net_world.py): what reached each server is read from its log on
+the host side of that world.
+
+The probes run in the sandbox with the host image's python3; a probe's own verdict is
+printed for the failure message only."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sprout.sandbox import LayerStore, Sandbox
+from tests.conftest import require_host_image
+from tests.sandbox.net_world import (
+    ABSTRACT_SOCKET,
+    HOST_OWN,
+    HOST_PRIVATE,
+    HOST_PRIVATE6,
+    INTERNET,
+    INTERNET_NAME,
+    METADATA,
+    World,
+    make_world,
+)
+
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.skipif(shutil.which("slirp4netns") is None, reason="slirp4netns is missing"),
+    pytest.mark.skipif(shutil.which("nft") is None, reason="nft (nftables) is missing"),
+    pytest.mark.timeout(300),
+]
+
+TARGETS = {
+    "host-loopback": "http://127.0.0.1:8080/hostlo",
+    "host-loopback6": "http://[::1]:8080/hostlo6",
+    "host-private": f"http://{HOST_PRIVATE}:8080/private",
+    "host-private6": f"http://[{HOST_PRIVATE6}]:8080/private6",
+    "host-own": f"http://{HOST_OWN}:8080/own",
+    "metadata": f"http://{METADATA}/latest/meta-data/",
+    "slirp-gateway": "http://10.0.2.2:8080/gateway",
+    "internet": f"http://{INTERNET}/direct",
+    "internet-by-name": f"http://{INTERNET_NAME}/by-name",
+}
+
+PROBE = r"""
+import json, socket, sys, urllib.request
+verdicts = {}
+for name, url in json.loads(sys.argv[1]).items():
+    try:
+        verdicts[name] = urllib.request.urlopen(url, timeout=3).read().decode().strip()
+    except Exception as error:
+        verdicts[name] = f"refused: {error}"
+unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    unix.connect("\0" + sys.argv[2]); verdicts["abstract"] = "connected"
+except OSError as error:
+    verdicts["abstract"] = f"refused: {error}"
+print(json.dumps(verdicts))
+"""
+
+
+def _probe_command() -> str:
+    quoted = json.dumps(TARGETS).replace("'", "'\\''")
+    script = PROBE.replace("'", "'\\''")
+    return f"python3 -c '{script}' '{quoted}' {ABSTRACT_SOCKET}"
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    require_host_image()
+    made = make_world(tmp_path / "world")
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def _in_world(world: World, body: str) -> dict[str, object]:
+    """`body` run on the world's host with `store` (a LayerStore under the test's folder) and
+    `out` (a dict printed as JSON at the end) defined."""
+    script = (
+        "import json\nfrom sprout.sandbox import LayerStore, Sandbox\n"
+        f"store = LayerStore({str(world.root / 'layers')!r})\nout = {{}}\n"
+        f"{body}\nprint(json.dumps(out))\n"
+    )
+    return world.run(script)
+
+
+def test_public_reaches_the_internet_by_address_and_name_and_no_canary(world: World) -> None:
+    out = _in_world(
+        world,
+        f"with Sandbox.create(store, network=True) as box:\n"
+        f"    out['probe'] = box.run({_probe_command()!r}, timeout=120).output\n",
+    )
+    assert world.hits("internet") == ["/direct", "/by-name"], out["probe"]
+    assert world.canary_hits() == {}, out["probe"]
+    assert INTERNET_NAME in world.hits("resolver"), "the name went to this machine's resolver"
+
+
+def test_none_reaches_nothing_but_its_own_loopback(world: World) -> None:
+    out = _in_world(
+        world,
+        f"with Sandbox.create(store, network=False) as box:\n"
+        f"    out['probe'] = box.run({_probe_command()!r}, timeout=120).output\n"
+        "    out['lo'] = box.run('python3 -c \"import socket; s = socket.socket(); "
+        "s.bind((\\'127.0.0.1\\', 0)); s.listen(); "
+        "socket.create_connection(s.getsockname()); print(\\'ok\\')\"').output\n",
+    )
+    assert world.hits("internet") == [] and world.canary_hits() == {}, out["probe"]
+    assert world.hits("resolver") == []
+    assert out["lo"] == "ok\n"
+
+
+RECONFIGURE = {
+    "address": "ip addr add 10.0.2.50/24 dev tap0",
+    "route": f"ip route add {HOST_PRIVATE}/32 via 10.0.2.2",
+    "link": "ip link set tap0 down",
+    "new link": "ip link add sprout0 type dummy",
+    "firewall": "nft flush ruleset",
+    "sysctl": "echo 1 > /proc/sys/net/ipv4/ip_forward",
+    "raw socket": "python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, 6)'",
+    "packet socket": "python3 -c 'import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)'",
+}
+
+
+def test_root_inside_cannot_change_its_network_and_the_rules_still_hold(world: World) -> None:
+    out = _in_world(
+        world,
+        f"with Sandbox.create(store, network=True) as box:\n"
+        f"    out['codes'] = {{k: box.run(c).exit_code for k, c in {RECONFIGURE!r}.items()}}\n"
+        f"    out['probe'] = box.run({_probe_command()!r}, timeout=120).output\n",
+    )
+    assert all(code != 0 for code in out["codes"].values()), out["codes"]  # type: ignore[union-attr]
+    assert world.canary_hits() == {}, out["probe"]
+    assert world.hits("internet") == ["/direct", "/by-name"], out["probe"]
+
+
+def test_a_fork_has_a_namespace_of_its_own_and_a_closed_sandbox_leaves_nothing(
+    world: World,
+) -> None:
+    out = _in_world(
+        world,
+        "import os\n"
+        "box = Sandbox.create(store, network=True)\n"
+        "out['parent'] = box.run('readlink /proc/self/ns/net').output\n"
+        "fork = Sandbox.fork(store, box.checkpoint(always=True))\n"
+        "out['fork'] = fork.run('readlink /proc/self/ns/net').output\n"
+        "out['again'] = box.run('readlink /proc/self/ns/net').output\n"
+        "net = fork._backend.network\n"
+        "pids = [net.holder.pid, net.stack.pid]\n"
+        "out['links_open'] = os.popen('ip -o link').read().count('\\n')\n"
+        "fork.close(); box.close()\n"
+        "import time\n"
+        "deadline = time.monotonic() + 10\n"  # reaped by a thread of their own
+        "while any(os.path.exists(f'/proc/{p}') for p in pids) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        "out['alive'] = [p for p in pids if os.path.exists(f'/proc/{p}')]\n"
+        "out['links_closed'] = os.popen('ip -o link').read().count('\\n')\n",
+    )
+    assert out["parent"] == out["again"] != out["fork"], out
+    assert out["alive"] == [], "the holder and the stack end with their sandbox"
+    assert out["links_open"] == out["links_closed"] == 2, "the host side gains no interface"
+
+
+def test_the_stack_unmounts_nothing_of_the_hosts_shared_mounts(tmp_path: Path) -> None:
+    """slirp4netns's own sandbox detaches its old root; from a namespace sharing the host's
+    mounts that unmounted their host copies (the host's /run/netns/* were seen to go)."""
+    shared, inner = tmp_path / "shared", tmp_path / "shared" / "inner"
+    shared.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "sprout-canary", str(shared)], check=True)
+    try:
+        subprocess.run(["mount", "--make-shared", str(shared)], check=True)
+        inner.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "sprout-canary-inner", str(inner)], check=True)
+        with Sandbox.create(LayerStore(tmp_path / "layers"), network=True) as box:
+            assert box.run("true").exit_code == 0
+        assert inner.is_mount(), "the host's shared mount is still there"
+    finally:
+        subprocess.run(["umount", "-R", str(shared)], check=False)
