@@ -11,6 +11,9 @@ EXAMPLE_IMAGE := python:3.11-slim
 TEST_IMAGES := $(EXAMPLE_IMAGE) python:3.13-slim
 
 DEMO_RUN := runs/demo
+# pytest-xdist workers; each test file runs whole on one worker (its module fixtures, a Ray
+# cluster among them, are made once), and each worker has a store filesystem of its own.
+TEST_WORKERS ?= 2
 
 .PHONY: demo test lint format bench system-packages install clean
 
@@ -27,7 +30,8 @@ test: install
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	SPROUT_REQUIRE_SANDBOX=$$(scripts/sandbox-available) \
-	  SPROUT_LLAMA_SERVER=$$(PYTHON=$(BIN)/python scripts/llama-server || true) $(BIN)/pytest -rs
+	  SPROUT_LLAMA_SERVER=$$(PYTHON=$(BIN)/python scripts/llama-server || true) \
+	  $(BIN)/pytest -rs -n $(TEST_WORKERS) --dist loadfile
 
 bench: install
 	$(BIN)/sprout bench sandbox --out bench-results/sandbox.json

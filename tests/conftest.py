@@ -47,9 +47,12 @@ _STORE_FS_NOTE = ""
 
 def pytest_configure(config: pytest.Config) -> None:
     """Root tests run on the store filesystem, as every root user's stores do: in a
-    machine cache of the suite's own, never the machine's. SPROUT_STORE_FS=off given to
-    pytest runs them on the plain disk instead."""
+    machine cache of the suite's own (one per pytest-xdist worker), never the machine's.
+    SPROUT_STORE_FS=off given to pytest runs them on the plain disk instead."""
     global _SUITE_CACHE, _STORE_FS_NOTE
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        _STORE_FS_NOTE = "each pytest-xdist worker makes its own"
+        return  # the controller runs no test
     if os.environ.get("SPROUT_STORE_FS", "auto") == "off":
         _STORE_FS_NOTE = "off (SPROUT_STORE_FS=off)"
         return
