@@ -12,9 +12,11 @@ from __future__ import annotations
 import errno
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -372,3 +374,32 @@ def test_every_escape_call_is_refused_rootless(nobody_env, nobody_dir, own_image
     assert_all_refused(parse_probe(output))
     assert "NoNewPrivs:\t1" in out["status"] and "Seccomp:\t2" in out["status"]
     assert str(nobody_dir) not in out["status"], "mountinfo names the store"
+
+
+MSEAL = 462
+"""mseal(2) on x86-64 (Linux 6.10), newer than the syscall table of Debian 12's libseccomp."""
+SYSCALL_ERRNO = (
+    "import ctypes, os, sys; libc = ctypes.CDLL(None, use_errno=True); "
+    "r = libc.syscall(*map(int, sys.argv[1:])); print(0 if r >= 0 else ctypes.get_errno())"
+)
+
+
+def test_a_syscall_the_filter_does_not_name_answers_enosys(overlay_store):
+    """The seccomp filter is an allow-list (Docker's semantics): a syscall added to the
+    kernel after it was written is refused with ENOSYS, so libc takes its fallback, while
+    the kernel outside serves it."""
+    if platform.machine() != "x86_64":
+        pytest.skip("the syscall number is x86-64's")
+    outside = subprocess.run(
+        [sys.executable, "-c", SYSCALL_ERRNO, str(MSEAL), "0", "0", "0"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if outside == str(errno.ENOSYS):
+        pytest.skip("this kernel has no mseal(2)")
+    with Sandbox.create(overlay_store) as sandbox:
+        inside = sandbox.run(f'python3 -c "{SYSCALL_ERRNO}" {MSEAL} 0 0 0').output.strip()
+        getpid = sandbox.run(f'python3 -c "{SYSCALL_ERRNO}" 39').output.strip()
+    assert inside == str(errno.ENOSYS), f"mseal inside gave errno {inside}"
+    assert getpid == "0", "a syscall the filter names still works"

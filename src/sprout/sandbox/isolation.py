@@ -168,8 +168,8 @@ def _seccomp() -> Measure:
         return Measure(
             "seccomp",
             True,
-            "a container engine's deny list (mount, bpf, keyrings, modules, io_uring, new "
-            "namespaces ...) answers EPERM",
+            "an allow-list of the syscalls libseccomp knows (others answer ENOSYS); mount, "
+            "bpf, keyrings, modules, io_uring, new namespaces ... answer EPERM",
         )
     return Measure(
         "seccomp",
