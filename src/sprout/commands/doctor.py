@@ -19,7 +19,8 @@ def add_parser(commands: Any) -> None:
         help="what isolation this machine gives sandboxes; exit 1 when it cannot hold",
         description="Check each measure of the sandbox's jail on this machine (user "
         "namespaces and the id range, capabilities, seccomp, /proc masking, cgroups, the "
-        "host image's view, the disk cap of the store's filesystem) and, as root, run one "
+        "host image's view, the disk cap of the store's filesystem, the network stack and "
+        "what each network policy guarantees) and, as root, run one "
         "call in the jail and read them back from inside; then whether the store's "
         "filesystem clones extents, and where sprout keeps layers (and new images) when it does "
         "not, with the line that moves an image cache left on the plain disk. Exit 0 "
