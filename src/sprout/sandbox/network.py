@@ -140,13 +140,17 @@ class SandboxNetwork:
                 f"{' '.join(missing)}), or run with --isolation none"
             )
         holder = subprocess.Popen(
-            [helper, "--hold-network"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            [helper, "--hold-network"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
-        assert holder.stdout is not None
+        assert holder.stdout is not None and holder.stderr is not None
         if holder.stdout.readline() != b"ready\n":
             holder.kill()
             holder.wait()
-            raise SandboxSetupFailed("the sandbox's network namespace could not be made")
+            said = holder.stderr.read().decode(errors="replace").strip() or "it exited"
+            raise SandboxSetupFailed(f"{helper} --hold-network: {said}")
         network = cls(policy, holder, os.open(f"/proc/{holder.pid}/ns/net", os.O_RDONLY))
         try:
             if policy == "public":

@@ -82,7 +82,8 @@ class EnvironmentTable(BaseModel):
     memory: Size | None = None
     storage: Size | None = None
     network_mode: NetworkMode | None = None
-    """The network of every phase that sets none of its own, set-up included."""
+    """The network of the agent and the verifier where their tables set none (set-up always
+    has the network, as `docker build` does)."""
     allow_internet: StrictBool | None = None
     """Harbor's older spelling: false is `no-network`."""
 
