@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_host_image
+from tests.sandbox.net_world import World, make_world
 
 NOBODY = 65534
 
@@ -153,3 +154,14 @@ def btrfs(tmp_path: Path) -> Iterator[Path]:
 def btrfs_with_quotas(tmp_path: Path) -> Iterator[Path]:
     """A btrfs filesystem with quotas: a root store there makes each layer a subvolume."""
     yield from loop_btrfs(tmp_path, quotas=True)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    """The network tests' world of namespaces (net_world.py), gone after the test."""
+    require_host_image()
+    made = make_world(tmp_path / "world")
+    try:
+        yield made
+    finally:
+        made.close()

@@ -24,7 +24,10 @@ HOST_PRIVATE = "10.77.0.1"
 RESOLVER = "10.77.0.53"
 METADATA = "169.254.169.254"
 HOST_PRIVATE6 = "fd77::1"
-INTERNET_NAME = "internet.test"
+INTERNET_NAME = "internet.sprout.test"
+ELSEWHERE = "198.51.100.8"
+"""A second "internet" host, which an allow-list naming the first must not reach."""
+ELSEWHERE_NAME = "elsewhere.sprout.test"
 ABSTRACT_SOCKET = "sprout-net-canary"
 CANARY = Path(__file__).with_name("net_canary.py")
 LIFETIME_S = 600
@@ -40,9 +43,12 @@ SERVERS = {
     "abstract": ("host", ["unix", ABSTRACT_SOCKET]),
     "resolver": ("host", ["dns", RESOLVER]),
     "internet": ("internet", ["http", INTERNET, "80"]),
+    "internet-8081": ("internet", ["http", INTERNET, "8081"]),
+    "elsewhere": ("internet", ["http", ELSEWHERE, "80"]),
 }
 """Each canary: the namespace it serves in and its arguments (before its log)."""
-CANARIES = [name for name in SERVERS if name not in ("internet", "resolver")]
+INTERNET_SERVERS = ("internet", "internet-8081", "elsewhere")
+CANARIES = [name for name in SERVERS if name not in (*INTERNET_SERVERS, "resolver")]
 """The servers nothing inside a sandbox may reach, whatever its policy."""
 
 
@@ -92,10 +98,46 @@ class World:
         assert done.returncode == 0, done.stdout + done.stderr
         return json.loads(done.stdout.strip().splitlines()[-1])
 
+    def in_sandbox(self, body: str) -> dict[str, object]:
+        """`body` run on the world's host with `store` (a LayerStore under the world's
+        folder) and `out` (a dict printed as JSON at the end) defined."""
+        script = (
+            "import json\nfrom sprout.sandbox import LayerStore, Sandbox\n"
+            f"store = LayerStore({str(self.root / 'layers')!r})\nout = {{}}\n"
+            f"{body}\nprint(json.dumps(out))\n"
+        )
+        return self.run(script)
+
     def close(self) -> None:
         for process in [*self.servers, *self.holders.values()]:
             process.kill()
             process.wait()
+
+
+PROBE = r"""
+import json, socket, sys, urllib.request
+verdicts = {}
+for name, url in json.loads(sys.argv[1]).items():
+    try:
+        verdicts[name] = urllib.request.urlopen(url, timeout=3).read().decode().strip()
+    except Exception as error:
+        verdicts[name] = f"refused: {error}"
+unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    unix.connect("\0" + sys.argv[2]); verdicts["abstract"] = "connected"
+except OSError as error:
+    verdicts["abstract"] = f"refused: {error}"
+print(json.dumps(verdicts))
+"""
+"""Fetches each URL and connects to the abstract socket; its verdicts are for failure
+messages only (the servers' logs decide)."""
+
+
+def probe_command(targets: dict[str, str]) -> str:
+    """A shell command running PROBE in a sandbox on `targets` (name -> URL)."""
+    quoted = json.dumps(targets).replace("'", "'\\''")
+    script = PROBE.replace("'", "'\\''")
+    return f"python3 -c '{script}' '{quoted}' {ABSTRACT_SOCKET}"
 
 
 def make_world(root: Path) -> World:
@@ -116,13 +158,15 @@ def make_world(root: Path) -> World:
             world.ip("host", "addr", "add", address, "dev", "h0")
         world.ip("host", "-6", "addr", "add", f"{HOST_PRIVATE6}/64", "dev", "h0", "nodad")
         world.ip("internet", "addr", "add", f"{INTERNET}/24", "dev", "i0")
+        world.ip("internet", "addr", "add", f"{ELSEWHERE}/24", "dev", "i0")
         for namespace, device in (("host", "h0"), ("internet", "i0")):
             world.ip(namespace, "link", "set", "lo", "up")
             world.ip(namespace, "link", "set", device, "up")
         world.ip("host", "route", "add", "default", "via", INTERNET)
         (root / "resolv.conf").write_text(f"nameserver {RESOLVER}\n")
         for name, (namespace, arguments) in SERVERS.items():
-            extra = [f"{INTERNET_NAME}={INTERNET}"] if arguments[0] == "dns" else []
+            names = [f"{INTERNET_NAME}={INTERNET}", f"{ELSEWHERE_NAME}={ELSEWHERE}"]
+            extra = names if arguments[0] == "dns" else []
             server = subprocess.Popen(
                 [
                     *world.enter(namespace),

@@ -7,18 +7,14 @@ printed for the failure message only."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
-from tests.conftest import require_host_image
 from tests.sandbox.net_world import (
-    ABSTRACT_SOCKET,
     HOST_OWN,
     HOST_PRIVATE,
     HOST_PRIVATE6,
@@ -26,7 +22,7 @@ from tests.sandbox.net_world import (
     INTERNET_NAME,
     METADATA,
     World,
-    make_world,
+    probe_command,
 )
 
 pytestmark = [
@@ -48,53 +44,13 @@ TARGETS = {
     "internet-by-name": f"http://{INTERNET_NAME}/by-name",
 }
 
-PROBE = r"""
-import json, socket, sys, urllib.request
-verdicts = {}
-for name, url in json.loads(sys.argv[1]).items():
-    try:
-        verdicts[name] = urllib.request.urlopen(url, timeout=3).read().decode().strip()
-    except Exception as error:
-        verdicts[name] = f"refused: {error}"
-unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-try:
-    unix.connect("\0" + sys.argv[2]); verdicts["abstract"] = "connected"
-except OSError as error:
-    verdicts["abstract"] = f"refused: {error}"
-print(json.dumps(verdicts))
-"""
-
 
 def _probe_command() -> str:
-    quoted = json.dumps(TARGETS).replace("'", "'\\''")
-    script = PROBE.replace("'", "'\\''")
-    return f"python3 -c '{script}' '{quoted}' {ABSTRACT_SOCKET}"
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    require_host_image()
-    made = make_world(tmp_path / "world")
-    try:
-        yield made
-    finally:
-        made.close()
-
-
-def _in_world(world: World, body: str) -> dict[str, object]:
-    """`body` run on the world's host with `store` (a LayerStore under the test's folder) and
-    `out` (a dict printed as JSON at the end) defined."""
-    script = (
-        "import json\nfrom sprout.sandbox import LayerStore, Sandbox\n"
-        f"store = LayerStore({str(world.root / 'layers')!r})\nout = {{}}\n"
-        f"{body}\nprint(json.dumps(out))\n"
-    )
-    return world.run(script)
+    return probe_command(TARGETS)
 
 
 def test_public_reaches_the_internet_by_address_and_name_and_no_canary(world: World) -> None:
-    out = _in_world(
-        world,
+    out = world.in_sandbox(
         f"with Sandbox.create(store, network=True) as box:\n"
         f"    out['probe'] = box.run({_probe_command()!r}, timeout=120).output\n",
     )
@@ -104,8 +60,7 @@ def test_public_reaches_the_internet_by_address_and_name_and_no_canary(world: Wo
 
 
 def test_none_reaches_nothing_but_its_own_loopback(world: World) -> None:
-    out = _in_world(
-        world,
+    out = world.in_sandbox(
         f"with Sandbox.create(store, network=False) as box:\n"
         f"    out['probe'] = box.run({_probe_command()!r}, timeout=120).output\n"
         "    out['lo'] = box.run('python3 -c \"import socket; s = socket.socket(); "
@@ -130,8 +85,7 @@ RECONFIGURE = {
 
 
 def test_root_inside_cannot_change_its_network_and_the_rules_still_hold(world: World) -> None:
-    out = _in_world(
-        world,
+    out = world.in_sandbox(
         f"with Sandbox.create(store, network=True) as box:\n"
         f"    out['codes'] = {{k: box.run(c).exit_code for k, c in {RECONFIGURE!r}.items()}}\n"
         f"    out['probe'] = box.run({_probe_command()!r}, timeout=120).output\n",
@@ -146,8 +100,7 @@ def test_root_inside_cannot_change_its_network_and_the_rules_still_hold(world: W
 def test_a_fork_has_a_namespace_of_its_own_and_a_closed_sandbox_leaves_nothing(
     world: World,
 ) -> None:
-    out = _in_world(
-        world,
+    out = world.in_sandbox(
         "import os\n"
         "box = Sandbox.create(store, network=True)\n"
         "out['parent'] = box.run('readlink /proc/self/ns/net').output\n"

@@ -15,6 +15,11 @@ Policies, as Harbor names them:
   loopback, private, shared, link-local, multicast and reserved IPv4 range, each address of
   this machine's own interfaces, and all IPv6 but loopback; DNS to any resolver is sent to
   the stack's, which asks this machine's resolver.
+- `allowlist`: `public` narrowed to the hosts a task names (sandbox/allowlist.py). The
+  firewall sends every DNS packet to the sandbox's own resolver (sandbox/dns_filter.py),
+  which refuses every other name and adds the addresses it answers with to the firewall's
+  sets; every other address is refused, whatever the sandbox's /etc/hosts or resolv.conf
+  say.
 
 The trade against a veth pair with NAT: that needs the host's forwarding sysctl and rules
 in the host's own firewall, which a sandbox's lifetime would have to keep in step with the
@@ -33,9 +38,11 @@ import threading
 from dataclasses import dataclass
 from typing import Literal
 
+from sprout.sandbox.allowlist import REFUSED_V4, Allowlist, Network
+from sprout.sandbox.dns_filter import LISTEN, DnsFilter, nft_allow
 from sprout.sandbox.errors import SandboxSetupFailed, SandboxUnavailable
 
-Policy = Literal["none", "public"]
+Policy = Literal["none", "public", "allowlist"]
 STACK = "slirp4netns"
 """The user-mode network stack of `public`, and its Debian package."""
 FIREWALL = "nft"
@@ -44,17 +51,17 @@ STACK_DNS = "10.0.2.3"
 """The stack's resolver inside the sandbox (slirp4netns's default network 10.0.2.0/24)."""
 START_TIMEOUT_S = 10.0
 """How long the firewall and the stack may take to come up."""
-REFUSED_V4 = (
-    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-    "172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/3",
-)  # fmt: skip
-"""This machine's loopback, private and shared ranges, link-local (the cloud metadata
-address 169.254.169.254 among them), benchmarking, multicast and reserved space."""
 
 
-def policy_of(network: bool) -> Policy:
-    """A task's boolean `network`: true is `public`, false `none`."""
-    return "public" if network else "none"
+DNS_RATE = "200/second burst 400 packets"
+"""The DNS packets an `allowlist` sandbox may send its resolver, a thread of sprout's own."""
+
+
+def policy_of(network: Network) -> Policy:
+    """A sandbox's `network`: True is `public`, False `none`, a tuple of hosts `allowlist`."""
+    if isinstance(network, bool):
+        return "public" if network else "none"
+    return "allowlist"
 
 
 def missing_tools(policy: Policy) -> list[str]:
@@ -93,29 +100,59 @@ def _stack_argv(netns: str, ready_fd: int, exit_fd: int) -> list[str]:
     ]  # fmt: skip
 
 
-def public_ruleset(own: list[str]) -> str:
-    """The nftables tables of `public`, for the sandbox's namespace; `own` are this
-    machine's addresses."""
+def ruleset(own: list[str], allowlist: Allowlist | None = None) -> str:
+    """The nftables tables of `public` (`allowlist` None) or of that allow-list, for the
+    sandbox's namespace; `own` are this machine's addresses."""
     own_v4 = sorted({a for a in own if ":" not in a})
     refused = ", ".join([*REFUSED_V4, *own_v4])
+    if allowlist is None:
+        resolver = STACK_DNS
+        dns = f"ip daddr {STACK_DNS} meta l4proto {{ tcp, udp }} th dport 53 accept"
+        allowed = "meta nfproto ipv4 accept"
+        sets = ""
+    else:
+        resolver = LISTEN[0]
+        dns = (  # the chain sees the redirected packet with its first route, not lo's
+            f"ip daddr {resolver} udp dport 53 limit rate over {DNS_RATE} drop\n"
+            f"    ip daddr {resolver} udp dport 53 accept"
+        )
+        allowed = (
+            "ip daddr @allowed_hosts accept\n"
+            "    meta l4proto { tcp, udp } ip daddr . th dport @allowed_ports accept"
+        )
+        sets = _allowlist_sets(allowlist)
     return f"""
 table ip sprout_dns {{
   chain out {{
     type nat hook output priority -100; policy accept;
-    ip daddr != {STACK_DNS} meta l4proto {{ tcp, udp }} th dport 53 dnat to {STACK_DNS}
+    ip daddr != {resolver} meta l4proto {{ tcp, udp }} th dport 53 dnat to {resolver}
   }}
 }}
 table inet sprout {{
-  chain out {{
+{sets}  chain out {{
     type filter hook output priority 0; policy drop;
+    {dns}
     oif "lo" accept
-    ip daddr {STACK_DNS} meta l4proto {{ tcp, udp }} th dport 53 accept
     ip daddr {{ {refused} }} reject with icmpx type admin-prohibited
-    meta nfproto ipv4 accept
+    {allowed}
     reject with icmpx type admin-prohibited
   }}
 }}
 """
+
+
+def _allowlist_sets(allowlist: Allowlist) -> str:
+    """The sets the resolver fills, holding from the start the entries that are addresses."""
+    hosts = [str(h.host) for h in allowlist.addresses if h.port is None]
+    ports = [f"{h.host} . {h.port}" for h in allowlist.addresses if h.port is not None]
+    return (
+        f"  set allowed_hosts {{ type ipv4_addr;{_elements(hosts)} }}\n"
+        f"  set allowed_ports {{ type ipv4_addr . inet_service;{_elements(ports)} }}\n"
+    )
+
+
+def _elements(elements: list[str]) -> str:
+    return f" elements = {{ {', '.join(elements)} }};" if elements else ""
 
 
 @dataclass
@@ -129,10 +166,14 @@ class SandboxNetwork:
     stack: subprocess.Popen[bytes] | None = None
     stack_exit: int | None = None
     """Our end of the pipe the stack watches (its --exit-fd): closing it ends the stack."""
+    resolver: DnsFilter | None = None
+    """The resolver of `allowlist`."""
 
     @classmethod
-    def start(cls, helper: str, policy: Policy) -> SandboxNetwork:
-        """A new namespace with loopback up, and for `public` its firewall and stack."""
+    def start(cls, helper: str, setting: Network) -> SandboxNetwork:
+        """A new namespace with loopback up, and for `public` and `allowlist` their firewall,
+        stack and (for `allowlist`) resolver."""
+        policy = policy_of(setting)
         missing = missing_tools(policy)
         if missing:
             raise SandboxUnavailable(
@@ -153,8 +194,13 @@ class SandboxNetwork:
             raise SandboxSetupFailed(f"{helper} --hold-network: {said}")
         network = cls(policy, holder, os.open(f"/proc/{holder.pid}/ns/net", os.O_RDONLY))
         try:
-            if policy == "public":
-                network._start_public()
+            if isinstance(setting, tuple):
+                allowlist = Allowlist.of(setting)
+                network.resolver = DnsFilter(allowlist, network.path, nft_allow(network.path))
+                network._start_stack(allowlist)
+                network.resolver.start()
+            elif setting:
+                network._start_stack(None)
         except BaseException:
             network.close()
             raise
@@ -164,7 +210,7 @@ class SandboxNetwork:
     def path(self) -> str:
         return f"/proc/{self.holder.pid}/ns/net"
 
-    def _start_public(self) -> None:
+    def _start_stack(self, allowlist: Allowlist | None) -> None:
         """The stack, this machine's addresses and the firewall are made at the same time; no
         packet leaves before all are up, since no call runs until then."""
         ready_read, ready_write = os.pipe()
@@ -187,7 +233,7 @@ class SandboxNetwork:
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                 )
-                rules = public_ruleset(host_addresses())
+                rules = ruleset(host_addresses(), allowlist)
                 said, _ = firewall.communicate(rules.encode(), timeout=START_TIMEOUT_S)
                 if firewall.returncode != 0:
                     raise SandboxSetupFailed(
@@ -207,6 +253,9 @@ class SandboxNetwork:
         """End the stack and the holder; the namespace goes with the last of them. The
         kernel takes 15-30 ms to tear the stack's device down: they are reaped by a thread
         of their own, not on the caller's time."""
+        if self.resolver is not None:
+            self.resolver.close()
+            self.resolver = None
         if self.stack_exit is not None:
             os.close(self.stack_exit)
             self.stack_exit = None

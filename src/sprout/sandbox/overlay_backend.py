@@ -18,7 +18,7 @@ from sprout.sandbox.files import replace_with_copy
 from sprout.sandbox.helper import helper_build
 from sprout.sandbox.layerfmt import lookup, resolve
 from sprout.sandbox.layers import LayerStore
-from sprout.sandbox.network import SandboxNetwork, policy_of
+from sprout.sandbox.network import SandboxNetwork
 from sprout.sandbox.output import command_script, run_captured
 from sprout.sandbox.types import Observation, SandboxConfig
 
@@ -111,10 +111,15 @@ class OverlayBackend:
         """As root, the sandbox's network namespace under its policy (sandbox/network.py),
         made at its first call: a sandbox that only seals, reads or forks pays nothing."""
         if self.store.ids is None:
+            if isinstance(sandbox.config.network, tuple):
+                raise SandboxUnavailable(
+                    "network: an allow-list needs the root mode (a rootless sandbox has the "
+                    "host's network or none); run sprout as root, or use True or False"
+                )
             return ()
         with self._network_lock:
             if self.network is None:
-                self.network = SandboxNetwork.start(self.helper, policy_of(sandbox.config.network))
+                self.network = SandboxNetwork.start(self.helper, sandbox.config.network)
         return (self.network.fd,)
 
     def _argv(

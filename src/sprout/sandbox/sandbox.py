@@ -7,6 +7,7 @@ import os
 import shutil
 from types import TracebackType
 
+from sprout.sandbox.allowlist import Network, check_network
 from sprout.sandbox.backends import Backend, backend_for
 from sprout.sandbox.changes import diff_layers
 from sprout.sandbox.errors import BadArgument, SandboxError
@@ -43,8 +44,11 @@ def _check_config(
         and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
     ):
         raise BadArgument("env", f"expected a dict of str to str, got {env!r}")
-    if not isinstance(network, bool):
-        raise BadArgument("network", f"expected True or False, got {network!r}")
+    try:
+        network = check_network(network)
+    except ValueError as error:
+        argument, _, problem = str(error).partition(": ")
+        raise BadArgument(argument, problem) from None
     if limits is not None and not isinstance(limits, Limits):
         raise BadArgument("limits", f"expected a sprout.sandbox.Limits, got {limits!r}")
     if not isinstance(user_namespaces, bool):
@@ -93,7 +97,7 @@ class Sandbox:
         workdir: str = "/workspace",
         files: str | os.PathLike[str] | None = None,
         env: dict[str, str] | None = None,
-        network: bool = True,
+        network: Network = True,
         *,
         limits: Limits | None = None,
         user_namespaces: bool = False,
@@ -135,7 +139,7 @@ class Sandbox:
         checkpoint_id: str,
         *,
         env: dict[str, str] | None = None,
-        network: bool | None = None,
+        network: Network | None = None,
         limits: Limits | None = None,
         user: RunAs | None = None,
         upper: str | None = None,

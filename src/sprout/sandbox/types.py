@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sprout.sandbox.allowlist import Network
 from sprout.workspace import Change as Change  # re-exported: the sandbox's public type
 from sprout.workspace import ChangeKind as ChangeKind
 
@@ -144,7 +145,8 @@ class SandboxConfig:
     """"host" or the absolute path of a root-filesystem directory."""
     workdir: str
     env: dict[str, str] = field(default_factory=dict)
-    network: bool = True
+    network: Network = True
+    """True: `public`; False: `none`; the hosts of an `allowlist` (sandbox/network.py)."""
     limits: Limits = field(default_factory=Limits)
     user_namespaces: bool = False
     """Let commands make user namespaces of their own (and mount inside them), as a task
@@ -157,7 +159,7 @@ class SandboxConfig:
             "image": self.image,
             "workdir": self.workdir,
             "env": dict(self.env),
-            "network": self.network,
+            "network": self.network if isinstance(self.network, bool) else list(self.network),
             "limits": self.limits.__dict__.copy(),
             "user_namespaces": self.user_namespaces,
             "user": self.user.to_json() if self.user is not None else None,
@@ -174,8 +176,15 @@ class SandboxConfig:
             image=str(data["image"]),
             workdir=str(data["workdir"]),
             env={str(k): str(v) for k, v in env.items()},
-            network=bool(data.get("network", True)),
+            network=_network_of(data.get("network", True)),
             limits=Limits.from_json({str(k): v for k, v in limits.items()}),
             user_namespaces=bool(data.get("user_namespaces", False)),
             user=RunAs.from_json(user) if user is not None else None,
         )
+
+
+def _network_of(saved: object) -> Network:
+    """A saved `network`: a boolean, or the list of an allow-list's hosts."""
+    if isinstance(saved, list):
+        return tuple(str(host) for host in saved)
+    return bool(saved)
