@@ -53,7 +53,8 @@ def validate_table(
     except ValidationError as error:
         first = error.errors()[0]
         field = "".join(f".{part}" for part in first["loc"])
-        raise ValueError(f"{path}: {table}{field}: {first['msg']}") from None
+        problem = first["msg"].removeprefix("Value error, ")  # pydantic's, not ours
+        raise ValueError(f"{path}: {table}{field}: {problem}") from None
 
 
 def only_tables(

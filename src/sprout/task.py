@@ -143,11 +143,14 @@ class Task(BaseModel):
     as it unless it is the agent's own."""
     workdir: str = "/workspace"
     env: dict[str, str] = Field(default_factory=dict)
-    network: bool = True
-    """The agent's network (true: `public`, false: `none`), which its forks inherit; set-up
-    always has it, as `docker build` does."""
-    verifier_network: bool = True
+    network: bool | tuple[str, ...] = True
+    """The agent's network, which its forks inherit: true is `public`, false `none`, a tuple
+    of hosts (`pypi.org`, `*.pythonhosted.org:443`) an `allowlist` of them."""
+    verifier_network: bool | tuple[str, ...] = True
     """The verifier's (Terminal-Bench 2's test.sh fetches its runner)."""
+    setup_network: bool | tuple[str, ...] = True
+    """The set-up steps' (the Dockerfile's RUN and `[sprout] setup`), as `docker build` has
+    the network."""
     user_namespaces: bool = False
     """The agent's commands may make user namespaces of their own (off: refused)."""
     solution: tuple[SolutionStep, ...] = ()

@@ -109,7 +109,10 @@ def test_container_instructions_are_recorded_not_refused(tmp_path, line):
         ("[environment]\nmemory = ''\n", "environment.memory"),
         ("[environment]\nmemory = 'nan'\n", "environment.memory"),
         ("[environment]\nnetwork_mode = 'open'\n", "environment.network_mode"),
-        ("[agent]\nnetwork_mode = 'allowlist'\n", "agent.network_mode"),
+        ("[agent]\nallowed_hosts = ['10.0.0.1']\n", "agent.allowed_hosts.0"),
+        ("[environment]\nallowed_hosts = 'pypi.org'\n", "environment.allowed_hosts"),
+        ("[sprout]\nallow = ['*.org']\n", "sprout.allow.0"),
+        ("[sprout]\nsetup_network = 'open'\n", "sprout.setup_network"),
         ("[environment]\nallow_internet = 'no'\n", "environment.allow_internet"),
         ("[agent]\ntimeout_sec = '60'\n", "agent.timeout_sec"),
         ("[agent]\ntimeout_sec = -1\n", "agent.timeout_sec"),
@@ -238,6 +241,24 @@ def test_an_offline_task_gives_the_agent_only_loopback(overlay_store: LayerStore
         ('network_mode = "no-network"\n', True, False),  # in make_task's [verifier]
         ('network_mode = "public"\n[environment]\nnetwork_mode = "no-network"\n', False, True),
         ('[agent]\nnetwork_mode = "no-network"\n[sprout]\nnetwork = true\n', True, True),
+        (
+            '[agent]\nnetwork_mode = "allowlist"\n'
+            'allowed_hosts = ["pypi.org", "*.pythonhosted.org"]\n',
+            ("pypi.org", "*.pythonhosted.org"),
+            True,
+        ),
+        (
+            'network_mode = "allowlist"\n[environment]\nallowed_hosts = ["pypi.org:443"]\n',
+            True,
+            ("pypi.org:443",),
+        ),
+        ('[environment]\nnetwork_mode = "allowlist"\n', (), ()),  # Harbor: no egress at all
+        (
+            '[sprout]\nnetwork = "allowlist"\nallow = ["198.51.100.7:8080"]\n',
+            ("198.51.100.7:8080",),
+            True,
+        ),
+        ('[sprout]\nnetwork = "none"\n', False, True),
     ],
 )
 def test_each_phase_gets_the_network_harbor_names_for_it(tmp_path, toml, agent, verifier):
@@ -245,6 +266,19 @@ def test_each_phase_gets_the_network_harbor_names_for_it(tmp_path, toml, agent, 
     older `allow_internet`); `[sprout] network` sets the agent's over them."""
     task = load_native(make_task(tmp_path, toml=toml))
     assert (task.network, task.verifier_network) == (agent, verifier)
+    assert task.setup_network is True, "set-up has the network, as docker build has"
+
+
+@pytest.mark.parametrize(
+    ("toml", "setup"),
+    [
+        ('[sprout]\nsetup_network = "none"\n', False),
+        ('[sprout]\nsetup_network = "allowlist"\nallow = ["pypi.org"]\n', ("pypi.org",)),
+        ('[environment]\nnetwork_mode = "no-network"\n', True),
+    ],
+)
+def test_set_up_has_the_network_unless_sprout_narrows_it(tmp_path, toml, setup):
+    assert load_native(make_task(tmp_path, toml=toml)).setup_network == setup
 
 
 @pytest.mark.parametrize(

@@ -152,7 +152,7 @@ def test_a_user_is_a_name_or_a_uid(tmp_path: Path) -> None:
     [
         ('[agent]\nuser = ""\n', "agent.user: String should have at least 1 character"),
         ("[verifier]\nuser = true\n", "verifier.user: Input should be a valid string"),
-        ("[agent]\nuser = -3\n", "agent.user: Value error, expected a user name or a uid of 0"),
+        ("[agent]\nuser = -3\n", "agent.user: expected a user name or a uid of 0"),
     ],
 )
 def test_a_bad_user_field_is_one_line_naming_it(tmp_path: Path, toml: str, problem: str) -> None:

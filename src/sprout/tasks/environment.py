@@ -40,6 +40,7 @@ def _digest(task: Task, image: str, machine: IndexSettings) -> str:
                 task.workdir,
                 task.env,
                 task.network,
+                task.setup_network,
                 task.user_namespaces,
                 [task.user, task.agent_user, task.verifier_user],
                 [s.model_dump(exclude={"origin"}) for s in task.setup],
@@ -82,8 +83,9 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
     over an image of the machine's cache, built once per machine and linked into
     `layers` (`sprout.images.bases`).
 
-    Set-up runs with the network and the default limits, as `docker build` runs
-    without the container's; the checkpoint carries the task's `network` setting,
+    Set-up runs under the task's `setup_network` (public unless task.toml narrows it) and
+    the default limits, as `docker build` runs without the container's; the checkpoint
+    carries the task's `network` setting,
     its `[environment]` limits and its variables over this machine's package-index
     settings (`IndexSettings.agent_env`), and the agent's user (`[agent] user`, else the
     Dockerfile's final USER, as `docker exec` runs as it), which every fork of it (the
@@ -133,6 +135,7 @@ def _build_base(
         image=rootfs,
         workdir=task.workdir,
         env=machine.env(),
+        network=task.setup_network,
         user_namespaces=task.user_namespaces,
     ) as sandbox:
         if rootfs != "host":
@@ -143,7 +146,7 @@ def _build_base(
     checkpoint = with_task_users(task, layers, checkpoint)
     limits = agent_limits(task)
     env = {**machine.agent_env(), **task.env}  # the task's own variables win
-    if not task.network or limits != Limits() or env != machine.env():
+    if task.network != task.setup_network or limits != Limits() or env != machine.env():
         # Set-up may fetch what it needs; the agent's calls, forked from here, may not. They
         # get the final ENV (which no set-up step before it had) over the machine's index.
         with Sandbox.fork(

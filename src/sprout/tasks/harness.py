@@ -1,6 +1,6 @@
 """The harness's own tables of a task.toml, as Harbor writes them: `[environment]` (cpus,
 memory, storage) and the `timeout_sec` and `user` of `[agent]` and `[verifier]`, and the
-network each phase gets (`network_mode`, `allow_internet`).
+network each phase gets (`network_mode` with its `allowed_hosts`, `allow_internet`).
 
 Each table is a model of the fields sprout reads, typed and bounded, read as every table
 is (`sprout.config.validate_table`: a bad value is one line, `FILE: TABLE.FIELD: PROBLEM`).
@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+
+from sprout.sandbox.allowlist import AllowedHost, Network
 
 PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
 """A finite number above 0; `strict` refuses `true` and "60", which are no numbers."""
@@ -51,7 +53,17 @@ UserSpec = Annotated[str, Field(min_length=1, strict=True), BeforeValidator(_uid
 
 
 NetworkMode = Literal["public", "no-network", "allowlist"]
-"""Harbor's network modes; sprout gives `public` and `no-network` (its `none`)."""
+"""Harbor's network modes (sprout's `public`, `none` and `allowlist`)."""
+
+
+def _allowed_host(entry: str) -> str:
+    AllowedHost.parse(entry)
+    return entry
+
+
+AllowedHosts = list[Annotated[str, Field(strict=True), AfterValidator(_allowed_host)]]
+"""An allow-list's hosts: `name`, `*.domain` or an IPv4 address, each with an optional
+`:port` (sandbox/allowlist.py)."""
 
 
 class PhaseTable(BaseModel):
@@ -67,6 +79,9 @@ class PhaseTable(BaseModel):
     Dockerfile's final USER, as Harbor runs them as the container's default user."""
     network_mode: NetworkMode | None = None
     """The phase's network; None: `[environment]`'s."""
+    allowed_hosts: AllowedHosts | None = None
+    """What its `allowlist` reaches; None: `[environment]`'s (none at all when that has
+    none either, as Harbor denies all egress then)."""
 
 
 class EnvironmentTable(BaseModel):
@@ -82,8 +97,9 @@ class EnvironmentTable(BaseModel):
     memory: Size | None = None
     storage: Size | None = None
     network_mode: NetworkMode | None = None
-    """The network of the agent and the verifier where their tables set none (set-up always
-    has the network, as `docker build` does)."""
+    """The network of the agent and the verifier where their tables set none (set-up has
+    the network, as `docker build` does, unless `[sprout] setup_network` narrows it)."""
+    allowed_hosts: AllowedHosts | None = None
     allow_internet: StrictBool | None = None
     """Harbor's older spelling: false is `no-network`."""
 
@@ -110,28 +126,25 @@ def _bytes(megabytes: float | None, size: float | None) -> int | None:
     return int(size) if size is not None else None
 
 
-def phase_network(mode: NetworkMode, field: str) -> bool:
-    """A Harbor network mode as a sandbox's `network`; ValueError for `allowlist`, which
-    sprout cannot enforce yet (granting the whole internet, or nothing, would each betray
-    what the task asked)."""
+def network_of(mode: NetworkMode, hosts: list[str] | None) -> Network:
+    """A Harbor network mode (and an allowlist's hosts) as a sandbox's `network`."""
     if mode == "allowlist":
-        raise ValueError(f'{field}: "allowlist" is not supported yet (public or no-network)')
+        return tuple(hosts or ())
     return mode == "public"
 
 
 def phase_networks(
-    environment: EnvironmentTable, agent: PhaseTable, verifier: PhaseTable, own: bool | None
-) -> dict[str, bool]:
-    """The Task's `network` (the agent's: `own`, `[sprout] network`, wins where set) and
-    `verifier_network`, each from its phase's `network_mode`, else `[environment]`'s.
-    Set-up is not a phase here: it runs with the network, as `docker build` does."""
+    environment: EnvironmentTable, agent: PhaseTable, verifier: PhaseTable
+) -> dict[str, Network]:
+    """The Task's `network` (the agent's) and `verifier_network`, each from its phase's
+    `network_mode`, else `[environment]`'s; an allowlist's hosts come from the same table
+    as its mode, else from `[environment]`."""
 
-    def of(phase: PhaseTable, name: str) -> bool:
-        if phase.network_mode is not None:
-            return phase_network(phase.network_mode, f"{name}.network_mode")
-        return phase_network(environment.network, "environment.network_mode")
+    def of(phase: PhaseTable) -> Network:
+        hosts = phase.allowed_hosts
+        return network_of(
+            phase.network_mode or environment.network,
+            environment.allowed_hosts if hosts is None else hosts,
+        )
 
-    return {
-        "network": of(agent, "agent") if own is None else own,
-        "verifier_network": of(verifier, "verifier"),
-    }
+    return {"network": of(agent), "verifier_network": of(verifier)}

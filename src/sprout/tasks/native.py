@@ -15,10 +15,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 
+from sprout.sandbox.allowlist import Network
 from sprout.task import ResultsFormat, SetupStep, SolutionStep, Stage, Task, TaskError
 from sprout.tasks.compose import read_compose
 from sprout.tasks.dockerfile import DockerfilePlan, plan_dockerfile
@@ -31,13 +32,25 @@ from sprout.tasks.files import (
     subfolder,
     task_table,
 )
-from sprout.tasks.harness import EnvironmentTable, PhaseTable, phase_networks
+from sprout.tasks.harness import AllowedHosts, EnvironmentTable, PhaseTable, phase_networks
 from sprout.tasks.imageref import task_image
 
 STEP_MARKER = "# step"
 WRONG_MARKER = "# wrong:"
 TRAP_MARKER = "# trap:"
 TRAP_NAMES_MARKER = "# trap names:"
+
+
+def _network_word(value: object) -> object:
+    if isinstance(value, bool):
+        return "public" if value else "none"
+    if value in ("public", "none", "allowlist"):
+        return value
+    raise ValueError(f'expected true, false, "public", "none" or "allowlist", got {value!r}')
+
+
+SproutNetwork = Annotated[Literal["public", "none", "allowlist"], BeforeValidator(_network_word)]
+"""`[sprout] network`'s words; true is "public", false "none"."""
 
 
 class SproutTable(BaseModel):
@@ -49,9 +62,13 @@ class SproutTable(BaseModel):
     """"host" or a root-filesystem folder (relative to the task); default: from FROM."""
     workdir: str | None = None
     """The agent's directory; default: the Dockerfile's last WORKDIR, else /workspace."""
-    network: bool | None = None
-    """The agent's network (true: public, false: none); default: `[agent] network_mode`, else
-    `[environment]`'s, else public."""
+    network: SproutNetwork | None = None
+    """The agent's network: true or "public", false or "none", or "allowlist" (of `allow`);
+    default: `[agent] network_mode`, else `[environment]`'s, else public."""
+    setup_network: SproutNetwork | None = None
+    """The set-up steps' network, as `network`; default public, as `docker build` has."""
+    allow: AllowedHosts = []
+    """The hosts an "allowlist" above reaches (`pypi.org`, `*.pythonhosted.org:443`)."""
     results: ResultsFormat = "auto"
     required_tests: list[str] | None = None
     verifier_command: str | None = None
@@ -63,6 +80,12 @@ class SproutTable(BaseModel):
     """Let the agent's commands make user namespaces (to run containers of their own)."""
     build_args: dict[str, str] = {}
     """The Dockerfile's ARG values (`docker build --build-arg`), over docker-compose.yaml's."""
+
+    def network_setting(self, value: SproutNetwork | None) -> Network:
+        """`network` or `setup_network` as a sandbox's `network` (None: public)."""
+        if value == "allowlist":
+            return tuple(self.allow)
+        return value != "none"
 
 
 @dataclass
@@ -253,7 +276,8 @@ def task_fields(setting: TaskEnvironment, sprout: SproutTable) -> dict[str, Any]
         "user_origin": setting.user_origin,
         "workdir": setting.workdir,
         "env": setting.env,
-        "network": sprout.network is not False,
+        "network": sprout.network_setting(sprout.network),
+        "setup_network": sprout.network_setting(sprout.setup_network),
         "user_namespaces": sprout.user_namespaces,
         "required_tests": tuple(sprout.required_tests) if sprout.required_tests else None,
     }
@@ -337,10 +361,9 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
             f"{task_id}: {path / 'tests' / 'test.sh'}: missing, and task.toml sets no "
             "sprout.verifier_command"
         )
-    try:
-        networks = phase_networks(resources, agent, verifier, sprout.network)
-    except ValueError as error:
-        raise TaskError(f"{task_id}: {toml_path}: {error}") from None
+    networks = phase_networks(resources, agent, verifier)
+    if sprout.network is not None:  # [sprout] network wins over Harbor's tables
+        del networks["network"]
     return Task(
         **{**task_fields(setting, sprout), **networks},
         id=task_id,

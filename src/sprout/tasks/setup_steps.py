@@ -87,6 +87,7 @@ class Build:
             image=rootfs,
             workdir=stage.workdir,
             env={**self.env, **stage.env},
+            network=self.task.setup_network,
             user_namespaces=self.task.user_namespaces,
         ) as sandbox:
             if rootfs != "host":
