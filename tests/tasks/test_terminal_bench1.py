@@ -165,7 +165,7 @@ def test_warnings_for_extra_services_and_a_copy_of_the_tests(tmp_path: Path):
         ),
         ({"task.yaml": "instruction: [unclosed\n"}, "task.yaml: not valid YAML"),
         ({"task.yaml": "- a list\n"}, "task.yaml: expected a mapping of fields, got list"),
-        ({"sprout.toml": "[sprout]\nnetwork = 'maybe'\n"}, "sprout.toml: sprout.network: expected true, false"),
+        ({"sprout.toml": "[sprout]\nnetwork = 'maybe'\n"}, "sprout.network: expected true, false"),
         ({"sprout.toml": "network = false\n"}, "sprout.toml: network: unknown"),
         ({"run-tests.sh": ""}, "run-tests.sh: missing, and sprout.toml sets no"),
         (
