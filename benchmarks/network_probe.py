@@ -3,9 +3,9 @@ namespaces it made (so that every byte goes to a server of the benchmark's own):
 
     python network_probe.py STORE_DIR REPEAT URL
 
-prints one JSON object: calls under each policy (interleaved), the time each policy's
-network takes to come up, and a download of URL by the same program on the host and in a
-`public` sandbox, rounds interleaved.
+prints one JSON object: calls under each policy (interleaved; the allow-list names URL's
+host), the time each policy's network takes to come up, and a download of URL by the same
+program on the host and in a `public` sandbox, rounds interleaved.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ import json
 import subprocess
 import sys
 import time
+from urllib.parse import urlsplit
 
 from sprout.sandbox import LayerStore, Sandbox
+from sprout.sandbox.allowlist import Network
 from sprout.sandbox.helper import helper_path
 from sprout.sandbox.network import SandboxNetwork
 
@@ -29,10 +31,13 @@ DOWNLOAD = (
 DOWNLOAD_ROUNDS = 3
 
 
-def _calls(store: LayerStore, repeat: int) -> dict[str, list[float]]:
+def _policies(url: str) -> dict[str, Network]:
+    return {"none": False, "public": True, "allowlist": (str(urlsplit(url).hostname),)}
+
+
+def _calls(store: LayerStore, repeat: int, url: str) -> dict[str, list[float]]:
     boxes = {
-        "none": Sandbox.create(store, network=False),
-        "public": Sandbox.create(store, network=True),
+        name: Sandbox.create(store, network=network) for name, network in _policies(url).items()
     }
     seconds: dict[str, list[float]] = {name: [] for name in boxes}
     for i in range(repeat + 2):
@@ -46,14 +51,15 @@ def _calls(store: LayerStore, repeat: int) -> dict[str, list[float]]:
     return seconds
 
 
-def _starts(repeat: int) -> dict[str, list[float]]:
+def _starts(repeat: int, url: str) -> dict[str, list[float]]:
     helper = helper_path()
-    seconds: dict[str, list[float]] = {"none": [], "public": []}
+    policies = _policies(url)
+    seconds: dict[str, list[float]] = {name: [] for name in policies}
     for _ in range(repeat):
-        for policy in ("none", "public"):
+        for name, policy in policies.items():
             start = time.perf_counter()
-            network = SandboxNetwork.start(helper, policy)  # type: ignore[arg-type]
-            seconds[policy].append(time.perf_counter() - start)
+            network = SandboxNetwork.start(helper, policy)
+            seconds[name].append(time.perf_counter() - start)
             network.close()
     return seconds
 
@@ -80,8 +86,8 @@ def main(argv: list[str]) -> None:
     print(
         json.dumps(
             {
-                "calls_s": _calls(store, repeat),
-                "starts_s": _starts(max(repeat // 2, 3)),
+                "calls_s": _calls(store, repeat, argv[2]),
+                "starts_s": _starts(max(repeat // 2, 3), argv[2]),
                 "downloads": _downloads(store, argv[2]),
             }
         )

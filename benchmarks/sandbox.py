@@ -521,9 +521,10 @@ def bench_calls(ctx: Context) -> None:
 
 
 def bench_network(ctx: Context) -> None:
-    """A call under `public` beside one under `none`, each policy's network coming up (once
-    per sandbox, and so per fork), and 100 MB through the stack against the same download on
-    the host, in a world of namespaces of the benchmark's own (sandbox_network.py)."""
+    """A call under `public` and `allowlist` beside one under `none`, each policy's network
+    coming up (once per sandbox, and so per fork), and 100 MB through the stack against the
+    same download on the host, in a world of namespaces of the benchmark's own
+    (sandbox_network.py)."""
     section = "8. network"
     if ctx.mode != "root":
         ctx.rows.append(Row(section, "network rows", "", result="SKIPPED: needs the root mode"))
@@ -537,7 +538,9 @@ def bench_network(ctx: Context) -> None:
         for name, rounds in found["downloads"].items()
     }
     extra = p50(calls["public"]) - p50(calls["none"])
+    extra_allowlist = p50(calls["allowlist"]) - p50(calls["none"])
     up = p50(starts["public"])
+    up_allowlist = p50(starts["allowlist"])
     slowdown = rates["host"] / rates["public"]
     ctx.results["network"] = {"calls": calls, "starts": starts, "download_bytes_per_s": rates}
     ctx.rows += [
@@ -548,10 +551,27 @@ def bench_network(ctx: Context) -> None:
             ctx.target("public per call", extra <= 2, f"{extra:+.2f} ms", "<= +2 ms"),
         ),
         Row(
+            section, 'sb.run("true") under allowlist', fmt_ms(p50(calls["allowlist"])),
+            fmt_ms(p90(calls["allowlist"])), f"under none {fmt_ms(p50(calls['none']))}",
+            f"{extra_allowlist:+.2f} ms", "<= +2 ms",
+            ctx.target(
+                "allowlist per call", extra_allowlist <= 2, f"{extra_allowlist:+.2f} ms", "<= +2 ms"
+            ),
+        ),
+        Row(
             section, "a sandbox's network up: public (firewall + stack)", fmt_ms(up),
             fmt_ms(p90(starts["public"])), f"none {fmt_ms(p50(starts['none']))}",
             fmt_ratio(up / p50(starts["none"])), "<= 50 ms",
             ctx.target("a fork's network up", up <= 50, fmt_ms(up), "<= 50 ms"),
+        ),
+        Row(
+            section, "a sandbox's network up: allowlist (+ its resolver)", fmt_ms(up_allowlist),
+            fmt_ms(p90(starts["allowlist"])), f"public {fmt_ms(up)}",
+            fmt_ratio(up_allowlist / up), "<= 50 ms",
+            ctx.target(
+                "an allowlist fork's network up", up_allowlist <= 50, fmt_ms(up_allowlist),
+                "<= 50 ms",
+            ),
         ),
         Row(
             section, f"{fmt_bytes(sandbox_network.DOWNLOAD_BYTES)} download through the stack",

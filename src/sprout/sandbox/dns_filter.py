@@ -24,6 +24,7 @@ import socket
 import struct
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,7 @@ LISTEN = ("10.0.2.100", 53)
 """slirp4netns's address for the sandbox: a loopback address would need route_localnet to
 take the firewall's redirection, which lets 127/8 in from other interfaces too."""
 TYPE_A, TYPE_AAAA = 1, 28
-REFUSED = 5
+SERVFAIL, REFUSED = 2, 5
 _HEADER = struct.Struct("!HHHHHH")
 
 
@@ -138,6 +139,7 @@ class DnsFilter:
         self.allowlist = allowlist
         self.netns = netns
         self.allow = allow
+        self.upstream = upstream_resolver()
         self.allowed: set[tuple[str, tuple[int, ...] | None]] = set()
         """(address, ports) the firewall already allows."""
         self._wake_read, self._wake_write = os.pipe()
@@ -162,17 +164,16 @@ class DnsFilter:
                 os.close(self._wake_read)
 
     def _serve(self) -> None:
+        family = socket.AF_INET6 if ":" in self.upstream[0] else socket.AF_INET
         try:
-            address, port = upstream_resolver()
-            family = socket.AF_INET6 if ":" in address else socket.AF_INET
-            upstream = socket.socket(family, socket.SOCK_DGRAM)  # in this machine's namespace
-            upstream.connect((address, port))
             listener = _socket_in(self.netns)
-        except (OSError, SandboxSetupFailed) as error:
-            self._failure = str(error)
-            self._ready.set()
-            os.close(self._wake_read)
-            return
+        except SandboxSetupFailed as error:
+            return self._fail(str(error))
+        try:
+            upstream = socket.socket(family, socket.SOCK_DGRAM)  # in this machine's namespace
+        except OSError as error:
+            listener.close()
+            return self._fail(str(error))
         self._ready.set()
         with upstream, listener:
             while True:
@@ -188,6 +189,11 @@ class DnsFilter:
                     continue  # one bad exchange ends no other
         os.close(self._wake_read)
 
+    def _fail(self, problem: str) -> None:
+        self._failure = problem
+        self._ready.set()
+        os.close(self._wake_read)
+
     def _answer(self, query: bytes, upstream: socket.socket) -> bytes | None:
         question = parse_question(query)
         if question is None:
@@ -197,8 +203,10 @@ class DnsFilter:
             return reply_without_answers(query, question, REFUSED)
         if question.type == TYPE_AAAA:
             return reply_without_answers(query, question, 0)
-        reply = _ask(upstream, query, question.id)
-        if reply is not None and question.type == TYPE_A:
+        reply = _ask(upstream, self.upstream, query, question.id)
+        if reply is None:
+            return reply_without_answers(query, question, SERVFAIL)
+        if question.type == TYPE_A:
             new = [a for a in answer_addresses(reply) if (a, ports) not in self.allowed]
             if new:
                 self.allow(new, ports)
@@ -206,18 +214,22 @@ class DnsFilter:
         return reply
 
 
-def _ask(upstream: socket.socket, query: bytes, ident: int) -> bytes | None:
-    """This machine's resolver's reply to `query`, or None when it does not answer in time
-    (the sandbox's resolver library asks again)."""
-    upstream.settimeout(UPSTREAM_TIMEOUT_S)
-    while True:
-        try:
-            upstream.send(query)
-            reply = upstream.recv(65535)
-        except OSError:
-            return None
-        if len(reply) >= 2 and struct.unpack_from("!H", reply)[0] == ident:
-            return reply
+def _ask(
+    upstream: socket.socket, resolver: tuple[str, int], query: bytes, ident: int
+) -> bytes | None:
+    """`resolver`'s reply to `query`; None when it does not answer in time, or cannot be
+    reached (the sandbox gets SERVFAIL, and its resolver library may ask again)."""
+    deadline = time.monotonic() + UPSTREAM_TIMEOUT_S
+    try:
+        upstream.sendto(query, resolver)
+        while (left := deadline - time.monotonic()) > 0:
+            upstream.settimeout(left)
+            reply, source = upstream.recvfrom(65535)
+            if source[:2] == resolver and reply[:2] == struct.pack("!H", ident):
+                return reply
+    except OSError:
+        pass
+    return None
 
 
 _libc = ctypes.CDLL(None, use_errno=True)

@@ -211,7 +211,7 @@ def _network(mode: StoreMode) -> Measure:
             name,
             False,
             "rootless sandboxes with network share this machine's (a namespace of their own "
-            "needs root for now)",
+            "needs root for now; an allowlist is refused)",
             "a command reaches this machine's loopback and private addresses",
             required=False,
         )
@@ -229,7 +229,9 @@ def _network(mode: StoreMode) -> Measure:
         f"a namespace of host root's per sandbox; none: loopback only; public: {STACK} "
         "(no gateway to this machine, no forwarded port) under a firewall root inside cannot "
         "change: no loopback, private, link-local or metadata address, none of this "
-        "machine's, no IPv6; DNS through this machine's resolver",
+        "machine's, no IPv6; DNS through this machine's resolver; allowlist: public to the "
+        "listed hosts alone, by the addresses sprout's own resolver answered for their names "
+        "(every other name refused)",
     )
 
 
