@@ -3,6 +3,7 @@ namespace it made: every hit is written to a log on the host side, so what reach
 is read there, never from an exit code inside a sandbox.
 
     python net_canary.py http ADDRESS PORT LOG      an HTTP server; logs each request path
+    python net_canary.py files ADDRESS PORT DIR LOG  an HTTP server of DIR's files; logs paths
     python net_canary.py unix NAME LOG              a server on the abstract unix socket @NAME
     python net_canary.py dns ADDRESS LOG NAME=IP... a resolver answering A queries for NAMEs,
                                                     NXDOMAIN for others; logs each name asked
@@ -15,7 +16,8 @@ import socket
 import socketserver
 import struct
 import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from functools import partial
+from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 READY = "ready"
@@ -48,6 +50,24 @@ def serve_http(address: str, port: int, log: str) -> None:
             socketserver.TCPServer.server_bind(self)
 
     server = Server((address, port), Handler)
+    print(READY, flush=True)
+    server.serve_forever()
+
+
+def serve_files(address: str, port: int, directory: str, log: str) -> None:
+    class Handler(SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:
+            _log(log, self.path)
+            super().do_GET()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    class Server(ThreadingHTTPServer):
+        def server_bind(self) -> None:  # no DNS for its own name
+            socketserver.TCPServer.server_bind(self)
+
+    server = Server((address, port), partial(Handler, directory=directory))
     print(READY, flush=True)
     server.serve_forever()
 
@@ -97,6 +117,8 @@ def main(argv: list[str]) -> None:
     kind = argv[0]
     if kind == "http":
         serve_http(argv[1], int(argv[2]), argv[3])
+    elif kind == "files":
+        serve_files(argv[1], int(argv[2]), argv[3], argv[4])
     elif kind == "unix":
         serve_unix(argv[1], argv[2])
     elif kind == "dns":

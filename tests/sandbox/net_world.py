@@ -28,6 +28,9 @@ INTERNET_NAME = "internet.sprout.test"
 ELSEWHERE = "198.51.100.8"
 """A second "internet" host, which an allow-list naming the first must not reach."""
 ELSEWHERE_NAME = "elsewhere.sprout.test"
+INDEX_NAME = "index.sprout.test"
+INDEX_PORT = 8000
+"""Where `World.serve_files` serves a folder: a package index, say (on INTERNET)."""
 ABSTRACT_SOCKET = "sprout-net-canary"
 CANARY = Path(__file__).with_name("net_canary.py")
 LIFETIME_S = 600
@@ -98,6 +101,29 @@ class World:
         assert done.returncode == 0, done.stdout + done.stderr
         return json.loads(done.stdout.strip().splitlines()[-1])
 
+    def serve_files(self, directory: Path) -> str:
+        """Serve `directory` over HTTP on the "internet", as INDEX_NAME:INDEX_PORT, logging to
+        the server "files"; its URL."""
+        self._start("files", "internet", ["files", INTERNET, str(INDEX_PORT), str(directory)])
+        return f"http://{INDEX_NAME}:{INDEX_PORT}"
+
+    def _start(self, name: str, namespace: str, arguments: list[str]) -> None:
+        extra = [f"{INTERNET_NAME}={INTERNET}", f"{ELSEWHERE_NAME}={ELSEWHERE}"]
+        extra.append(f"{INDEX_NAME}={INTERNET}")
+        server = subprocess.Popen(
+            [
+                *self.enter(namespace),
+                sys.executable,
+                str(CANARY),
+                *arguments,
+                str(self.root / f"{name}.log"),
+                *(extra if arguments[0] == "dns" else []),
+            ],
+            stdout=subprocess.PIPE,
+        )
+        self.servers.append(server)
+        assert server.stdout is not None and server.stdout.readline() == b"ready\n", name
+
     def in_sandbox(self, body: str) -> dict[str, object]:
         """`body` run on the world's host with `store` (a LayerStore under the world's
         folder) and `out` (a dict printed as JSON at the end) defined."""
@@ -165,21 +191,7 @@ def make_world(root: Path) -> World:
         world.ip("host", "route", "add", "default", "via", INTERNET)
         (root / "resolv.conf").write_text(f"nameserver {RESOLVER}\n")
         for name, (namespace, arguments) in SERVERS.items():
-            names = [f"{INTERNET_NAME}={INTERNET}", f"{ELSEWHERE_NAME}={ELSEWHERE}"]
-            extra = names if arguments[0] == "dns" else []
-            server = subprocess.Popen(
-                [
-                    *world.enter(namespace),
-                    sys.executable,
-                    str(CANARY),
-                    *arguments,
-                    str(root / f"{name}.log"),
-                    *extra,
-                ],
-                stdout=subprocess.PIPE,
-            )
-            world.servers.append(server)
-            assert server.stdout is not None and server.stdout.readline() == b"ready\n", name
+            world._start(name, namespace, arguments)
     except BaseException:
         world.close()
         raise
