@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 HOST_OWN = "198.51.100.1"
 INTERNET = "198.51.100.7"
@@ -35,6 +38,12 @@ ABSTRACT_SOCKET = "sprout-net-canary"
 CANARY = Path(__file__).with_name("net_canary.py")
 LIFETIME_S = 600
 """No process of the world outlives this, whatever happens to the test."""
+NETWORK_MARKS = [
+    pytest.mark.sandbox,
+    pytest.mark.skipif(shutil.which("slirp4netns") is None, reason="slirp4netns is missing"),
+    pytest.mark.skipif(shutil.which("nft") is None, reason="nft (nftables) is missing"),
+]
+"""The marks of a test of sandboxes with network: `make test` installs both tools."""
 
 SERVERS = {
     "host-loopback": ("host", ["http", "127.0.0.1", "8080"]),

@@ -7,30 +7,28 @@ printed for the failure message only."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
+from sprout.sandbox.errors import SandboxSetupFailed
+from sprout.sandbox.network import REFUSE_ENV, refuse, refused_by_run
 from tests.sandbox.net_world import (
+    ELSEWHERE,
     HOST_OWN,
     HOST_PRIVATE,
     HOST_PRIVATE6,
     INTERNET,
     INTERNET_NAME,
     METADATA,
+    NETWORK_MARKS,
     World,
     probe_command,
 )
 
-pytestmark = [
-    pytest.mark.sandbox,
-    pytest.mark.skipif(shutil.which("slirp4netns") is None, reason="slirp4netns is missing"),
-    pytest.mark.skipif(shutil.which("nft") is None, reason="nft (nftables) is missing"),
-    pytest.mark.timeout(300),
-]
+pytestmark = [*NETWORK_MARKS, pytest.mark.timeout(300)]
 
 TARGETS = {
     "host-loopback": "http://127.0.0.1:8080/hostlo",
@@ -138,3 +136,28 @@ def test_the_stack_unmounts_nothing_of_the_hosts_shared_mounts(tmp_path: Path) -
         assert inner.is_mount(), "the host's shared mount is still there"
     finally:
         subprocess.run(["umount", "-R", str(shared)], check=False)
+
+
+def test_the_runs_model_server_is_refused_on_another_machines_public_address(
+    world: World,
+) -> None:
+    """What `sprout run` does with --base-url (commands/common.refuse_model_servers): the
+    "internet" stays reachable, the server at ELSEWHERE does not."""
+    attempts = {"model": f"http://{ELSEWHERE}/v1/models", "internet": f"http://{INTERNET}/direct"}
+    out = world.in_sandbox(
+        "from sprout.commands.common import refuse_model_servers\n"
+        f"refuse_model_servers(['http://{ELSEWHERE}:80/v1', None])\n"
+        "with Sandbox.create(store, network=True) as box:\n"
+        f"    out['probe'] = box.run({probe_command(attempts)!r}, timeout=120).output\n"
+    )
+    assert world.hits("elsewhere") == [], out
+    assert world.hits("internet") == ["/direct"], out
+
+
+def test_a_refused_address_that_is_none_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(REFUSE_ENV, "198.51.100.8,not-an-address")
+    with pytest.raises(SandboxSetupFailed, match=f"{REFUSE_ENV}: 'not-an-address'"):
+        refused_by_run()
+    monkeypatch.setenv(REFUSE_ENV, "")
+    refuse(["198.51.100.8", "198.51.100.9", "198.51.100.8"])
+    assert refused_by_run() == ["198.51.100.8/32", "198.51.100.9/32"]

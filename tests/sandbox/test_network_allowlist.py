@@ -6,8 +6,6 @@ What reached each server is read from its log on the host side of the world."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from tests.sandbox.net_world import (
@@ -18,17 +16,13 @@ from tests.sandbox.net_world import (
     INTERNET,
     INTERNET_NAME,
     METADATA,
+    NETWORK_MARKS,
     RESOLVER,
     World,
     probe_command,
 )
 
-pytestmark = [
-    pytest.mark.sandbox,
-    pytest.mark.skipif(shutil.which("slirp4netns") is None, reason="slirp4netns is missing"),
-    pytest.mark.skipif(shutil.which("nft") is None, reason="nft (nftables) is missing"),
-    pytest.mark.timeout(300),
-]
+pytestmark = [*NETWORK_MARKS, pytest.mark.timeout(300)]
 
 ATTEMPTS = {
     "listed": f"http://{INTERNET_NAME}/listed",

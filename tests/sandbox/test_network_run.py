@@ -5,20 +5,14 @@ under an allow-list naming another host. What reached the index is read from its
 
 from __future__ import annotations
 
-import shutil
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.sandbox.net_world import ELSEWHERE_NAME, INDEX_NAME, INDEX_PORT, World
+from tests.sandbox.net_world import ELSEWHERE_NAME, INDEX_NAME, INDEX_PORT, NETWORK_MARKS, World
 
-pytestmark = [
-    pytest.mark.sandbox,
-    pytest.mark.skipif(shutil.which("slirp4netns") is None, reason="slirp4netns is missing"),
-    pytest.mark.skipif(shutil.which("nft") is None, reason="nft (nftables) is missing"),
-    pytest.mark.timeout(600),
-]
+pytestmark = [*NETWORK_MARKS, pytest.mark.timeout(600)]
 
 WHEEL = "sproutcanary-1.0-py3-none-any.whl"
 INSTALL = (

@@ -61,6 +61,28 @@ def add_isolation_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def refuse_model_servers(urls: list[str | None]) -> None:
+    """No sandbox of this run reaches the model servers it talks to (`--base-url`, else
+    OPENAI_BASE_URL), wherever they are: their IPv4 addresses join the firewall's refused
+    ones. A name that does not resolve is left to the model client to report."""
+    import socket
+    import urllib.parse
+
+    from sprout.sandbox.network import refuse
+
+    found: list[str] = []
+    for url in urls:
+        host = urllib.parse.urlsplit(url).hostname if url else None
+        if host:
+            try:
+                infos = socket.getaddrinfo(host, None, socket.AF_INET)
+            except (OSError, UnicodeError):
+                continue
+            found += [str(info[4][0]) for info in infos]
+    if found:
+        refuse(found)
+
+
 def check_isolation(out: str, isolation: str, command: str) -> IsolationReport:
     """What this machine gives the sandboxes of a run in folder `out`; refuse to go on
     without a jail unless `--isolation none` (before anything is written), and say what is

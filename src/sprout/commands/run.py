@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,7 @@ from sprout.commands.common import (
     add_task_source_arguments,
     check_isolation,
     load_task_arguments,
+    refuse_model_servers,
     usable_tasks,
 )
 from sprout.commands.interrupt import INTERRUPTED, halting_on_ctrl_c
@@ -152,6 +154,7 @@ def _run(args: argparse.Namespace) -> int:
     from sprout.search.halt import Halt
 
     settings = _settings(args)
+    refuse_model_servers([settings.base_url or os.environ.get("OPENAI_BASE_URL")])
     check_ray(args)
     loaded = usable_tasks(load_task_arguments(args.tasks, args), "run")
     report = check_isolation(args.out, args.isolation, "run")

@@ -28,6 +28,7 @@ host's; the user-mode stack changes nothing on the host and dies with its sandbo
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import select
@@ -53,6 +54,10 @@ START_TIMEOUT_S = 10.0
 """How long the firewall and the stack may take to come up."""
 
 
+REFUSE_ENV = "SPROUT_NETWORK_REFUSE"
+"""IPv4 addresses (or ranges) no sandbox of this process reaches, beyond this machine's own,
+comma-separated: the model servers of the run (`refuse`), which may be another machine's
+public address. Processes this one starts inherit it."""
 DNS_RATE = "200/second burst 400 packets"
 """The DNS packets an `allowlist` sandbox may send its resolver, a thread of sprout's own."""
 
@@ -88,6 +93,26 @@ def host_addresses() -> list[str]:
     return found
 
 
+def refuse(addresses: list[str]) -> None:
+    """Add `addresses` to REFUSE_ENV, for every sandbox this process opens from now on."""
+    known = [a for a in os.environ.get(REFUSE_ENV, "").split(",") if a]
+    os.environ[REFUSE_ENV] = ",".join(dict.fromkeys([*known, *addresses]))
+
+
+def refused_by_run() -> list[str]:
+    """REFUSE_ENV's ranges; SandboxSetupFailed naming the variable for one that is none."""
+    found = []
+    for part in os.environ.get(REFUSE_ENV, "").split(","):
+        if part.strip():
+            try:
+                found.append(str(ipaddress.IPv4Network(part.strip(), strict=False)))
+            except ValueError:
+                raise SandboxSetupFailed(
+                    f"{REFUSE_ENV}: {part.strip()!r} is no IPv4 address or range"
+                ) from None
+    return found
+
+
 def _stack_argv(netns: str, ready_fd: int, exit_fd: int) -> list[str]:
     """slirp4netns for the namespace at `netns`. Its --enable-sandbox makes a mount namespace
     and detaches the old root: made from one with shared mounts, that unmounted their host
@@ -102,7 +127,7 @@ def _stack_argv(netns: str, ready_fd: int, exit_fd: int) -> list[str]:
 
 def ruleset(own: list[str], allowlist: Allowlist | None = None) -> str:
     """The nftables tables of `public` (`allowlist` None) or of that allow-list, for the
-    sandbox's namespace; `own` are this machine's addresses."""
+    sandbox's namespace; `own` are this machine's addresses and the run's refused ones."""
     own_v4 = sorted({a for a in own if ":" not in a})
     refused = ", ".join([*REFUSED_V4, *own_v4])
     if allowlist is None:
@@ -233,7 +258,7 @@ class SandboxNetwork:
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                 )
-                rules = ruleset(host_addresses(), allowlist)
+                rules = ruleset(host_addresses() + refused_by_run(), allowlist)
                 said, _ = firewall.communicate(rules.encode(), timeout=START_TIMEOUT_S)
                 if firewall.returncode != 0:
                     raise SandboxSetupFailed(
