@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sprout.sandbox.errors import BadArgument
+
 Network = bool | tuple[str, ...]
 """A sandbox's network: True is `public`, False `none`, a tuple of entries `allowlist`."""
 REFUSED_V4 = (
@@ -119,8 +121,8 @@ class Allowlist:
         return tuple(host for host in self.hosts if host.is_address)
 
 
-def check_network(network: object, argument: str = "network") -> Network:
-    """`network` as a sandbox takes it; ValueError naming `argument` and the bad entry."""
+def check_network(network: object) -> Network:
+    """`network` as a sandbox takes it; BadArgument naming `network` or the bad entry."""
     if isinstance(network, bool):
         return network
     if isinstance(network, (list, tuple)):
@@ -128,9 +130,9 @@ def check_network(network: object, argument: str = "network") -> Network:
             try:
                 AllowedHost.parse(entry)
             except ValueError as error:
-                raise ValueError(f"{argument}[{index}]: {error}") from None
+                raise BadArgument(f"network[{index}]", str(error)) from None
         return tuple(str(entry).strip() for entry in network)
-    raise ValueError(
-        f"{argument}: expected True (public), False (none) or a list of allowed hosts, "
-        f"got {network!r}"
+    raise BadArgument(
+        "network",
+        f"expected True (public), False (none) or a list of allowed hosts, got {network!r}",
     )

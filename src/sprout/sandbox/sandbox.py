@@ -44,11 +44,7 @@ def _check_config(
         and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
     ):
         raise BadArgument("env", f"expected a dict of str to str, got {env!r}")
-    try:
-        network = check_network(network)
-    except ValueError as error:
-        argument, _, problem = str(error).partition(": ")
-        raise BadArgument(argument, problem) from None
+    network = check_network(network)
     if limits is not None and not isinstance(limits, Limits):
         raise BadArgument("limits", f"expected a sprout.sandbox.Limits, got {limits!r}")
     if not isinstance(user_namespaces, bool):
