@@ -16,6 +16,7 @@ from sprout.commands.common import (
     add_task_source_arguments,
     check_isolation,
     load_task_arguments,
+    refuse_model_servers,
     usable_tasks,
 )
 from sprout.commands.interrupt import INTERRUPTED, halting_on_ctrl_c
@@ -141,6 +142,7 @@ def _train(args: argparse.Namespace) -> int:
     from sprout.search.halt import Halt
 
     settings = _train_settings(args)
+    refuse_model_servers([args.base_url])
     check_ray(args)
     loaded = usable_tasks(load_task_arguments(args.tasks, args), "train")
     server = _rollout_server(args)
