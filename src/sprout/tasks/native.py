@@ -32,7 +32,13 @@ from sprout.tasks.files import (
     subfolder,
     task_table,
 )
-from sprout.tasks.harness import AllowedHosts, EnvironmentTable, PhaseTable, phase_networks
+from sprout.tasks.harness import (
+    AllowedHosts,
+    EnvironmentTable,
+    PhaseTable,
+    network_of,
+    phase_networks,
+)
 from sprout.tasks.imageref import task_image
 
 STEP_MARKER = "# step"
@@ -84,8 +90,8 @@ class SproutTable(BaseModel):
     def network_setting(self, value: SproutNetwork | None) -> Network:
         """`network` or `setup_network` as a sandbox's `network` (None: public)."""
         if value == "allowlist":
-            return tuple(self.allow)
-        return value != "none"
+            return network_of("allowlist", self.allow)
+        return network_of("no-network" if value == "none" else "public", None)
 
 
 @dataclass
