@@ -117,3 +117,25 @@ def test_a_wildcard_reaches_subdomains(world: World) -> None:
     out = _run(world, ["*.sprout.test:80"], probe_command(attempts))
     assert world.hits("internet") == ["/one"] and world.hits("elsewhere") == ["/two"], out
     assert world.hits("internet-8081") == [], out
+
+
+def test_a_fork_gets_its_own_resolver_and_closing_ends_both(world: World) -> None:
+    """A fork inherits the allow-list with a namespace and a resolver of its own; the
+    resolver's thread ends with its sandbox."""
+    out = world.in_sandbox(
+        "import time\n"
+        f"box = Sandbox.create(store, network=[{INTERNET_NAME + ':80'!r}])\n"
+        "box.run('true')\n"
+        "fork = Sandbox.fork(store, box.checkpoint(always=True))\n"
+        f"out['fork'] = fork.run({probe_command({'fork': f'http://{INTERNET_NAME}/fork'})!r}, "
+        "timeout=120).output\n"
+        "threads = [s._backend.network.resolver._thread for s in (box, fork)]\n"
+        "out['distinct'] = threads[0] is not threads[1]\n"
+        "fork.close(); box.close()\n"
+        "deadline = time.monotonic() + 10\n"
+        "while any(t.is_alive() for t in threads) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        "out['alive'] = sum(t.is_alive() for t in threads)\n"
+    )
+    assert world.hits("internet") == ["/fork"], out
+    assert out["distinct"] is True and out["alive"] == 0, out
