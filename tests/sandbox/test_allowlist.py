@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from sprout.sandbox import BadArgument, LayerStore, Sandbox
 from sprout.sandbox.allowlist import AllowedHost, Allowlist
 from sprout.sandbox.dns_filter import (
     REFUSED,
+    DnsFilter,
     answer_addresses,
     parse_question,
     reply_without_answers,
@@ -100,3 +102,48 @@ def test_the_upstream_is_this_machines_first_resolver(tmp_path: Path) -> None:
     assert upstream_resolver(conf) == ("198.51.100.53", 53)
     conf.write_text("options edns0\n")
     assert upstream_resolver(conf) == ("127.0.0.1", 53), "glibc's default"
+
+
+def test_the_resolver_asks_upstream_for_listed_names_alone_and_retries_what_failed() -> None:
+    """`DnsFilter._answer` against a resolver on this machine's loopback: a name not listed
+    never reaches it, AAAA is answered empty, and an address the firewall did not take is
+    offered to it again with the next answer."""
+    upstream_server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    upstream_server.bind(("127.0.0.1", 0))
+    asked: list[str] = []
+
+    def answer() -> None:
+        for _ in range(2):
+            query, peer = upstream_server.recvfrom(512)
+            question = parse_question(query)
+            assert question is not None
+            asked.append(question.name)
+            record = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4)
+            record += socket.inet_aton("198.51.100.30")
+            header = struct.pack("!HHHHHH", question.id, 0x8180, 1, 1, 0, 0)
+            upstream_server.sendto(header + query[12 : question.end] + record, peer)
+
+    server = threading.Thread(target=answer)
+    server.start()
+    offered: list[tuple[list[str], tuple[int, ...] | None]] = []
+    takes = iter([False, True])
+
+    def allow(addresses: list[str], ports: tuple[int, ...] | None) -> bool:
+        offered.append((addresses, ports))
+        return next(takes)
+
+    resolver = DnsFilter(Allowlist.of(["pypi.org:443"]), "unused", allow)
+    resolver.upstream = upstream_server.getsockname()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as upstream:
+        refused = resolver._answer(_query("evil.example"), upstream)
+        assert refused is not None and refused[3] & 0xF == REFUSED
+        empty = resolver._answer(_query("pypi.org", qtype=28), upstream)
+        assert empty is not None and empty[3] & 0xF == 0 and empty[6:8] == b"\0\0"
+        for _ in range(2):
+            reply = resolver._answer(_query("pypi.org"), upstream)
+            assert reply is not None and answer_addresses(reply) == ["198.51.100.30"]
+    server.join(timeout=10)
+    upstream_server.close()
+    resolver.close()
+    assert asked == ["pypi.org", "pypi.org"], "only the listed name's A queries went up"
+    assert offered == [(["198.51.100.30"], (443,))] * 2, "not taken the first time: again"

@@ -128,8 +128,10 @@ def upstream_resolver(resolv_conf: Path = RESOLV_CONF) -> tuple[str, int]:
     return "127.0.0.1", 53
 
 
-Allow = Callable[[list[str], tuple[int, ...] | None], None]
-"""Lets the sandbox reach addresses on ports (None: every port); it returns once they are."""
+Allow = Callable[[list[str], tuple[int, ...] | None], bool]
+"""Lets the sandbox reach addresses on ports (None: every port); it returns once they are,
+False where the firewall did not take them (they stay refused, and are tried again at the
+next answer)."""
 
 
 class DnsFilter:
@@ -208,8 +210,7 @@ class DnsFilter:
             return reply_without_answers(query, question, SERVFAIL)
         if question.type == TYPE_A:
             new = [a for a in answer_addresses(reply) if (a, ports) not in self.allowed]
-            if new:
-                self.allow(new, ports)
+            if new and self.allow(new, ports):
                 self.allowed.update((a, ports) for a in new)
         return reply
 
@@ -264,20 +265,21 @@ def _socket_in(netns: str) -> socket.socket:
 
 
 def nft_allow(netns: str) -> Allow:
-    """`Allow` through the sandbox's firewall sets (network.allowlist_ruleset's)."""
+    """`Allow` through the sandbox's firewall sets (those of network.ruleset)."""
 
-    def allow(addresses: list[str], ports: tuple[int, ...] | None) -> None:
+    def allow(addresses: list[str], ports: tuple[int, ...] | None) -> bool:
         if ports is None:
             elements = ", ".join(addresses)
             command = f"add element inet sprout allowed_hosts {{ {elements} }}"
         else:
             elements = ", ".join(f"{a} . {p}" for a in addresses for p in ports)
             command = f"add element inet sprout allowed_ports {{ {elements} }}"
-        subprocess.run(
-            ["nsenter", f"--net={netns}", "nft", command],
-            check=False,
-            capture_output=True,
-            timeout=10,
-        )
+        try:
+            done = subprocess.run(
+                ["nsenter", f"--net={netns}", "nft", command], capture_output=True, timeout=10
+            )
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return done.returncode == 0
 
     return allow
