@@ -261,12 +261,13 @@ def _shared_libraries(program: str) -> list[str]:
     return re.findall(r"(/\S+) \(0x[0-9a-f]+\)", output)
 
 
-def build_rootfs(root: Path) -> None:
-    """A minimal root filesystem: dash as /bin/sh, a few coreutils and their libraries."""
+def build_rootfs(root: Path, extra: tuple[str, ...] = ()) -> None:
+    """A minimal root filesystem: dash as /bin/sh, a few coreutils (and the `extra` programs)
+    and their libraries."""
     for sub in ("bin", "lib", "lib64", "usr/bin", "etc", "proc", "dev", "tmp", "root"):
         (root / sub).mkdir(parents=True, exist_ok=True)
     programs = {"sh": shutil.which("dash") or "/bin/sh"}
-    for tool in ROOTFS_TOOLS:
+    for tool in (*ROOTFS_TOOLS, *extra):
         found = shutil.which(tool)
         if found is None:
             pytest.skip(f"{tool} is not installed on this machine; the minimal rootfs needs it")

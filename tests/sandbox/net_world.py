@@ -83,11 +83,18 @@ class World:
     def canary_hits(self) -> dict[str, list[str]]:
         return {name: self.hits(name) for name in CANARIES if self.hits(name)}
 
-    def run(self, script: str, env: dict[str, str] | None = None) -> dict[str, object]:
-        """Run Python `script` on the world's host (its resolver in /etc/resolv.conf); the
-        JSON object it prints last."""
+    def run(
+        self,
+        script: str,
+        env: dict[str, str] | None = None,
+        arguments: tuple[str, ...] = (),
+        user: tuple[str, ...] = (),
+    ) -> dict[str, object]:
+        """Run Python `script` with `arguments` on the world's host (its resolver in
+        /etc/resolv.conf), under the prefix `user` (another user's, say); the JSON object it
+        prints last."""
         resolv = self.root / "resolv.conf"
-        inside = f'mount --bind {resolv} /etc/resolv.conf && exec "$0" -c "$1"'  # $0, $1: below
+        inside = f'mount --bind {resolv} /etc/resolv.conf && exec "$@"'
         done = subprocess.run(
             [
                 *self.enter(),
@@ -98,8 +105,12 @@ class World:
                 "sh",
                 "-c",
                 inside,
+                "sh",
+                *user,
                 sys.executable,
+                "-c",
                 script,
+                *arguments,
             ],
             capture_output=True,
             text=True,

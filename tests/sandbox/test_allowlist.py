@@ -22,6 +22,10 @@ from sprout.sandbox.dns_filter import (
 )
 
 
+def _unused(address: tuple[str, int]) -> socket.socket:
+    raise AssertionError("this test asks the resolver's answers directly")
+
+
 def _query(name: str, qtype: int = 1, ident: int = 0x1234) -> bytes:
     labels = b"".join(bytes([len(p)]) + p.encode() for p in name.split("."))
     return (
@@ -132,7 +136,7 @@ def test_the_resolver_asks_upstream_for_listed_names_alone_and_retries_what_fail
         offered.append((addresses, ports))
         return next(takes)
 
-    resolver = DnsFilter(Allowlist.of(["pypi.org:443"]), "unused", allow)
+    resolver = DnsFilter(Allowlist.of(["pypi.org:443"]), _unused, allow)
     resolver.upstream = upstream_server.getsockname()
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as upstream:
         refused = resolver._answer(_query("evil.example"), upstream)

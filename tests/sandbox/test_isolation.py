@@ -161,7 +161,7 @@ def test_no_network_leaves_only_a_working_loopback(overlay_store):
         assert _interfaces(fork.run("cat /proc/net/dev").output) == {"lo"}
     with Sandbox.fork(overlay_store, checkpoint, network=True) as fork:
         inside = _interfaces(fork.run("cat /proc/net/dev").output)
-    assert inside == ({"lo", "tap0"} if overlay_store.mode == "root" else _host_interfaces())
+    assert inside == {"lo", "tap0"}
 
 
 def _host_interfaces() -> set[str]:
@@ -170,11 +170,11 @@ def _host_interfaces() -> set[str]:
 
 @pytest.mark.sandbox
 def test_network_is_a_namespace_of_the_sandboxs_own_by_default(overlay_store):
-    """As root: loopback and the user-mode stack's device (tests/sandbox/test_network.py
-    attacks it); rootless, it is still the host's (not isolated yet: docs/sandbox.md)."""
+    """Loopback and the user-mode stack's device, as root and rootless alike
+    (tests/sandbox/test_network.py and test_network_rootless.py attack it)."""
     with Sandbox.create(overlay_store) as sandbox:
         inside = _interfaces(sandbox.run("cat /proc/net/dev").output)
-    assert inside == ({"lo", "tap0"} if overlay_store.mode == "root" else _host_interfaces())
+    assert inside == {"lo", "tap0"} != _host_interfaces()
 
 
 @pytest.mark.sandbox

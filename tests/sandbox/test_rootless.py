@@ -184,26 +184,3 @@ def test_unprivileged_sandboxes_leave_no_scratch(nobody_env, nobody_dir, own_ima
     out = run_in_image(SCRATCH, own_image, nobody_dir, marker, nobody_env)
     assert out["fork"] == ["a\n", 0]
     assert out["scratch"] == [], "closed sandboxes left scratch directories behind"
-
-
-ALLOWLIST = (
-    PRELUDE
-    + r"""
-from sprout.sandbox import SandboxUnavailable
-store = LayerStore(path)
-with Sandbox.create(store, image=image, network=["pypi.org"]) as sandbox:
-    try:
-        sandbox.run("true")
-        out["refused"] = None
-    except SandboxUnavailable as error:
-        out["refused"] = str(error)
-print(json.dumps(out))
-"""
-)
-
-
-def test_a_rootless_allowlist_is_refused_not_widened(nobody_env, nobody_dir, own_image, marker):
-    """A rootless sandbox has the host's network or none: an allow-list it cannot enforce is
-    refused at the first call, never run with the whole internet."""
-    refused = run_in_image(ALLOWLIST, own_image, nobody_dir, marker, nobody_env)["refused"]
-    assert refused is not None and "allow-list needs the root mode" in refused

@@ -16,7 +16,12 @@
  *       user namespace, root inside holds no capability over any of them: it
  *       cannot mount, unmount, set the hostname or touch host sysctls.
  *   --rootless  (not root) the helper maps its own uid to 0 in a new user
- *       namespace and mounts inside it (overlayfs with userxattr).
+ *       namespace and mounts inside it (overlayfs with userxattr). With a
+ *       network (--netns-fd and --userns-fd, both of a --hold-network
+ *       --rootless holder), it first joins the holder's user and network
+ *       namespaces and makes its user namespace inside the holder's: root
+ *       inside then holds no capability over the network, whose owner is the
+ *       holder's namespace, not its own.
  * Either way the command then runs with a container engine's default
  * capability set, no_new_privs and a seccomp filter, in cgroups the caller
  * made, with /proc masked as runc masks it and a minimal /dev; with --user, as
@@ -37,11 +42,13 @@
  * set up.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -83,6 +90,7 @@ struct options {
     int rootless;
     int no_network;
     int netns_fd;             /* --netns-fd: the sandbox's network namespace, or -1 */
+    int userns_fd;            /* --userns-fd (rootless): the user namespace owning it, or -1 */
     const char *seccomp;      /* a BPF program from --write-seccomp */
     const char *cgroups[MAX_CGROUPS];
     int n_cgroups;
@@ -349,9 +357,12 @@ static void loopback_up(void) {
 /* --hold-network: a network namespace of host root's with loopback up, kept as long as
  * standard input stays open. Every call of a sandbox joins it (--netns-fd), so its network
  * (the user-mode stack's device, the firewall sprout wrote) outlives each call and dies
- * with the sandbox: when sprout closes the pipe, or its process ends. */
-static int hold_network(void) {
+ * with the sandbox: when sprout closes the pipe, or its process ends. With --rootless, the
+ * namespace belongs to a user namespace of the holder's, mapping its uid to 0, in which
+ * sprout writes the firewall and whose child each call's user namespace is. */
+static int hold_network(int rootless) {
     char byte;
+    if (rootless) map_self_to_root();
     if (unshare(CLONE_NEWNET) < 0) die("unshare a network namespace");
     loopback_up();
     if (write(STDOUT_FILENO, "ready\n", 6) != 6) die("say ready");
@@ -652,6 +663,13 @@ static unsigned long long parse_number(const char *flag, const char *text) {
     return value;
 }
 
+/* An inherited descriptor's number: never a standard stream. */
+static int parse_fd(const char *flag, const char *text) {
+    unsigned long long fd = parse_number(flag, text);
+    if (fd <= 2 || fd > 1 << 20) { errno = EINVAL; die("%s %s", flag, text); }
+    return (int)fd;
+}
+
 static void parse_idmap(const char *text, struct options *o) {
     char host[32];
     const char *colon = strchr(text, ':');
@@ -693,6 +711,7 @@ static void parse(int argc, char **argv, struct options *o) {
     o->workdir = "/";
     o->script_fd = -1;
     o->netns_fd = -1;
+    o->userns_fd = -1;
     for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
         const char *flag = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -719,30 +738,58 @@ static void parse(int argc, char **argv, struct options *o) {
         else if (!strcmp(flag, "--fsize")) o->fsize = parse_number(flag, value);
         else if (!strcmp(flag, "--cpu")) o->cpu = parse_number(flag, value);
         else if (!strcmp(flag, "--nofile")) o->nofile = parse_number(flag, value);
-        else if (!strcmp(flag, "--netns-fd")) {
-            unsigned long long fd = parse_number(flag, value);
-            if (fd <= 2 || fd > 1 << 20) { errno = EINVAL; die("--netns-fd %s", value); }
-            o->netns_fd = (int)fd;
-        }
-        else if (!strcmp(flag, "--script-fd")) {
-            unsigned long long fd = parse_number(flag, value);
-            if (fd <= 2 || fd > 1 << 20) { errno = EINVAL; die("--script-fd %s", value); }
-            o->script_fd = (int)fd;
-        }
+        else if (!strcmp(flag, "--netns-fd")) o->netns_fd = parse_fd(flag, value);
+        else if (!strcmp(flag, "--userns-fd")) o->userns_fd = parse_fd(flag, value);
+        else if (!strcmp(flag, "--script-fd")) o->script_fd = parse_fd(flag, value);
         else { errno = EINVAL; die("unknown option %s", flag); }
     }
     if (!o->layer_root || !o->lowerdirs || !o->upper || !o->work || !o->scratch ||
         i + 1 >= argc || (o->image && o->host) || !o->rootless == !o->map_count ||
-        (o->no_network && o->netns_fd >= 0) || (o->rootless && o->netns_fd >= 0)) {
+        (o->no_network && o->netns_fd >= 0) ||
+        (o->rootless ? (o->netns_fd >= 0) != (o->userns_fd >= 0) : o->userns_fd >= 0)) {
         errno = EINVAL;
         die("usage: sprout-box (--idmap HOST:COUNT | --rootless) --layer-root D --lower L "
             "--upper U --work W --scratch S [--image DIR | --host] [--workdir P] "
-            "[--cgroup DIR]... [--seccomp BPF] [--no-network | --netns-fd N] [--script-fd N] "
-            "[--user UID:GID[:GROUPS]] -- COMMAND...\n"
+            "[--cgroup DIR]... [--seccomp BPF] [--no-network | --netns-fd N] [--userns-fd N] "
+            "[--script-fd N] [--user UID:GID[:GROUPS]] -- COMMAND...\n"
             "       sprout-box --write-seccomp BPF [--nested-userns]\n"
-            "       sprout-box --hold-network");
+            "       sprout-box --hold-network [--rootless]\n"
+            "       sprout-box --bind-udp ADDRESS PORT FD");
     }
     o->argv = argv + i + 1;
+}
+
+/* --bind-udp ADDRESS PORT FD: a UDP socket bound to ADDRESS:PORT in this process's network
+ * namespace, sent over the unix socket FD. Run under nsenter, it makes the allow-list
+ * resolver's listener inside a sandbox's namespace: a socket stays in the namespace it was
+ * made in, whoever holds it, and setns would need root, which a rootless owner is not. */
+static int bind_udp(const char *address, const char *port, const char *via) {
+    struct sockaddr_in at;
+    int channel = parse_fd("--bind-udp", via);
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    char byte = '.';
+    struct iovec iov = {&byte, 1};
+    union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
+    struct msghdr message;
+    struct cmsghdr *header;
+    if (fd < 0) die("socket");
+    memset(&at, 0, sizeof at);
+    at.sin_family = AF_INET;
+    at.sin_port = htons((uint16_t)parse_number("--bind-udp", port));
+    if (inet_pton(AF_INET, address, &at.sin_addr) != 1) { errno = EINVAL; die("--bind-udp %s", address); }
+    if (bind(fd, (struct sockaddr *)&at, sizeof at) < 0) die("bind %s:%s", address, port);
+    memset(&message, 0, sizeof message);
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.buf;
+    message.msg_controllen = sizeof control.buf;
+    header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(header), &fd, sizeof fd);
+    if (sendmsg(channel, &message, 0) != 1) die("send the bound socket");
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -759,7 +806,14 @@ int main(int argc, char **argv) {
         die("--write-seccomp: this helper was built without libseccomp");
 #endif
     }
-    if (argc == 2 && !strcmp(argv[1], "--hold-network")) return hold_network();
+    if (argc == 5 && !strcmp(argv[1], "--bind-udp")) return bind_udp(argv[2], argv[3], argv[4]);
+    if (argc >= 2 && !strcmp(argv[1], "--hold-network")) {
+        if (argc > 3 || (argc == 3 && strcmp(argv[2], "--rootless"))) {
+            errno = EINVAL;
+            die("usage: sprout-box --hold-network [--rootless]");
+        }
+        return hold_network(argc == 3);
+    }
     parse(argc, argv, &o);
     if (o.seccomp) read_seccomp(o.seccomp);
     /* If the caller dies (kill -9 of the agent process), the call dies with it:
@@ -767,12 +821,16 @@ int main(int argc, char **argv) {
     pid_t caller = getppid();
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) die("prctl");
     if (getppid() != caller) return SETUP_FAILED;
-    if (o.rootless) map_self_to_root();
-    else userns = make_user_namespace(o.map_host, o.map_count);
+    if (o.userns_fd >= 0) {
+        if (setns(o.userns_fd, CLONE_NEWUSER) < 0) die("join the network's user namespace");
+        close(o.userns_fd);
+    }
     if (o.netns_fd >= 0) {
         if (setns(o.netns_fd, CLONE_NEWNET) < 0) die("join the sandbox's network namespace");
         close(o.netns_fd);
     }
+    if (o.rootless) map_self_to_root(); /* inside the network's user namespace, if any */
+    else userns = make_user_namespace(o.map_host, o.map_count);
     if (o.no_network) flags |= CLONE_NEWNET;
     if (unshare(flags) < 0) die("unshare");
     if (sethostname("sprout", 6) < 0) die("sethostname");

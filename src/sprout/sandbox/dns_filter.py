@@ -17,7 +17,6 @@ trip; the firewall caps the packets that reach the thread.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import select
 import socket
@@ -32,7 +31,6 @@ from pathlib import Path
 from sprout.sandbox.allowlist import Allowlist
 from sprout.sandbox.errors import SandboxSetupFailed
 
-CLONE_NEWNET = 0x40000000
 RESOLV_CONF = Path("/etc/resolv.conf")
 UPSTREAM_TIMEOUT_S = 3.0
 LISTEN = ("10.0.2.100", 53)
@@ -132,14 +130,16 @@ Allow = Callable[[list[str], tuple[int, ...] | None], bool]
 """Lets the sandbox reach addresses on ports (None: every port); it returns once they are,
 False where the firewall did not take them (they stay refused, and are tried again at the
 next answer)."""
+Listen = Callable[[tuple[str, int]], socket.socket]
+"""A UDP socket bound to an address inside the sandbox's namespace (SandboxNetwork's)."""
 
 
 class DnsFilter:
     """One sandbox's resolver; `start` returns once it listens, `close` ends it."""
 
-    def __init__(self, allowlist: Allowlist, netns: str, allow: Allow) -> None:
+    def __init__(self, allowlist: Allowlist, listen: Listen, allow: Allow) -> None:
         self.allowlist = allowlist
-        self.netns = netns
+        self.listen = listen
         self.allow = allow
         self.upstream = upstream_resolver()
         self.allowed: set[tuple[str, tuple[int, ...] | None]] = set()
@@ -168,7 +168,7 @@ class DnsFilter:
     def _serve(self) -> None:
         family = socket.AF_INET6 if ":" in self.upstream[0] else socket.AF_INET
         try:
-            listener = _socket_in(self.netns)
+            listener = self.listen(LISTEN)
         except SandboxSetupFailed as error:
             return self._fail(str(error))
         try:
@@ -233,39 +233,9 @@ def _ask(
     return None
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _socket_in(netns: str) -> socket.socket:
-    """A UDP socket bound to LISTEN inside the namespace at `netns`. setns moves only the
-    calling thread, so it is made by a thread of its own, which then ends."""
-    made: list[socket.socket] = []
-    failed: list[str] = []
-
-    def make() -> None:
-        fd = os.open(netns, os.O_RDONLY)
-        try:
-            if _libc.setns(fd, CLONE_NEWNET) != 0:
-                failed.append(f"setns: {os.strerror(ctypes.get_errno())}")
-                return
-            listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            listener.bind(LISTEN)
-            made.append(listener)
-        except OSError as error:
-            failed.append(str(error))
-        finally:
-            os.close(fd)
-
-    thread = threading.Thread(target=make)
-    thread.start()
-    thread.join()
-    if not made:
-        raise SandboxSetupFailed(f"listening on {LISTEN[0]}:{LISTEN[1]} inside: {failed[0]}")
-    return made[0]
-
-
-def nft_allow(netns: str) -> Allow:
-    """`Allow` through the sandbox's firewall sets (those of network.ruleset)."""
+def nft_allow(nft: list[str]) -> Allow:
+    """`Allow` through the sandbox's firewall sets (those of network.ruleset), by the command
+    `nft` that runs nft in the sandbox's namespace."""
 
     def allow(addresses: list[str], ports: tuple[int, ...] | None) -> bool:
         if ports is None:
@@ -275,9 +245,7 @@ def nft_allow(netns: str) -> Allow:
             elements = ", ".join(f"{a} . {p}" for a in addresses for p in ports)
             command = f"add element inet sprout allowed_ports {{ {elements} }}"
         try:
-            done = subprocess.run(
-                ["nsenter", f"--net={netns}", "nft", command], capture_output=True, timeout=10
-            )
+            done = subprocess.run([*nft, command], capture_output=True, timeout=10)
         except (OSError, subprocess.SubprocessError):
             return False
         return done.returncode == 0

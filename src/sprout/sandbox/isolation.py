@@ -204,17 +204,9 @@ def _disk_cap(store_path: str | None) -> Measure:
 
 
 def _network(mode: StoreMode) -> Measure:
-    """Each sandbox's own network namespace (root), and the stack `public` needs."""
+    """Each sandbox's own network namespace, and the stack `public` needs."""
     name = "network"
-    if mode != "root":
-        return Measure(
-            name,
-            False,
-            "rootless sandboxes with network share this machine's (a namespace of their own "
-            "needs root for now; an allowlist is refused)",
-            "a command reaches this machine's loopback and private addresses",
-            required=False,
-        )
+    owner = "host root's" if mode == "root" else "a user namespace sprout holds outside it"
     missing = missing_tools("public")
     if missing:
         return Measure(
@@ -226,7 +218,7 @@ def _network(mode: StoreMode) -> Measure:
     return Measure(
         name,
         True,
-        f"a namespace of host root's per sandbox; none: loopback only; public: {STACK} "
+        f"a namespace per sandbox, owned by {owner}; none: loopback only; public: {STACK} "
         "(no gateway to this machine, no forwarded port) under a firewall root inside cannot "
         "change: no loopback, private, link-local or metadata address, none of this "
         "machine's, no IPv6; DNS through this machine's resolver; allowlist: public to the "

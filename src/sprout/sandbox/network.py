@@ -1,9 +1,11 @@
 """A sandbox's network: a namespace of its own, held for the sandbox's life, under a policy.
 
-Every sandbox of the root mode gets one network namespace, owned by host root and held by
-`sprout-box --hold-network`; each call joins it (box.c's --netns-fd), so root inside holds
-no CAP_NET_ADMIN over it and can change none of its addresses, routes or firewall rules.
-A fork gets a namespace of its own; closing the sandbox ends its holder and stack.
+Every sandbox gets one network namespace, held by `sprout-box --hold-network`; each call
+joins it (box.c's --netns-fd). As root it is owned by host root; rootless, by a user
+namespace of the holder's, inside which each call makes its own (--userns-fd). Either way
+root inside holds no CAP_NET_ADMIN over it and can change none of its addresses, routes or
+firewall rules. A fork gets a namespace of its own; closing the sandbox ends its holder and
+stack.
 
 Policies, as Harbor names them:
 - `none`: loopback only.
@@ -32,7 +34,7 @@ import ipaddress
 import json
 import os
 import select
-import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -42,6 +44,7 @@ from typing import Literal
 from sprout.sandbox.allowlist import REFUSED_V4, Allowlist, Network
 from sprout.sandbox.dns_filter import LISTEN, DnsFilter, nft_allow
 from sprout.sandbox.errors import SandboxSetupFailed, SandboxUnavailable
+from sprout.sandbox.system_tools import system_tool
 
 Policy = Literal["none", "public", "allowlist"]
 STACK = "slirp4netns"
@@ -74,14 +77,17 @@ def missing_tools(policy: Policy) -> list[str]:
     if policy == "none":
         return []
     wanted = {STACK: STACK, FIREWALL: FIREWALL_PACKAGE, "nsenter": "util-linux"}
-    return [package for tool, package in wanted.items() if shutil.which(tool) is None]
+    return [package for tool, package in wanted.items() if system_tool(tool) is None]
 
 
 def host_addresses() -> list[str]:
     """Every address of this machine's own interfaces (IPv4 and IPv6), as `ip` lists them."""
     try:
         listed = subprocess.run(
-            ["ip", "-j", "addr", "show"], capture_output=True, text=True, check=True
+            [system_tool("ip") or "ip", "-j", "addr", "show"],
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
     except (OSError, subprocess.CalledProcessError) as error:
         raise SandboxSetupFailed(f"listing this machine's addresses with ip: {error}") from None
@@ -113,13 +119,21 @@ def refused_by_run() -> list[str]:
     return found
 
 
-def _stack_argv(netns: str, ready_fd: int, exit_fd: int) -> list[str]:
+def _tool(name: str) -> str:
+    """`name`'s path; missing_tools has checked it is there."""
+    return system_tool(name) or name
+
+
+def _stack_argv(netns: str, ready_fd: int, exit_fd: int, owner: list[str]) -> list[str]:
     """slirp4netns for the namespace at `netns`. Its --enable-sandbox makes a mount namespace
     and detaches the old root: made from one with shared mounts, that unmounted their host
-    copies too (seen here: the host's /run/netns/* went), so it starts in a private one."""
+    copies too (seen here: the host's /run/netns/* went), so it starts in a private one.
+    `owner` (rootless) enters the user namespace owning `netns` first; the stack's sockets
+    stay in this machine's network namespace either way."""
     return [
+        *(["nsenter", *owner] if owner else []),
         "unshare", "--mount", "--propagation", "private",
-        STACK, "--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox",
+        _tool(STACK), "--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox",
         "--enable-seccomp", f"--ready-fd={ready_fd}", f"--exit-fd={exit_fd}",
         "--netns-type=path", netns, "tap0",
     ]  # fmt: skip
@@ -185,9 +199,12 @@ class SandboxNetwork:
     """One sandbox's namespace, held open, and the stack serving it."""
 
     policy: Policy
+    helper: str
     holder: subprocess.Popen[bytes]
     fd: int
     """The namespace, for box.c's --netns-fd (close-on-exec here; passed with pass_fds)."""
+    user_fd: int = -1
+    """Rootless, the user namespace owning it, for box.c's --userns-fd; else -1."""
     stack: subprocess.Popen[bytes] | None = None
     stack_exit: int | None = None
     """Our end of the pipe the stack watches (its --exit-fd): closing it ends the stack."""
@@ -195,9 +212,9 @@ class SandboxNetwork:
     """The resolver of `allowlist`."""
 
     @classmethod
-    def start(cls, helper: str, setting: Network) -> SandboxNetwork:
+    def start(cls, helper: str, setting: Network, rootless: bool = False) -> SandboxNetwork:
         """A new namespace with loopback up, and for `public` and `allowlist` their firewall,
-        stack and (for `allowlist`) resolver."""
+        stack and (for `allowlist`) resolver; `rootless` for a sandbox of the rootless mode."""
         policy = policy_of(setting)
         missing = missing_tools(policy)
         if missing:
@@ -206,7 +223,7 @@ class SandboxNetwork:
                 f"{' '.join(missing)}), or run with --isolation none"
             )
         holder = subprocess.Popen(
-            [helper, "--hold-network"],
+            [helper, "--hold-network", *(["--rootless"] if rootless else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -217,11 +234,15 @@ class SandboxNetwork:
             holder.wait()
             said = holder.stderr.read().decode(errors="replace").strip() or "it exited"
             raise SandboxSetupFailed(f"{helper} --hold-network: {said}")
-        network = cls(policy, holder, os.open(f"/proc/{holder.pid}/ns/net", os.O_RDONLY))
+        network = cls(policy, helper, holder, os.open(f"/proc/{holder.pid}/ns/net", os.O_RDONLY))
+        if rootless:
+            network.user_fd = os.open(f"/proc/{holder.pid}/ns/user", os.O_RDONLY)
         try:
             if isinstance(setting, tuple):
                 allowlist = Allowlist.of(setting)
-                network.resolver = DnsFilter(allowlist, network.path, nft_allow(network.path))
+                network.resolver = DnsFilter(
+                    allowlist, network.udp_socket, nft_allow([*network.enter(), _tool(FIREWALL)])
+                )
                 network._start_stack(allowlist)
                 network.resolver.start()
             elif setting:
@@ -235,6 +256,50 @@ class SandboxNetwork:
     def path(self) -> str:
         return f"/proc/{self.holder.pid}/ns/net"
 
+    @property
+    def fds(self) -> tuple[int, ...]:
+        """What a call inherits: the namespace and, rootless, its user namespace."""
+        return (self.fd,) if self.user_fd < 0 else (self.fd, self.user_fd)
+
+    def _owner(self) -> list[str]:
+        """nsenter's flag that makes a tool (the stack, nft) privileged over the namespace:
+        rootless, by entering the user namespace that owns it."""
+        return (
+            []
+            if self.user_fd < 0
+            else [
+                f"--user=/proc/{self.holder.pid}/ns/user",
+                "--preserve-credentials",  # its ids are mapped already; setgroups is denied
+            ]
+        )
+
+    def enter(self) -> list[str]:
+        """The command prefix that runs a tool in the namespace, privileged over it."""
+        return ["nsenter", *self._owner(), f"--net={self.path}"]
+
+    def udp_socket(self, address: tuple[str, int]) -> socket.socket:
+        """A UDP socket bound to `address` inside the namespace, made there by the helper's
+        --bind-udp and handed over: setns would need root, which a rootless owner is not."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        with ours:
+            try:
+                made = subprocess.run(
+                    [*self.enter(), self.helper, "--bind-udp", address[0], str(address[1]),
+                     str(theirs.fileno())],
+                    pass_fds=(theirs.fileno(),),
+                    capture_output=True,
+                    timeout=START_TIMEOUT_S,
+                )  # fmt: skip
+            except (OSError, subprocess.SubprocessError) as error:
+                raise SandboxSetupFailed(f"binding {address} inside: {error}") from None
+            finally:
+                theirs.close()
+            if made.returncode != 0:
+                said = made.stderr.decode(errors="replace").strip() or "it failed"
+                raise SandboxSetupFailed(f"binding {address} inside: {said}")
+            _, fds, _, _ = socket.recv_fds(ours, 1, 1)
+        return socket.socket(fileno=fds[0])
+
     def _start_stack(self, allowlist: Allowlist | None) -> None:
         """The stack, this machine's addresses and the firewall are made at the same time; no
         packet leaves before all are up, since no call runs until then."""
@@ -243,7 +308,7 @@ class SandboxNetwork:
         with tempfile.TemporaryFile() as said_by_stack:  # a pipe nobody reads could stall it
             try:
                 self.stack = subprocess.Popen(
-                    _stack_argv(self.path, ready_write, exit_read),
+                    _stack_argv(self.path, ready_write, exit_read, self._owner()),
                     stdout=subprocess.DEVNULL,
                     stderr=said_by_stack,
                     pass_fds=(ready_write, exit_read),
@@ -253,7 +318,7 @@ class SandboxNetwork:
                 os.close(exit_read)
             try:
                 firewall = subprocess.Popen(
-                    ["nsenter", f"--net={self.path}", FIREWALL, "-f", "-"],
+                    [*self.enter(), _tool(FIREWALL), "-f", "-"],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
@@ -284,9 +349,10 @@ class SandboxNetwork:
         if self.stack_exit is not None:
             os.close(self.stack_exit)
             self.stack_exit = None
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        for fd in (self.fd, self.user_fd):
+            if fd >= 0:
+                os.close(fd)
+        self.fd = self.user_fd = -1
         for process in (self.stack, self.holder):
             if process is not None:
                 process.kill()  # neither holds anything to flush

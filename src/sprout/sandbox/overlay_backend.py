@@ -108,19 +108,14 @@ class OverlayBackend:
         ).returncode
 
     def _network_fds(self, sandbox: OpenLayer) -> tuple[int, ...]:
-        """As root, the sandbox's network namespace under its policy (sandbox/network.py),
-        made at its first call: a sandbox that only seals, reads or forks pays nothing."""
-        if self.store.ids is None:
-            if isinstance(sandbox.config.network, tuple):
-                raise SandboxUnavailable(
-                    "network: an allow-list needs the root mode (a rootless sandbox has the "
-                    "host's network or none); run sprout as root, or use True or False"
-                )
-            return ()
+        """The sandbox's network namespace under its policy (sandbox/network.py), made at its
+        first call: a sandbox that only seals, reads or forks pays nothing."""
         with self._network_lock:
             if self.network is None:
-                self.network = SandboxNetwork.start(self.helper, sandbox.config.network)
-        return (self.network.fd,)
+                self.network = SandboxNetwork.start(
+                    self.helper, sandbox.config.network, rootless=self.store.ids is None
+                )
+        return self.network.fds
 
     def _argv(
         self, sandbox: OpenLayer, shell_arguments: list[str], script_fd: int | None = None
@@ -165,6 +160,8 @@ class OverlayBackend:
             argv += ["--seccomp", program]
         if self.network is not None:
             argv += ["--netns-fd", str(self.network.fd)]
+            if self.network.user_fd >= 0:
+                argv += ["--userns-fd", str(self.network.user_fd)]
         elif not config.network:
             argv.append("--no-network")
         argv += _user_flag(config)
