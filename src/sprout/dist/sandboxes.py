@@ -28,6 +28,7 @@ from sprout.dist.place import Place
 from sprout.dist.reservation import Reservation, check_fits, reservation
 from sprout.dist.task_ship import ShippedFolder, ship
 from sprout.dist.workspace import RemoteWorkspace
+from sprout.sandbox.network import refuse, refused_by_run
 from sprout.sandbox.replay import Rebuilt, ReplayTurn
 from sprout.task import Task
 from sprout.verify import Verdict
@@ -42,7 +43,9 @@ commands that actually run)."""
 
 
 class _RayTaskHost(TaskHost):
-    """`TaskHost` on the node Ray placed it on; `store` names that node as `{node}`."""
+    """`TaskHost` on the node Ray placed it on; `store` names that node as `{node}`.
+    `refused`: addresses none of its sandboxes reaches (the driver's REFUSE_ENV, which a
+    worker does not inherit, and the cluster's nodes)."""
 
     def __init__(
         self,
@@ -51,7 +54,9 @@ class _RayTaskHost(TaskHost):
         slots: int,
         links: bool,
         folder: ShippedFolder | None = None,
+        refused: tuple[str, ...] = (),
     ) -> None:
+        refuse(list(refused))  # the actor's process is its own: no other actor sees it
         node = ray.get_runtime_context().get_node_id()
         super().__init__(
             node, store.format(node=node[:12]), sources, slots, links=links, folder=folder
@@ -209,7 +214,7 @@ class RaySandboxes:
             check_fits(task.id, reserved, _alive_nodes())
             options = {"num_cpus": reserved.cpus, "memory": reserved.memory}
             actor: Any = _HostActor.options(**options, max_concurrency=MAX_CALLS).remote(
-                self._store_template, sources, reserved.slots, self._links, folder
+                self._store_template, sources, reserved.slots, self._links, folder, _refused()
             )
             try:
                 node, store = ray.get(actor.where.remote())
@@ -224,6 +229,15 @@ class RaySandboxes:
         with self._lock:
             if self._places.get(task_id) is place:
                 self._moves[task_id] = self._moves.get(task_id, 0) + 1
+
+
+def _refused() -> tuple[str, ...]:
+    """What this process's sandboxes may not reach, and every node of the cluster now (its
+    GCS, dashboard and raylets run whatever a caller submits): a node's own sandboxes
+    refuse its addresses anyway, not those of the others."""
+    nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+    addresses = [str(node["NodeManagerAddress"]) for node in nodes if node["Alive"]]
+    return tuple(dict.fromkeys([*refused_by_run(), *addresses]))
 
 
 def _alive_nodes() -> list[dict[str, float]]:
