@@ -62,6 +62,19 @@ SERVERS = {
 INTERNET_SERVERS = ("internet", "internet-8081", "elsewhere")
 CANARIES = [name for name in SERVERS if name not in (*INTERNET_SERVERS, "resolver")]
 """The servers nothing inside a sandbox may reach, whatever its policy."""
+TARGETS = {
+    "host-loopback": "http://127.0.0.1:8080/hostlo",
+    "host-loopback6": "http://[::1]:8080/hostlo6",
+    "host-private": f"http://{HOST_PRIVATE}:8080/private",
+    "host-private6": f"http://[{HOST_PRIVATE6}]:8080/private6",
+    "host-own": f"http://{HOST_OWN}:8080/own",
+    "metadata": f"http://{METADATA}/latest/meta-data/",
+    "slirp-gateway": "http://10.0.2.2:8080/gateway",
+    "internet-by-name": f"http://{INTERNET_NAME}/by-name",
+    "internet": f"http://{INTERNET}/direct",
+}
+"""What a probe tries: each canary, and the "internet" by name, then by address (an
+allow-list lets an address in once its name resolved to it)."""
 
 
 @dataclass

@@ -18,29 +18,20 @@ from tests.sandbox.net_world import (
     ABSTRACT_SOCKET,
     ELSEWHERE,
     ELSEWHERE_NAME,
-    HOST_OWN,
     HOST_PRIVATE,
-    INTERNET,
     INTERNET_NAME,
-    METADATA,
     NETWORK_MARKS,
     World,
 )
+from tests.sandbox.net_world import TARGETS as NET_TARGETS
 
 pytestmark = [*NETWORK_MARKS, pytest.mark.timeout(300)]
 
 TARGETS = {
-    "host-loopback": "http://127.0.0.1:8080/hostlo",
-    "host-private": f"http://{HOST_PRIVATE}:8080/private",
-    "host-own": f"http://{HOST_OWN}:8080/own",
-    "metadata": f"http://{METADATA}/latest/meta-data/",
-    "slirp-gateway": "http://10.0.2.2:8080/gateway",
-    "internet-by-name": f"http://{INTERNET_NAME}/by-name",
-    "internet": f"http://{INTERNET}/direct",
+    **NET_TARGETS,
     "elsewhere-by-name": f"http://{ELSEWHERE_NAME}/elsewhere-by-name",
     "elsewhere": f"http://{ELSEWHERE}/elsewhere",
 }
-"""By name first: an allow-list lets an address in once its name resolved to it."""
 ATTACKS = {
     "address": "ip addr add 10.0.2.50/24 dev tap0",
     "route": f"ip route add {HOST_PRIVATE}/32 via 10.0.2.2",
@@ -57,7 +48,7 @@ out = {"fetched": {}}
 with Sandbox.create(LayerStore(path), image=image, network=network) as box:
     out["codes"] = {k: box.run(c).exit_code for k, c in json.loads(attacks).items()}
     for name, url in json.loads(targets).items():
-        out["fetched"][name] = box.run(f"curl -sS -m 3 {url}", timeout=60).output
+        out["fetched"][name] = box.run(f"curl -gsS -m 3 {url}", timeout=60).output
     out["fetched"]["abstract"] = box.run(
         f"curl -sS -m 3 --abstract-unix-socket {abstract} http://canary/abstract", timeout=60
     ).output
