@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEBIAN_PACKAGES := gcc g++ cmake libc6-dev libseccomp-dev util-linux iproute2 slirp4netns nftables btrfs-progs xfsprogs mmdebstrap python3-pytest python3-pip chromium
+DEBIAN_PACKAGES := gcc g++ cmake libc6-dev libseccomp-dev util-linux iproute2 slirp4netns nftables btrfs-progs xfsprogs mmdebstrap skopeo docker-registry openssl python3-pytest python3-pip chromium
 EXAMPLE_IMAGE := python:3.11-slim
 TEST_IMAGES := $(EXAMPLE_IMAGE) python:3.13-slim
 
@@ -54,8 +54,11 @@ system-packages:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing Debian packages:$$missing"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	    case "$$missing" in *docker-registry*) \
+	      echo "stopping the docker-registry service Debian starts (the tests run their own on loopback)"; \
+	      systemctl disable --now docker-registry 2>/dev/null || true;; esac; \
 	  else \
-	    echo "missing Debian packages:$$missing (install them as root: the overlay sandbox needs a C compiler and libseccomp, its network slirp4netns, nftables and iproute2, images mmdebstrap, the cloning-store tests btrfs-progs and xfsprogs, the viewer's tests chromium, the llama.cpp tests cmake and g++)"; \
+	    echo "missing Debian packages:$$missing (install them as root: the overlay sandbox needs a C compiler and libseccomp, its network slirp4netns, nftables and iproute2, images mmdebstrap and skopeo (the pull tests docker-registry and openssl), the cloning-store tests btrfs-progs and xfsprogs, the viewer's tests chromium, the llama.cpp tests cmake and g++)"; \
 	  fi; \
 	fi
 

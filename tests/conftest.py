@@ -50,6 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
     machine cache of the suite's own (one per pytest-xdist worker), never the machine's.
     SPROUT_STORE_FS=off given to pytest runs them on the plain disk instead."""
     global _SUITE_CACHE, _STORE_FS_NOTE
+    os.environ["CONTAINERS_REGISTRIES_CONF"] = str(Path(__file__).with_name("registries.conf"))
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         _STORE_FS_NOTE = "each pytest-xdist worker makes its own"
         return  # the controller runs no test

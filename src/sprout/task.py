@@ -119,8 +119,15 @@ class Task(BaseModel):
     path: Path
     instruction: str
     image: str = "host"
-    """"host", the absolute path of a root-filesystem folder, or an image name of the
-    machine's image cache (`python:3.11-slim`), built or imported before the task runs."""
+    """"host", the absolute path of a root-filesystem folder, or an image reference
+    (`python:3.11-slim`, `ghcr.io/o/x@sha256:...`): from the machine's image cache, else
+    pulled, else approximated, as `image_mode` allows (`sprout.images.names.choose_image`)."""
+    image_mode: Literal["pull", "cache", "approximate"] = "pull"
+    """Where this task's images may come from (`--images`); a run that had to approximate
+    an image sets `approximate`, so that every node of a cluster builds the same one."""
+    prebuilt_image: str | None = None
+    """Harbor's `[environment] docker_image`: the task's whole environment, prebuilt. When
+    the run gets it, it replaces `image`, the set-up steps and the stages."""
     setup: tuple[SetupStep, ...] = ()
     stages: tuple[Stage, ...] = ()
     """The Dockerfile's earlier stages that `setup` copies files out of (`SetupStep.stage`)."""

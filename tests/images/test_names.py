@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from sprout.commands.common import usable_tasks
-from sprout.images import ImageCache, ImageError
+from sprout.images import Image, ImageCache, ImageError
 from sprout.images.debian import DebianRecipe, mmdebstrap_command
-from sprout.images.names import ensure_image, image_for, normalize, resolve_from
+from sprout.images.names import ensure_image, normalize, resolve_from
 from sprout.tasks import load_tasks
+from sprout.tasks.image_choice import choose_task_images
 from tests.taskfolders import write_task
 
 
@@ -18,7 +18,12 @@ from tests.taskfolders import write_task
     ("reference", "name"),
     [
         ("python:3.11-slim", "python:3.11-slim"),
-        ("docker.io/library/python:3.11-slim@sha256:" + "0" * 64, "python:3.11-slim"),
+        (
+            "docker.io/library/python:3.11-slim@sha256:" + "0" * 64,
+            "python:3.11-slim@sha256:" + "0" * 64,
+        ),
+        ("index.docker.io/acme/tool:2", "acme/tool:2"),
+        ("127.0.0.1:5000/a/b@sha256:" + "1" * 64, "127.0.0.1:5000/a/b@sha256:" + "1" * 64),
         ("debian", "debian:latest"),
         ("ghcr.io/acme/tool", "ghcr.io/acme/tool:latest"),
         ("localhost:5000/tool", "localhost:5000/tool:latest"),
@@ -71,12 +76,23 @@ def test_buildpack_deps_is_debian_with_its_layers_packages(
     assert resolve_from("buildpack-deps:latest") is None
 
 
-def test_a_name_sprout_cannot_build_needs_an_import(tmp_path: Path):
+@pytest.mark.parametrize("reference", ["Upper/Case", "a:b:c", "x@sha256:12", "host:port/x"])
+def test_a_reference_docker_cannot_read_is_one_line_naming_it(reference: str):
+    with pytest.raises(ImageError, match=f"image {reference!r}: "):
+        normalize(reference)
+
+
+def test_a_name_sprout_cannot_build_needs_a_pull_or_an_import(tmp_path: Path):
     cache = ImageCache(tmp_path / "cache")
     assert resolve_from("node:20") is None
-    for call in (lambda: image_for("node:20", cache), lambda: ensure_image("node:20", cache)):
-        with pytest.raises(ImageError, match=r"image node:20: .*sprout image import image.tar"):
-            call()
+    with pytest.raises(ImageError, match=r"image node:20: .*sprout image pull node:20.*import"):
+        ensure_image("node:20", "approximate", cache)
+    with pytest.raises(ImageError, match=r"node:20: not in the image cache, and --images cache"):
+        ensure_image("node:20", "cache", cache)
+    with pytest.raises(  # the suite's registries.conf sends docker.io to a closed port
+        ImageError, match=r"no registry answered \(docker.io: .*builds no approximation"
+    ):
+        ensure_image("node:20", "pull", cache)
 
 
 def test_recipes_are_checked_and_named_by_content():
@@ -102,11 +118,19 @@ def test_mmdebstrap_runs_unshared_for_a_user(monkeypatch: pytest.MonkeyPatch, tm
 
 
 def test_python_3_12_is_trixies_3_13_said_once_per_run_and_recorded(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     """Debian has no Python 3.12: 3.13 runs what 3.12 code runs (3.11 lacks its syntax), so
-    `python:3.12*` is the `python:3.13*` image, and a run says so once for all its tasks."""
-    monkeypatch.setenv("SPROUT_CACHE", str(tmp_path / "cache"))
+    `python:3.12*` is the `python:3.13*` image, and a run that cannot pull the real one says
+    so once for all its tasks (the Debian build itself is left out: it is mmdebstrap's)."""
+    cache = ImageCache(tmp_path / "cache")
+    built: list[str] = []
+
+    def fake_debian(name: str, recipe: DebianRecipe, cache: ImageCache) -> Image:
+        built.append(f"{name} {recipe.suite}")
+        return cache.ensure(name, recipe.digest, recipe.to_json(), lambda root: None)
+
+    monkeypatch.setattr("sprout.images.names.ensure_debian", fake_debian)
     for name in ("one", "two"):
         write_task(
             tmp_path / "tasks",
@@ -116,9 +140,18 @@ def test_python_3_12_is_trixies_3_13_said_once_per_run_and_recorded(
             dockerfile="FROM python:3.12-slim\nWORKDIR /app\n",
             tests={"test.sh": "exit 0\n"},
         )
-    loaded = usable_tasks(load_tasks([tmp_path / "tasks"]), "run")
-    said = "python:3.12-slim is approximated by Debian trixie with its Python 3.13, not 3.12"
-    assert [task.warnings for task in loaded.tasks] == [(f"{said} (Debian has none)",)] * 2
-    assert capsys.readouterr().err.splitlines() == [f"warning: {said} (Debian has none) (one, two)"]
+    said: list[str] = []
+    chosen = choose_task_images(
+        load_tasks([tmp_path / "tasks"]).tasks, cache=cache, say=said.append
+    )
+    approximation = "python:3.12-slim is approximated by Debian trixie with its Python 3.13"
+    assert built == ["python:3.12-slim trixie"]
+    assert len(said) == 1 and said[0].startswith(f"image python:3.12-slim: {approximation}")
+    assert "no registry answered (docker.io" in said[0]
+    assert [task.image_mode for task in chosen.tasks] == ["approximate"] * 2
+    record = chosen.record()
+    assert sorted(record) == ["one", "two"]
+    assert record["one"]["how"] == "approximation"
+    assert record["one"]["approximation"].startswith(approximation)
     twelve, thirteen = resolve_from("python:3.12-slim"), resolve_from("python:3.13-slim")
     assert twelve is not None and thirteen is not None and twelve.recipe == thirteen.recipe

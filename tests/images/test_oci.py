@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sprout.images import ImageCache, ImageError
-from sprout.images.names import image_for
+from sprout.images.names import choose_image
 from sprout.images.oci import import_image
 from sprout.sandbox import LayerStore, Sandbox
 
@@ -150,7 +150,8 @@ def test_an_oci_layout_folder_and_its_tar_import_alike(tmp_path: Path):
         tar.add(folder, arcname=".")
     from_tar = import_image(packed, cache=cache)
     assert from_tar.digest == from_folder.digest and "acme/tool:1" in from_tar.names
-    assert image_for("acme/tool:1", cache) == ("acme/tool:1", ""), "imported: no approximation"
+    chosen = choose_image("acme/tool:1", "cache", cache)
+    assert (chosen.how, chosen.approximation) == ("cache", ""), "imported: no approximation"
 
 
 @pytest.mark.parametrize(

@@ -6,10 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from sprout.images import ImageCache
+from sprout.images.names import resolve_from
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import TaskError
 from sprout.tasks import base_checkpoint, load_native, split_solution
 from sprout.tasks.dockerfile import plan_dockerfile
+from sprout.tasks.image_choice import choose_task_images
 from tests.taskfolders import write_task
 
 DOCKERFILE = """\
@@ -51,9 +54,7 @@ def test_native_folder_is_read_with_dockerfile_steps(tmp_path):
     assert task.instruction == "Fix add() in src/calc.py."
     assert task.workdir == "/app"
     assert task.image == "python:3.11-slim"
-    assert task.warnings == (
-        "python:3.11-slim is approximated by Debian bookworm with its Python 3.11",
-    )
+    assert task.warnings == ()  # the run says what the image is, once (`image_choice`)
     assert task.env == {"APP_MODE": "test", "OTHER": "1"}
     kinds = [(s.kind, s.destination or s.command) for s in task.setup]
     assert kinds[0] == ("copy", "/app/src/")  # a trailing / says: a directory
@@ -335,11 +336,6 @@ def test_the_agent_gets_the_tasks_limits_and_set_up_the_defaults(
         assert agent.run("cat built.txt").output == "hello test\n"
 
 
-def test_the_approximation_warning_goes_when_sprout_names_the_image(tmp_path):
-    assert load_native(make_task(tmp_path / "a")).warnings
-    assert not load_native(make_task(tmp_path / "b", toml=ON_HOST)).warnings
-
-
 @pytest.mark.parametrize(
     ("base", "image", "approximation"),
     [
@@ -357,17 +353,24 @@ def test_the_approximation_warning_goes_when_sprout_names_the_image(tmp_path):
 def test_from_names_an_image_sprout_builds(tmp_path, base, image, approximation):
     task = load_native(make_task(tmp_path, DOCKERFILE.replace("python:3.11-slim", base)))
     assert task.image == image
+    request = resolve_from(task.image)
+    assert request is not None
     if approximation is None:
-        assert task.warnings == ()
+        assert request.approximation == ""
     else:
-        [warning] = task.warnings
-        assert approximation in warning
+        assert approximation in request.approximation
 
 
-def test_an_image_sprout_neither_has_nor_builds_is_refused_with_the_way_out(tmp_path):
-    task = make_task(tmp_path, DOCKERFILE.replace("python:3.11-slim", "acme/tool:2"))
-    with pytest.raises(TaskError, match=r"Dockerfile: image acme/tool:2: .*sprout image import"):
-        load_native(task)
+def test_an_image_no_registry_has_and_sprout_cannot_build_skips_the_task_with_the_way_out(
+    tmp_path,
+):
+    task = load_native(make_task(tmp_path, DOCKERFILE.replace("python:3.11-slim", "acme/tool:2")))
+    said: list[str] = []
+    chosen = choose_task_images([task], cache=ImageCache(tmp_path / "cache"), say=said.append)
+    assert chosen.tasks == [] and said == []
+    [error] = chosen.errors  # the suite's registries.conf sends docker.io to a closed port
+    assert error.startswith("fix-calc: image acme/tool:2: no registry answered (docker.io: ")
+    assert "--images approximate" in error
     folder = make_task(tmp_path / "b", toml='[sprout]\nimage = "./rootfs"\n')
     with pytest.raises(TaskError, match=r"sprout.image: .*/rootfs is not a folder"):
         load_native(folder)

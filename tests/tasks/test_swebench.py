@@ -154,8 +154,8 @@ def test_an_image_from_the_images_table_gets_a_copy_of_the_clone(tmp_path, made)
         ("[sprout]\nnetwork = 'no'\n", r"dev\.sprout\.toml: sprout\.network: Input should be"),
         ('[repos."acme/calc"]\nimagee = "x"\n', r'repos\."acme/calc"\.imagee: Extra inputs'),
         (
-            '[repos."acme/calc"]\nimage = "nowhere"\n',
-            r'repos\."acme/calc"\.image: image nowhere:latest: not in the image cache',
+            '[repos."acme/calc"]\nimage = "No where"\n',
+            r'repos\."acme/calc"\.image: image \'No where\': not an image reference',
         ),
         ("[spout]\n", r"spout: unknown; use \[sprout\] or \[repos"),
     ],

@@ -64,7 +64,6 @@ def test_task_yaml_and_dockerfile_are_read(tmp_path: Path):
     assert task.id == "hello"
     assert task.instruction == 'Write "Hello, world!" to /app/hello.txt.'
     assert task.workdir == "/app" and task.image == "ubuntu:24.04"
-    assert any("nearest Debian to Ubuntu 24.04" in warning for warning in task.warnings)
     assert [(s.kind, s.source, s.destination) for s in task.setup] == [
         ("copy", "greeting.txt", "/app/greeting.txt")
     ]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from sprout.tasks import LoadedTasks
 
 if TYPE_CHECKING:
+    from sprout.images.names import ImageMode
     from sprout.sandbox.isolation import IsolationReport
 
 BAD_INPUT = 2
@@ -19,21 +20,45 @@ class UsageError(Exception):
     """Bad input found after parsing: printed as one line, exit code 2."""
 
 
+IMAGE_MODES: dict[str, ImageMode] = {"pull": "pull", "cache": "cache", "approximate": "approximate"}
+
+
 def add_task_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """--images and --repos: where Dockerfile images and SWE-bench clones are found."""
+    """--images and --repos: where tasks' images and SWE-bench clones are found."""
     parser.add_argument(
-        "--images", metavar="FILE", help="TOML [images] table: FROM name -> root-filesystem folder"
+        "--images",
+        metavar="MODE|FILE",
+        action="append",
+        default=[],
+        help="where images come from: pull (default: the image cache, else the registry, "
+        "else a Debian approximation when no registry answers), cache (the image cache "
+        "only), approximate (the cache, else Debian, no registry); or a TOML [images] "
+        "table (FROM name -> root-filesystem folder). Give it twice for both",
     )
     parser.add_argument("--repos", metavar="DIR", help="local clones of SWE-bench repositories")
 
 
+def _image_arguments(values: list[str]) -> tuple[ImageMode, str | None]:
+    """(the image mode, the [images] table's file) of the --images given."""
+    modes = [value for value in values if value in IMAGE_MODES]
+    tables = [value for value in values if value not in IMAGE_MODES]
+    if len(modes) > 1 or len(tables) > 1:
+        raise UsageError(f"--images {' '.join(values)}: at most one mode and one table file")
+    return (IMAGE_MODES[modes[0]] if modes else "pull"), (tables[0] if tables else None)
+
+
 def load_task_arguments(paths: list[str], args: argparse.Namespace) -> LoadedTasks:
-    """The tasks under `paths` (with --images and --repos), every one that failed to load."""
+    """The tasks under `paths` (with --images and --repos) on the images this run chose,
+    and every one that failed to load or has no image."""
     from sprout.tasks import load_tasks
     from sprout.tasks.discover import load_image_table
+    from sprout.tasks.image_choice import choose_task_images
 
-    images = load_image_table(args.images) if args.images else None
-    return load_tasks(paths, images=images, repos=args.repos)
+    mode, table = _image_arguments(args.images)
+    images = load_image_table(table) if table else None
+    loaded = load_tasks(paths, images=images, repos=args.repos)
+    chosen = choose_task_images(loaded.tasks, mode, say=lambda line: print(line, file=sys.stderr))
+    return LoadedTasks(chosen.tasks, [*loaded.errors, *chosen.errors], chosen.record())
 
 
 def usable_tasks(loaded: LoadedTasks, command: str) -> LoadedTasks:

@@ -12,10 +12,11 @@ from sprout.commands.common import UsageError
 def add_parser(commands: Any) -> None:
     image = commands.add_parser(
         "image",
-        help="root filesystems for sandboxes: build from Debian, import, list, rm",
+        help="root filesystems for sandboxes: pull, build from Debian, import, list, rm",
         description="The machine's image cache (SPROUT_CACHE/images, default "
-        "~/.cache/sprout/images), shared by every run: images built from Debian's archive "
-        "with mmdebstrap, or imported from an OCI layout or a `docker save` tarball.",
+        "~/.cache/sprout/images), shared by every run: images pulled from registries, built from "
+        "Debian's archive with mmdebstrap, or imported from an OCI layout or a `docker save` "
+        "tarball.",
     )
     verbs = image.add_subparsers(dest="image_command", required=True, metavar="COMMAND")
     build = verbs.add_parser(
@@ -42,12 +43,28 @@ def add_parser(commands: Any) -> None:
     )
     imported.add_argument("--ref", help="which image of a file that holds several (its tag)")
     imported.set_defaults(func=cmd_import)
+    pulled = verbs.add_parser(
+        "pull",
+        help="pull REF from its registry (skopeo)",
+        description="Pull image REF (ubuntu:24.04, alexgshaw/x:tag, ghcr.io/o/x@sha256:..., "
+        "host:port/x:tag) with skopeo into the image cache, its layers into the machine's "
+        "one blob cache. Credentials, mirrors and insecure registries come from where "
+        "Podman and Docker keep them (REGISTRY_AUTH_FILE, containers-auth.json, "
+        "~/.docker/config.json, registries.conf, /etc/containers/certs.d).",
+    )
+    pulled.add_argument("image", metavar="REF")
+    pulled.add_argument(
+        "--platform",
+        metavar="OS/ARCH",
+        help="which image of a manifest list (default: this machine's)",
+    )
+    pulled.set_defaults(func=cmd_pull)
     listed = verbs.add_parser("list", help="the cached images")
     listed.set_defaults(func=cmd_list)
     removed = verbs.add_parser("rm", help="forget NAME (the image goes with its last name)")
     removed.add_argument("image", metavar="NAME")
     removed.set_defaults(func=cmd_rm)
-    for verb in (build, imported, listed, removed):  # errors read "sprout image rm: ..."
+    for verb in (build, imported, pulled, listed, removed):  # errors read "sprout image rm: ..."
         verb.set_defaults(name=f"image {verb.prog.split()[-1]}")
 
 
@@ -85,6 +102,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pull(args: argparse.Namespace) -> int:
+    from sprout.images.pull import pull
+
+    image = pull(args.image, platform=args.platform)
+    print(f"{', '.join(image.names)}: {image.rootfs} ({image.size / 1e6:.0f} MB)")
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from sprout.images import ImageCache
 
@@ -93,7 +118,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         print("no images (sprout image build NAME, or sprout image import FILE)")
     for image in images:
         made = time.strftime("%Y-%m-%d %H:%M", time.localtime(image.created))
-        source = image.source.get("suite") or image.source.get("file", "")
+        source = (
+            image.source.get("suite")
+            or image.source.get("file")
+            or f"{image.source.get('registry', '')}@{image.source.get('digest', '')}"
+        )
         print(
             f"{', '.join(image.names) or '(unnamed)'}  {image.size / 1e6:.0f} MB  {made}  "
             f"{image.source.get('kind', '?')}:{source}  {image.digest}"

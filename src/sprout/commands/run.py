@@ -163,9 +163,10 @@ def _run(args: argparse.Namespace) -> int:
         halt = Halt()
         try:
             run.tree.set_meta("isolation", report.to_json())
-            run.tree.set_meta(  # what the loaders guessed (an approximated image, say)
+            run.tree.set_meta(  # what the loaders guessed (a Dockerfile line they skip, say)
                 "task_warnings", {t.id: list(t.warnings) for t in loaded.tasks if t.warnings}
             )
+            run.tree.set_meta("images", loaded.images)  # each task's image: how, which digest
             tag = "" if report.holds else "[NO ISOLATION]"
             progress = Progress(quiet=args.quiet, tag=tag)
             with ray_sandboxes(args, run) as sandboxes, halting_on_ctrl_c(halt, "run") as ctrl_c:

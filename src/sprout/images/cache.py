@@ -40,6 +40,10 @@ STORES = "stores"
 """The folder of notes on run stores that stand on images (`sprout.images.runstores`)."""
 
 
+Fill = Callable[[Path], "dict[str, Any] | None"]
+"""What fills a new image's root filesystem, and may add to what its source records."""
+
+
 class ImageError(ValueError):
     """An image that cannot be built, imported or found; the message names it."""
 
@@ -121,10 +125,9 @@ class ImageCache:
         (self.root / "names").mkdir(exist_ok=True)
         write_atomically(str(self._name_file(name)), digest, durable=True)
 
-    def ensure(
-        self, name: str, digest: str, source: dict[str, Any], fill: Callable[[Path], None]
-    ) -> Image:
-        """Image `digest`, named `name`: made by `fill(rootfs)` unless the cache holds it.
+    def ensure(self, name: str, digest: str, source: dict[str, Any], fill: Fill) -> Image:
+        """Image `digest`, named `name`: made by `fill(rootfs)` unless the cache holds it;
+        what `fill` returns joins `source` (a pull learns the image's config as it goes).
 
         Concurrent callers (threads or runs) wait for one build instead of repeating it.
         """
@@ -141,12 +144,12 @@ class ImageCache:
     def _lock(self, digest: str) -> contextlib.AbstractContextManager[None]:
         return file_lock(self.root / f"{digest}.lock")
 
-    def _build(self, digest: str, source: dict[str, Any], fill: Callable[[Path], None]) -> None:
+    def _build(self, digest: str, source: dict[str, Any], fill: Fill) -> None:
         staging = self.root / f"{digest}.{secrets.token_hex(4)}.tmp"
         rootfs = staging / "rootfs"
         rootfs.mkdir(parents=True)
         try:
-            fill(rootfs)
+            source = {**source, **(fill(rootfs) or {})}
             os.chmod(rootfs, 0o755)
             meta = {"source": source, "created": time.time(), "size": disk_usage(str(rootfs))}
             (staging / "image.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")

@@ -1,11 +1,12 @@
 """What a Dockerfile's `FROM` names, and the image sprout uses for it.
 
 An image imported under that name (`sprout image import`) is used as it is.
-Otherwise a few common names are built from Debian's archive, each an
-approximation that says so: `python:3.11-slim` is Debian bookworm with its
-Python 3.11, `python:3.13-slim` trixie with 3.13, `python:3.12-slim` the same
-trixie (no Debian has 3.12), `ubuntu:24.04` the nearest Debian (trixie).
-Anything else must be imported or mapped (`--images`).
+Otherwise it is pulled from its registry (`sprout.images.pull`). Only when no
+registry answers (or with `--images approximate`) are a few common names built
+from Debian's archive instead, each an approximation that says so:
+`python:3.11-slim` is Debian bookworm with its Python 3.11, `python:3.13-slim`
+trixie with 3.13, `python:3.12-slim` the same trixie (no Debian has 3.12),
+`ubuntu:24.04` the nearest Debian (trixie).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from sprout.images.cache import Image, ImageCache, ImageError
 from sprout.images.debian import (
@@ -25,6 +27,14 @@ from sprout.images.debian import (
     DebianRecipe,
     ensure_debian,
 )
+from sprout.images.progress import PullProgress
+from sprout.images.pull import pull
+from sprout.images.reference import parse_reference
+from sprout.images.skopeo import RegistryUnreachable
+
+ImageMode = Literal["pull", "cache", "approximate"]
+"""Where a run may take an image from (`--images`): see `choose_image`."""
+ImageHow = Literal["cache", "pulled", "approximation"]
 
 
 @dataclass(frozen=True)
@@ -39,14 +49,9 @@ class ImageRequest:
 
 
 def normalize(reference: str) -> str:
-    """`docker.io/library/python:3.11-slim@sha256:...` as `python:3.11-slim`; `debian` as
-    `debian:latest`."""
-    name = reference.strip().split("@", 1)[0]
-    for prefix in ("docker.io/", "index.docker.io/", "registry-1.docker.io/"):
-        name = name.removeprefix(prefix)
-    name = name.removeprefix("library/")
-    last = name.rsplit("/", 1)[-1]
-    return name if ":" in last else f"{name}:latest"
+    """`docker.io/library/python:3.11-slim` as `python:3.11-slim`, a pinned digest kept;
+    `debian` as `debian:latest`. ImageError when `reference` is no image reference."""
+    return parse_reference(reference).name
 
 
 def _python(suite: str) -> DebianRecipe:
@@ -130,8 +135,8 @@ BUILTIN: list[tuple[str, Callable[[re.Match[str]], tuple[DebianRecipe, str]]]] =
 
 
 def resolve_from(reference: str) -> ImageRequest | None:
-    """What sprout builds for `reference`, or None when it cannot build it itself."""
-    name = normalize(reference)
+    """What sprout builds for `reference` (its digest aside), or None when it cannot."""
+    name = parse_reference(reference).tagged
     for pattern, make in BUILTIN:
         match = re.fullmatch(pattern, name)
         if match:
@@ -141,37 +146,94 @@ def resolve_from(reference: str) -> ImageRequest | None:
     return None
 
 
+@dataclass(frozen=True)
+class ImageChoice:
+    """The image a run uses for a name, and why: said once per run, kept in results.json."""
+
+    name: str
+    image: Image
+    how: ImageHow
+    reason: str
+    approximation: str
+    """What stands in for the image named ("" when it is the image itself)."""
+
+    @property
+    def digest(self) -> str | None:
+        """The registry digest of a pulled image: what pins the same bytes elsewhere."""
+        digest = self.image.source.get("digest")
+        return str(digest) if digest else None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "how": self.how,
+            "reason": self.reason,
+            **({"digest": self.digest} if self.digest else {}),
+            **({"approximation": self.approximation} if self.approximation else {}),
+        }
+
+
+def _in_cache(name: str, found: Image) -> ImageChoice:
+    request = resolve_from(name) if found.source.get("kind") == "debian" else None
+    approximation = request.approximation if request is not None else ""
+    kind = found.source.get("kind", "?")
+    what = f"{kind} {found.source['digest']}" if kind == "registry" else kind
+    reason = f"{name}: in the image cache ({what})"
+    if approximation:
+        reason += f"; {approximation}"
+    return ImageChoice(name, found, "cache", reason, approximation)
+
+
+def choose_image(
+    reference: str,
+    mode: ImageMode = "pull",
+    cache: ImageCache | None = None,
+    progress: PullProgress | None = None,
+) -> ImageChoice:
+    """The image `reference` names, in the order a run takes them: the image cache's (any
+    mode), then the registry's (`pull`), then sprout's Debian approximation (`pull` when no
+    registry answered, or `approximate`). ImageError, one line, when none of them is."""
+    cache = cache or ImageCache()
+    name = normalize(reference)
+    found = cache.get(name)
+    if found is not None:
+        return _in_cache(name, found)
+    if mode == "cache":
+        raise ImageError(
+            f"image {name}: not in the image cache, and --images cache pulls nothing "
+            f"(sprout image pull {name})"
+        )
+    unreachable: RegistryUnreachable | None = None
+    if mode == "pull":
+        try:
+            image = pull(name, cache=cache, progress=progress)
+        except RegistryUnreachable as error:
+            unreachable = error
+        else:
+            reason = f"{name}: pulled from {image.source['registry']} ({image.source['digest']})"
+            return ImageChoice(name, image, "pulled", reason, "")
+    request = resolve_from(name)
+    if request is None or request.recipe is None:
+        if unreachable is not None:
+            raise ImageError(
+                f"{unreachable}; sprout builds no approximation of it (--images approximate "
+                "knows python, debian, ubuntu and buildpack-deps names)"
+            )
+        raise ImageError(_unknown(name))
+    image = ensure_debian(name, request.recipe, cache)
+    why = "--images approximate" if unreachable is None else str(unreachable)
+    reason = f"{name}: {request.approximation or 'built from Debian'} ({why})"
+    return ImageChoice(name, image, "approximation", reason, request.approximation)
+
+
 def _unknown(name: str) -> str:
     return (
-        f"image {name}: not in the image cache, and not one sprout builds itself; import it "
-        f"(docker save {name} -o image.tar; sprout image import image.tar --name {name}) or "
-        f"give a root-filesystem folder for it in an --images table"
+        f"image {name}: not in the image cache, and not one sprout builds itself; pull it "
+        f"(sprout image pull {name}), import it (docker save {name} -o image.tar; sprout "
+        f"image import image.tar --name {name}) or give a root-filesystem folder for it in "
+        "an --images table"
     )
 
 
-def image_for(reference: str, cache: ImageCache | None = None) -> tuple[str, str]:
-    """(the image's name, what it approximates or "") for `reference`: an imported image is
-    itself; one sprout builds from Debian says what it stands in for. ImageError when the
-    cache lacks it and sprout cannot build it."""
-    name = normalize(reference)
-    found = (cache or ImageCache()).get(name)
-    if found is not None and found.source.get("kind") != "debian":
-        return name, ""
-    request = resolve_from(name)
-    if request is None:
-        if found is not None:
-            return name, ""
-        raise ImageError(_unknown(name))
-    return name, request.approximation
-
-
-def ensure_image(name: str, cache: ImageCache | None = None) -> Image:
-    """The image called `name`: imported or built before, else built now when sprout can."""
-    cache = cache or ImageCache()
-    found = cache.get(name)
-    if found is not None:
-        return found
-    request = resolve_from(name)
-    if request is None or request.recipe is None:
-        raise ImageError(_unknown(name))
-    return ensure_debian(name, request.recipe, cache)
+def ensure_image(name: str, mode: ImageMode = "pull", cache: ImageCache | None = None) -> Image:
+    """The image called `name`, as `choose_image` finds it."""
+    return choose_image(name, mode, cache).image

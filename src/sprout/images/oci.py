@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import os
 import shutil
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 from sprout.images.cache import Image, ImageCache, ImageError
+from sprout.images.platforms import choose, is_list, this_machine
 
 WHITEOUT = ".wh."
 OPAQUE = ".wh..wh..opq"
@@ -31,24 +31,54 @@ OPAQUE = ".wh..wh..opq"
 
 @dataclass(frozen=True)
 class Archive:
-    """An image's files, from a folder or a tar of one."""
+    """An image's files, from a folder or a tar of one; `blobs`: the shared blob folder an
+    OCI layout's blobs may be in instead (`skopeo copy --dest-shared-blob-dir`)."""
 
     path: Path
+    blobs: Path | None = None
 
     def read(self, name: str) -> bytes:
+        with self.open(name) as handle:
+            return handle.read()
+
+    @contextlib.contextmanager
+    def open(self, name: str) -> Iterator[IO[bytes]]:
+        """Member `name`, streamed (a layer may be bigger than memory)."""
+        if self.blobs is not None and name.startswith("blobs/"):
+            shared = self.blobs / name.removeprefix("blobs/")
+            if shared.is_file():
+                with shared.open("rb") as handle:
+                    yield handle
+                return
         if self.path.is_dir():
             target = self.path / name
             if not target.is_file():
                 raise ImageError(f"{self.path}: no {name}")
-            return target.read_bytes()
+            with target.open("rb") as handle:
+                yield handle
+            return
         with tarfile.open(self.path) as archive:
             bare = name.removeprefix("./")
             for candidate in (bare, f"./{bare}"):
                 with contextlib.suppress(KeyError):
                     member = archive.extractfile(candidate)
                     if member is not None:
-                        return member.read()
+                        yield member
+                        return
             raise ImageError(f"{self.path}: no {name}")
+
+
+@dataclass(frozen=True)
+class ImageManifest:
+    """What an archive says of one image."""
+
+    layers: list[str]
+    """Layer paths inside the archive, bottom first."""
+    name: str
+    """Its own reference ("" when it has none)."""
+    digest: str
+    config: dict[str, Any]
+    """What `docker run` starts it with (`config_summary`)."""
 
 
 def _json(archive: Archive, name: str) -> Any:
@@ -63,8 +93,21 @@ def _blob(digest: str) -> str:
     return f"blobs/{algorithm}/{value}"
 
 
-def layers_of(archive: Archive, reference: str | None) -> tuple[list[str], str, str]:
-    """(layer paths inside the archive, bottom first; the image's reference; its digest)."""
+def config_summary(config: dict[str, Any]) -> dict[str, Any]:
+    """The parts of an image's config a sandbox starts with, as `docker run` does: its
+    variables, working folder and user, and the platform it was built for."""
+    run = config.get("config") or {}
+    return {
+        "env": [e for e in run.get("Env") or [] if isinstance(e, str)],
+        "workdir": run.get("WorkingDir") or "",
+        "user": run.get("User") or "",
+        "os": config.get("os") or "",
+        "architecture": config.get("architecture") or "",
+    }
+
+
+def read_manifest(archive: Archive, reference: str | None) -> ImageManifest:
+    """The image of `archive` that `reference` names (its only or first one without)."""
     names = _names(archive)
     if "index.json" in names:
         index = _json(archive, "index.json")
@@ -80,21 +123,19 @@ def layers_of(archive: Archive, reference: str | None) -> tuple[list[str], str, 
             raise ImageError(f"{archive.path}: index.json lists no image")
         manifest_ref = manifests[0]
         manifest = _json(archive, _blob(manifest_ref["digest"]))
-        if "manifests" in manifest:  # an index of platforms: take linux/amd64 or the first
-            chosen = next(
-                (
-                    m
-                    for m in manifest["manifests"]
-                    if (m.get("platform") or {}).get("architecture") in ("amd64", "x86_64")
-                ),
-                manifest["manifests"][0],
-            )
-            manifest = _json(archive, _blob(chosen["digest"]))
-        layers = [_blob(layer["digest"]) for layer in manifest.get("layers") or []]
+        if is_list(manifest):
+            chosen = choose(manifest, this_machine(), str(archive.path))
+            manifest = _json(archive, _blob(chosen))
+        config = manifest.get("config") or {}
         name = (manifest_ref.get("annotations") or {}).get(
             "org.opencontainers.image.ref.name", reference or ""
         )
-        return layers, name, manifest_ref["digest"]
+        return ImageManifest(
+            [_blob(layer["digest"]) for layer in manifest.get("layers") or []],
+            name,
+            manifest_ref["digest"],
+            config_summary(_json(archive, _blob(config["digest"]))) if config else {},
+        )
     if "manifest.json" in names:
         entries = _json(archive, "manifest.json")
         if not isinstance(entries, list) or not entries:
@@ -104,7 +145,13 @@ def layers_of(archive: Archive, reference: str | None) -> tuple[list[str], str, 
             entry = next((e for e in entries if reference in (e.get("RepoTags") or [])), entry)
         tags = entry.get("RepoTags") or []
         digest = "sha256:" + hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()
-        return list(entry.get("Layers") or []), tags[0] if tags else "", digest
+        config_file = entry.get("Config")
+        return ImageManifest(
+            list(entry.get("Layers") or []),
+            tags[0] if tags else "",
+            digest,
+            config_summary(_json(archive, config_file)) if config_file else {},
+        )
     raise ImageError(
         f"{archive.path}: neither an OCI image layout (index.json) nor a docker save tarball "
         "(manifest.json)"
@@ -120,13 +167,31 @@ def _names(archive: Archive) -> set[str]:
         return {name.removeprefix("./") for name in tar.getnames()}
 
 
+def _check_digest(archive: Archive, name: str) -> None:
+    """A blob's bytes against the digest it is named by: a cached blob is reused without
+    being fetched again, so it is checked whenever it is unpacked."""
+    parts = PurePosixPath(name).parts
+    if len(parts) != 3 or parts[:2] != ("blobs", "sha256"):
+        return  # a docker save tarball names its layers by path
+    digest = hashlib.sha256()
+    with archive.open(name) as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    if digest.hexdigest() != parts[2]:
+        raise ImageError(
+            f"{archive.path}: layer {name} does not match its digest (sha256:{digest.hexdigest()})"
+        )
+
+
 @contextlib.contextmanager
 def _opened_layer(archive: Archive, name: str) -> Iterator[tarfile.TarFile]:
-    data = archive.read(name)
-    if data[:4] == b"\x28\xb5\x2f\xfd":
-        raise ImageError(f"{archive.path}: layer {name} is zstd-compressed; sprout reads gzip")
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as layer:
-        yield layer
+    _check_digest(archive, name)
+    with archive.open(name) as handle:
+        if handle.read(4) == b"\x28\xb5\x2f\xfd":
+            raise ImageError(f"{archive.path}: layer {name} is zstd-compressed; sprout reads gzip")
+        handle.seek(0)
+        with tarfile.open(fileobj=handle, mode="r:*") as layer:
+            yield layer
 
 
 def _contained(member: tarfile.TarInfo, destination: str) -> tarfile.TarInfo | None:
@@ -202,19 +267,29 @@ def import_image(
     archive = Archive(Path(path))
     if not archive.path.exists():
         raise ImageError(f"{archive.path}: no such file or folder")
-    layers, own_name, digest = layers_of(archive, reference)
-    name = name or own_name
+    manifest = read_manifest(archive, reference)
+    name = name or manifest.name
     if not name:
         raise ImageError(f"{archive.path}: the image has no tag; give it a name (--name)")
-    cache = cache or ImageCache()
+    source = {
+        "kind": "oci",
+        "file": str(archive.path.resolve()),
+        "reference": manifest.name,
+        "config": manifest.config,
+    }
+    identity = "oci-" + manifest.digest.partition(":")[2][:16]
+    return (cache or ImageCache()).ensure(name, identity, source, unpacker(archive, manifest))
+
+
+def unpacker(archive: Archive, manifest: ImageManifest) -> Callable[[Path], None]:
+    """What fills a root filesystem with `manifest`'s layers, in order."""
 
     def fill(root: Path) -> None:
-        for layer_name in layers:
+        for layer_name in manifest.layers:
             with _opened_layer(archive, layer_name) as layer:
                 try:
                     apply_layer(layer, root)
                 except tarfile.FilterError as error:
                     raise ImageError(f"{archive.path}: layer {layer_name}: {error}") from None
 
-    source = {"kind": "oci", "file": str(archive.path.resolve()), "reference": own_name}
-    return cache.ensure(name, "oci-" + digest.partition(":")[2][:16], source, fill)
+    return fill

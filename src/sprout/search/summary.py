@@ -130,6 +130,7 @@ def results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
         }
     isolation = tree.get_meta("isolation")
     warnings = tree.get_meta("task_warnings")
+    images = tree.get_meta("images")
     settings = tree.get_meta("settings") or {}
     return {
         "model": settings.get("model"),
@@ -137,6 +138,7 @@ def results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
         "tasks": per_task,
         **({"isolation": isolation} if isolation is not None else {}),
         **({"task_warnings": warnings} if warnings else {}),
+        **({"images": images} if images else {}),
     }
 
 
@@ -236,6 +238,17 @@ def _notes(content: dict[str, Any]) -> list[str]:
                     )
         if said:
             notes.append(f"{name}: " + "; ".join(said))
+    approximated = {
+        entry["image"]: entry["approximation"]
+        for entry in (content.get("images") or {}).values()
+        if entry.get("approximation")
+    }
+    for image, approximation in sorted(approximated.items()):
+        tasks = sum(e["image"] == image for e in content["images"].values())
+        notes.append(
+            f"approximated image: {approximation} ({tasks} task{'s' * (tasks != 1)}); these "
+            "tasks did not run on their own image"
+        )
     if any(m.get("errors") or m.get("incomplete") for m in content["methods"].values()):
         notes.append(
             "errors are not failures: such tasks count as not resolved above, results.json "

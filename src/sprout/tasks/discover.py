@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sprout.config import only_tables
 from sprout.task import Task, TaskError
@@ -29,6 +30,8 @@ class LoadedTasks:
 
     tasks: list[Task] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    images: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each task's image as the run chose it (`image_choice.ChosenImages.record`)."""
 
 
 def _has(folder: Path, name: str) -> bool:

@@ -8,9 +8,8 @@ import json
 import os
 import re
 
-from sprout.images import ImageCache, ImageError
+from sprout.images import ImageCache
 from sprout.images.bases import building, lend, shared_store
-from sprout.images.names import ensure_image
 from sprout.images.network import (
     IndexSettings,
     index_settings,
@@ -21,6 +20,7 @@ from sprout.images.runstores import note_image
 from sprout.sandbox import LayerStore, Limits, Sandbox
 from sprout.task import Task, TaskError
 from sprout.tasks.files import os_problem
+from sprout.tasks.imageref import RootFilesystem, image_rootfs
 from sprout.tasks.setup_steps import Build, context_inputs
 from sprout.tasks.setup_users import with_task_users
 
@@ -55,18 +55,6 @@ def _digest(task: Task, image: str, machine: IndexSettings) -> str:
     return digest.hexdigest()[:16]
 
 
-def image_root(task: Task) -> tuple[str, str]:
-    """(the root filesystem a sandbox mounts, what identifies its content): an image name is
-    built or imported into the machine's image cache first (`sprout image`)."""
-    if task.image == "host" or task.image.startswith("/"):
-        return task.image, task.image
-    try:
-        image = ensure_image(task.image)
-    except ImageError as error:
-        raise TaskError(f"{task.id}: {error}") from None
-    return image.rootfs, image.digest
-
-
 def agent_limits(task: Task) -> Limits:
     """The sandbox limits of the task's agent: its `[environment]` over the defaults."""
     defaults = Limits()
@@ -95,9 +83,12 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
     layers.host.hide(
         p for p in (task.path, task.environment_dir, task.tests_dir) if p is not None
     )  # its tests and solution above all, from every sandbox of the store
-    rootfs, identity = image_root(task)
+    root = image_rootfs(task.image, task)
+    rootfs, identity = root.path, root.identity
     machine = index_settings()
     name = f"base-{re.sub(r'[^A-Za-z0-9._-]', '_', task.id)[:80]}-"
+    if root.digest:  # the bytes it stands on, readable in `sprout shell`'s list
+        name += f"at-{root.digest.partition(':')[2][:12]}-"
     name += _digest(task, identity, machine)
     in_cache = rootfs.startswith(str(ImageCache().root))
     if in_cache:  # `sprout gc --images` keeps the image while `layers` is on the machine
@@ -107,11 +98,11 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
         return cached
     shared = shared_store(layers) if in_cache else None
     if shared is None:
-        return _build_base(task, layers, rootfs, name, machine)
+        return _build_base(task, layers, root, name, machine)
     with building(shared, name):
         lent = lend(shared, name, layers)
         if lent is None:
-            _build_base(task, shared, rootfs, name, machine)
+            _build_base(task, shared, root, name, machine)
             lent = lend(shared, name, layers)
     assert lent is not None, "the base layer was just built"
     layers.set_ref(name, lent)
@@ -119,13 +110,16 @@ def base_checkpoint(task: Task, layers: LayerStore) -> str:
 
 
 def _build_base(
-    task: Task, layers: LayerStore, rootfs: str, name: str, machine: IndexSettings
+    task: Task, layers: LayerStore, root: RootFilesystem, name: str, machine: IndexSettings
 ) -> str:
-    """Run the task's set-up on `rootfs` in `layers`, and name the result `name` there."""
+    """Run the task's set-up on `root` in `layers`, and name the result `name` there. The
+    image's own ENV comes first, as `docker build` and `docker run` start from it."""
+    rootfs = root.path
+    build_env = {**root.env, **machine.env()}
     build = Build(  # earlier stages are built when a step first copies from them
         task,
         layers,
-        env=machine.env(),
+        env=build_env,
         prepare=lambda stage: put_machine_network(stage, machine),
         timeout=SETUP_TIMEOUT_S,
         error_lines=SETUP_ERROR_LINES,
@@ -134,7 +128,7 @@ def _build_base(
         layers,
         image=rootfs,
         workdir=task.workdir,
-        env=machine.env(),
+        env=build_env,
         network=task.setup_network,
         user_namespaces=task.user_namespaces,
     ) as sandbox:
@@ -145,8 +139,8 @@ def _build_base(
         checkpoint = sandbox.checkpoint()
     checkpoint = with_task_users(task, layers, checkpoint)
     limits = agent_limits(task)
-    env = {**machine.agent_env(), **task.env}  # the task's own variables win
-    if task.network != task.setup_network or limits != Limits() or env != machine.env():
+    env = {**root.env, **machine.agent_env(), **task.env}  # the task's own variables win
+    if task.network != task.setup_network or limits != Limits() or env != build_env:
         # Set-up may fetch what it needs; the agent's calls, forked from here, may not. They
         # get the final ENV (which no set-up step before it had) over the machine's index.
         with Sandbox.fork(

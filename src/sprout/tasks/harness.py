@@ -5,7 +5,7 @@ network each phase gets (`network_mode` with its `allowed_hosts`, `allow_interne
 Each table is a model of the fields sprout reads, typed and bounded, read as every table
 is (`sprout.config.validate_table`: a bad value is one line, `FILE: TABLE.FIELD: PROBLEM`).
 Unlike `[sprout]`, they ignore the fields sprout does not read: Harbor adds fields over
-time (`build_timeout_sec`, `docker_image`, `gpus`, `allow_internet`, ...), and a task
+time (`build_timeout_sec`, `gpus`, ...), and a task
 written for a newer Harbor must still load.
 """
 
@@ -102,6 +102,9 @@ class EnvironmentTable(BaseModel):
     allowed_hosts: AllowedHosts | None = None
     allow_internet: StrictBool | None = None
     """Harbor's older spelling: false is `no-network`."""
+    docker_image: Annotated[str, Field(min_length=1, strict=True)] | None = None
+    """The task's environment, prebuilt (Terminal-Bench 2 names one for every task):
+    Harbor runs it instead of building the Dockerfile."""
 
     @property
     def network(self) -> NetworkMode:

@@ -1,37 +1,72 @@
-"""What a task's image setting names: `host`, a root-filesystem folder, or an image name.
+"""What a task's image setting names (`host`, a root-filesystem folder, or an image
+reference), and the root filesystem it stands for.
 
-A name (`python:3.11-slim`, a Dockerfile's `FROM`) is checked when the task
-loads, so a task whose image sprout can neither find nor build is refused
-before a run starts; the image itself is built when a base layer first needs it.
+A reference (`python:3.11-slim`, a Dockerfile's `FROM`) is checked for its form
+when the task loads; whether it is cached, pulled or approximated is decided when
+a run starts (`sprout.tasks.image_choice`), and the image is unpacked or built
+when a base layer first needs it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sprout.images import ImageError
-from sprout.images.names import image_for
-from sprout.task import TaskError
+from sprout.images.names import choose_image, normalize
+from sprout.task import Task, TaskError
 
 
-def task_image(
-    value: str, root: Path, images: Mapping[str, str] | None, where: str
-) -> tuple[str, str]:
-    """(`host`, an absolute folder or an image name; what the image approximates or "").
+def task_image(value: str, root: Path, images: Mapping[str, str] | None, where: str) -> str:
+    """`host`, an absolute folder or an image reference (normalised).
 
     `images` (the --images table) wins; then a folder (relative to `root`); then a name.
     """
     if value == "host":
-        return value, ""
+        return value
     if images and value in images:
-        return images[value], ""
+        return images[value]
     folder = root / value
     if value.startswith(("/", "./", "../")) or folder.is_dir():
         if not folder.is_dir():
             raise TaskError(f"{where}: {folder} is not a folder")
-        return str(folder.resolve()), ""
+        return str(folder.resolve())
     try:
-        return image_for(value)
+        return normalize(value)
     except ImageError as error:
         raise TaskError(f"{where}: {error}") from None
+
+
+@dataclass(frozen=True)
+class RootFilesystem:
+    """What a sandbox over an image mounts, and what the image says it starts with."""
+
+    path: str
+    identity: str
+    """What identifies its content (a base layer's name depends on it)."""
+    config: dict[str, Any] = field(default_factory=dict)
+    """The image's own config (`oci.config_summary`): its variables, folder, user."""
+    digest: str | None = None
+    """The registry digest it was pulled by."""
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The image's ENV, as `docker run` starts a container with it."""
+        pairs = (entry.partition("=") for entry in self.config.get("env") or [])
+        return {name: value for name, _, value in pairs if name}
+
+
+def image_rootfs(image: str, task: Task) -> RootFilesystem:
+    """The root filesystem of `image` (a task's or a stage's), from the machine's image
+    cache, pulled or built first as the task's `image_mode` allows."""
+    if image == "host" or image.startswith("/"):
+        return RootFilesystem(image, image)
+    try:
+        found = choose_image(image, task.image_mode).image
+    except ImageError as error:
+        raise TaskError(f"{task.id}: {error}") from None
+    config = found.source.get("config") or {}
+    digest = found.source.get("digest") if found.source.get("kind") == "registry" else None
+    return RootFilesystem(found.rootfs, found.digest, config, digest)

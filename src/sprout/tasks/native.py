@@ -239,9 +239,9 @@ def task_environment(
     plan = _plan(task_id, dockerfile, context, images, {**compose.build_args, **sprout.build_args})
     if sprout.image:
         where = f"{task_id}: {settings_file}: sprout.image"
-        image, approximation = task_image(sprout.image, root, None, where)
+        image = task_image(sprout.image, root, None, where)
     else:
-        image, approximation = task_image(plan.image, root, images, f"{task_id}: {dockerfile}")
+        image = task_image(plan.image, root, images, f"{task_id}: {dockerfile}")
     workdir = sprout.workdir or plan.workdir or "/workspace"
     if not workdir.startswith("/"):
         raise TaskError(f"{task_id}: {settings_file}: sprout.workdir: {workdir!r} is not absolute")
@@ -257,8 +257,8 @@ def task_environment(
         )
         for index, command in enumerate(sprout.setup)
     ]
-    warnings = [*plan.warnings, *compose.warnings, *([approximation] if approximation else [])]
-    stages = _stages(task_id, plan, dockerfile, root, images, warnings)
+    warnings = [*plan.warnings, *compose.warnings]
+    stages = _stages(task_id, plan, dockerfile, root, images)
     return TaskEnvironment(
         image,
         workdir,
@@ -314,17 +314,13 @@ def _stages(
     dockerfile: Path,
     root: Path,
     images: Mapping[str, str] | None,
-    warnings: list[str],
 ) -> tuple[Stage, ...]:
-    """The earlier stages, their images checked now too and approximated like the task's
-    own (each approximation added to `warnings` once)."""
+    """The earlier stages, their images checked now too."""
     stages = []
     for stage in plan.stages:
-        found, approximated = task_image(stage.image, root, images, f"{task_id}: {dockerfile}")
+        found = task_image(stage.image, root, images, f"{task_id}: {dockerfile}")
         named = tuple(_relative_origin(step, root) for step in stage.steps)
         stages.append(stage.model_copy(update={"image": found, "steps": named}))
-        if approximated and approximated not in warnings:
-            warnings.append(approximated)
     return tuple(stages)
 
 
@@ -389,4 +385,17 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         disk_bytes=resources.disk_bytes,
         results=sprout.results,
         warnings=setting.warnings,
+        prebuilt_image=_prebuilt(resources, toml_path, task_id),
+    )
+
+
+def _prebuilt(resources: EnvironmentTable, toml_path: Path, task_id: str) -> str | None:
+    """Harbor's `docker_image`, normalised; a bad reference names the field."""
+    if resources.docker_image is None:
+        return None
+    return task_image(
+        resources.docker_image,
+        toml_path.parent,
+        None,
+        f"{task_id}: {toml_path}: environment.docker_image",
     )

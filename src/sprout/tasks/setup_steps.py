@@ -17,8 +17,6 @@ import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
-from sprout.images import ImageError
-from sprout.images.names import ensure_image
 from sprout.sandbox import LayerStore, Observation, Sandbox
 from sprout.task import SetupFailed, SetupStep, Task, TaskError
 from sprout.tasks.buildcontext import (
@@ -30,20 +28,9 @@ from sprout.tasks.buildcontext import (
 )
 from sprout.tasks.dockerfile_state import is_root
 from sprout.tasks.files import os_problem
+from sprout.tasks.imageref import image_rootfs
 from sprout.tasks.setup_copy import run_copy
 from sprout.tasks.setup_users import resolve_user
-
-
-def image_rootfs(image: str, task_id: str) -> tuple[str, str]:
-    """(the root filesystem a stage's sandbox mounts, what identifies its content), as
-    `environment.image_root` gives the task's own image."""
-    if image == "host" or image.startswith("/"):
-        return image, image
-    try:
-        found = ensure_image(image)
-    except ImageError as error:
-        raise TaskError(f"{task_id}: {error}") from None
-    return found.rootfs, found.digest
 
 
 class Build:
@@ -80,13 +67,14 @@ class Build:
         if index in self.built:
             return self.built[index]
         stage = self.task.stages[index]
-        rootfs, _ = image_rootfs(stage.image, self.task.id)
+        root = image_rootfs(stage.image, self.task)
+        rootfs = root.path
         label = f"stage {stage.name or index}"
         with Sandbox.create(
             self.layers,
             image=rootfs,
             workdir=stage.workdir,
-            env={**self.env, **stage.env},
+            env={**root.env, **self.env, **stage.env},
             network=self.task.setup_network,
             user_namespaces=self.task.user_namespaces,
         ) as sandbox:
@@ -175,7 +163,7 @@ def context_inputs(task: Task) -> Iterator[bytes]:
 
 def _context_inputs(task: Task) -> Iterator[bytes]:
     for stage in task.stages:
-        yield image_rootfs(stage.image, task.id)[1].encode()
+        yield image_rootfs(stage.image, task).identity.encode()
     context = task.environment_dir
     if context is None:
         return

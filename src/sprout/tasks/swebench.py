@@ -129,9 +129,9 @@ def _settings_for(
     return SweBenchSettings.model_validate(merged)
 
 
-def _image(value: str, images: Mapping[str, str], sidecar: Path, label: str) -> tuple[str, str]:
+def _image(value: str, images: Mapping[str, str], sidecar: Path, label: str) -> str:
     """ "host", the folder the --images table gives a name, a folder beside the sidecar, or
-    an image name; and what the image approximates (`task_image`)."""
+    an image name (`task_image`)."""
     return task_image(value, sidecar.parent, images, f"{sidecar}: {label}.image")
 
 
@@ -322,7 +322,7 @@ def _line_task(
             f"(looked for {owner}__{name}, {name} and {owner}/{name})"
         )
     settings = _settings_for(record, tables)
-    image, approximation = _image(settings.image or "host", images, sidecar_path(path), "sprout")
+    image = _image(settings.image or "host", images, sidecar_path(path), "sprout")
     if image != "host" and (clone / ".git").is_file():
         raise TaskError(
             f"{label}: {where}: repo: {clone}/.git is a file (a worktree); an image other "
@@ -334,7 +334,6 @@ def _line_task(
         settings=settings,
         image=image,
         path=path,
-        warnings=(approximation,) if approximation else (),
     )
 
 

@@ -1,0 +1,232 @@
+"""Pulling an image from its registry into the machine's image cache.
+
+The manifest is read first (`skopeo inspect --raw`): a manifest list is narrowed
+to this machine's platform (or `--platform`'s), and the image is then copied by
+the digest of its own manifest, so a tag that moves during the pull cannot mix
+two images. The copy goes into an OCI layout whose blobs live in the cache's
+one blob folder (`IMAGES/blobs`, content-addressed): a layer that another image
+already brought, as every SWE-bench image of a repository shares its base, is
+not fetched again. A broken transfer is retried by skopeo; what failed leaves
+the cache as it was, but for whole blobs it verified, which the next pull
+reuses. The image is then unpacked as `sprout image import` unpacks one, every
+layer's digest checked again, and named by its reference; its source records
+the registry, the digest pulled and the image's config.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sprout.images.cache import Image, ImageCache, ImageError
+from sprout.images.oci import Archive, read_manifest, unpacker
+from sprout.images.platforms import Platform, choose, is_list, this_machine
+from sprout.images.progress import PullProgress, Transfer
+from sprout.images.reference import ImageReference, parse_reference
+from sprout.images.skopeo import copy_arguments, inspect_raw, registry_error, skopeo_command
+
+POLL_S = 0.25
+"""How often a pull's progress is measured (the blobs on disk, whole and partial)."""
+LAYOUT_TAG = "image"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The image a reference names for one platform, by digest."""
+
+    reference: ImageReference
+    digest: str
+    """Its own manifest's digest: what a rerun elsewhere pulls to get the same bytes."""
+    list_digest: str | None
+    """The manifest list's, when the reference named one."""
+    manifest: dict[str, Any]
+    platform: Platform
+
+
+def blob_dir(cache: ImageCache) -> Path:
+    return cache.root / "blobs"
+
+
+def _sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _manifest(raw: bytes, digest: str | None, reference: ImageReference) -> dict[str, Any]:
+    """The manifest in `raw`, checked against the digest it was asked by."""
+    if digest is not None and _sha256(raw) != digest:
+        raise ImageError(
+            f"image {reference.name}: {reference.registry} served a manifest that is not "
+            f"{digest} (it is {_sha256(raw)})"
+        )
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError:
+        raise ImageError(f"image {reference.name}: the manifest is not JSON") from None
+    if not isinstance(parsed, dict):
+        raise ImageError(f"image {reference.name}: the manifest is not a JSON object")
+    return parsed
+
+
+def resolve(reference: ImageReference, platform: Platform) -> Resolved:
+    """The digest and manifest of `reference`'s image for `platform`, from its registry."""
+    name, registry = reference.name, reference.registry
+    raw = inspect_raw(reference.transport, name, registry)
+    top = _manifest(raw, reference.digest, reference)
+    if not is_list(top):
+        return Resolved(reference, _sha256(raw), None, top, platform)
+    digest = choose(top, platform, name)
+    manifest = _manifest(inspect_raw(reference.at(digest), name, registry), digest, reference)
+    return Resolved(reference, digest, _sha256(raw), manifest, platform)
+
+
+def pull(
+    text: str,
+    *,
+    cache: ImageCache | None = None,
+    platform: str | None = None,
+    progress: PullProgress | None = None,
+) -> Image:
+    """Image `text` (a reference as Docker writes it), pulled unless the cache holds its
+    digest for this platform. ImageError, one line, when it cannot be; `RegistryUnreachable`
+    when no registry answered."""
+    reference = parse_reference(text)
+    cache = cache or ImageCache()
+    resolved = resolve(reference, Platform.parse(platform) if platform else this_machine())
+    source = {
+        "kind": "registry",
+        "reference": reference.name,
+        "registry": reference.registry,
+        "repository": reference.repository,
+        "digest": resolved.digest,
+        **({"list_digest": resolved.list_digest} if resolved.list_digest else {}),
+        "platform": str(resolved.platform),
+    }
+    identity = "reg-" + resolved.digest.partition(":")[2][:16]
+    fill = _filler(resolved, cache, progress or PullProgress())
+    return cache.ensure(reference.name, identity, source, fill)
+
+
+def _filler(
+    resolved: Resolved, cache: ImageCache, progress: PullProgress
+) -> Callable[[Path], dict[str, Any]]:
+    def fill(root: Path) -> dict[str, Any]:
+        pulls = cache.root / "pulls"  # beside the blobs: skopeo renames each blob into place
+        pulls.mkdir(parents=True, exist_ok=True)
+        layout = pulls / secrets.token_hex(6)
+        try:
+            fetched = _download(resolved, layout, blob_dir(cache), progress)
+            archive = Archive(layout, blobs=blob_dir(cache))
+            manifest = read_manifest(archive, LAYOUT_TAG)
+            _check_platform(resolved, manifest.config)
+            unpacker(archive, manifest)(root)
+        except OSError as error:
+            if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise ImageError(
+                f"image {resolved.reference.name}: the disk is full ({error.strerror}); "
+                "nothing half-pulled was kept"
+            ) from None
+        finally:
+            shutil.rmtree(layout, ignore_errors=True)
+        return {"config": manifest.config, "fetched_bytes": fetched}
+
+    return fill
+
+
+def _check_platform(resolved: Resolved, config: dict[str, Any]) -> None:
+    """A single-platform image built for another machine is refused, as a list without
+    this platform is (`platforms.choose`)."""
+    built = Platform(config.get("os") or "linux", config.get("architecture") or "")
+    if (
+        resolved.list_digest is None
+        and built.architecture
+        and not resolved.platform.matches({"os": built.os, "architecture": built.architecture})
+    ):
+        raise ImageError(
+            f"image {resolved.reference.name}: no image for {resolved.platform} (it is "
+            f"{built}); --platform picks another"
+        )
+
+
+def _layers(manifest: dict[str, Any]) -> list[tuple[str, int]]:
+    return [
+        (str(layer.get("digest", "")), int(layer.get("size") or 0))
+        for layer in manifest.get("layers") or []
+        if isinstance(layer, dict)
+    ]
+
+
+def _download(resolved: Resolved, layout: Path, blobs: Path, progress: PullProgress) -> int:
+    """Copy the image's blobs into `blobs` and its manifest into `layout`; the bytes fetched
+    (its layers that `blobs` lacked)."""
+    layers = _layers(resolved.manifest)
+    missing = [(d, size) for d, size in layers if not _blob_path(blobs, d).is_file()]
+    name = resolved.reference.name
+    transfer = Transfer(name, sum(size for _, size in missing), len(layers))
+    transfer.done_layers = len(layers) - len(missing)
+    progress.start(transfer)
+    started = time.monotonic()
+    command = skopeo_command(
+        copy_arguments(resolved.reference.at(resolved.digest), layout, LAYOUT_TAG, blobs)
+    )
+    with tempfile.TemporaryFile() as errors:
+        try:
+            child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
+            while child.poll() is None:
+                time.sleep(POLL_S)
+                progress.update(name, *_measure(layout, blobs, layers, missing))
+        except BaseException:
+            if "child" in locals():
+                child.kill()
+                child.wait()
+            progress.finish(name, f"{name}: pull interrupted")
+            raise
+        if child.returncode != 0:
+            errors.seek(0)
+            error = registry_error(
+                errors.read().decode(errors="replace"), name, resolved.reference.registry
+            )
+            progress.finish(name, f"{name}: {error}")
+            raise error
+    fetched = sum(size for _, size in missing)
+    shared = len(layers) - len(missing)
+    progress.finish(
+        name,
+        f"{name}: pulled {resolved.digest[:19]} ({len(layers)} layers, "
+        f"{fetched / 1e6:.1f} MB fetched"
+        + (f", {shared} already in the blob cache" if shared else "")
+        + f", {time.monotonic() - started:.1f} s)",
+    )
+    return fetched
+
+
+def _blob_path(blobs: Path, digest: str) -> Path:
+    algorithm, _, value = digest.partition(":")
+    return blobs / algorithm / value
+
+
+def _measure(
+    layout: Path, blobs: Path, layers: list[tuple[str, int]], missing: list[tuple[str, int]]
+) -> tuple[int, int]:
+    """(bytes of the missing layers on disk now, layers whole): skopeo writes each blob to
+    a temporary file in the layout, then renames it into the blob folder."""
+    whole = [size for digest, size in missing if _blob_path(blobs, digest).is_file()]
+    partial = 0
+    if layout.is_dir():
+        for entry in layout.glob("oci-put-blob*"):
+            try:
+                partial += entry.stat().st_size
+            except FileNotFoundError:
+                continue
+    done_layers = len(layers) - len(missing) + len(whole)
+    return sum(whole) + partial, done_layers

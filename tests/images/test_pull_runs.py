@@ -1,0 +1,72 @@
+"""Runs on pulled images: a Terminal-Bench 2 task whose `docker_image` names the test's
+registry runs on exactly that image (its files and its config, not an approximation's),
+and the run records the digest it pulled."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sprout.cli import main
+from tests.conftest import build_rootfs, require_overlay
+from tests.images.registry_world import Layout, Registry, layer_blob, tree_blob
+from tests.taskfolders import write_task
+
+TEST_SH = """#!/bin/sh
+mkdir -p /logs/verifier
+if [ "$(cat /etc/tb-image)" = exact ] && [ "$IMAGE_MARK" = from-config ] \\
+   && [ "$(cat /app/out.txt)" = done ] && [ "$(pwd)" = /app ]; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
+"""
+
+
+def push_task_image(registry: Registry, tmp_path: Path) -> str:
+    root = tmp_path / "rootfs"
+    build_rootfs(root, extra=("bash",))
+    (root / "app").mkdir()
+    layout = Layout(tmp_path / "layout")
+    config = {
+        "Env": ["PATH=/usr/local/bin:/usr/bin:/bin", "IMAGE_MARK=from-config"],
+        "WorkingDir": "/app",
+    }
+    own = layer_blob({"etc/tb-image": b"exact\n"})
+    layout.tag("20251031", layout.image([tree_blob(root), own], config=config))
+    return registry.push(layout, "20251031", "tb/exact-task")
+
+
+@pytest.mark.sandbox
+def test_a_tb2_task_runs_on_its_docker_image_and_the_run_records_the_digest(
+    trusted: Registry,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    require_overlay()
+    reference = push_task_image(trusted, tmp_path)
+    task = write_task(
+        tmp_path / "tasks",
+        "exact-task",
+        instruction="Write done to /app/out.txt.\n",
+        toml=f'version = "1.0"\n\n[environment]\ndocker_image = "{reference}"\n'
+        "\n[verifier]\ntimeout_sec = 60\n",
+        dockerfile="FROM acme/never-built:1\nRUN exit 3\n",  # the prebuilt image wins
+        solve="#!/bin/sh\necho done > /app/out.txt\n",
+        tests={"test.sh": TEST_SH},
+    )
+    out = tmp_path / "run"
+    code = main(["run", str(task), "--model", "oracle", "--method", "pass@1", "--out", str(out)])
+    errors = capsys.readouterr().err
+    assert code == 0, errors
+    assert f"image {reference}: pulled from {trusted.host} (sha256:" in errors
+    content = json.loads((out / "results.json").read_text())
+    assert content["tasks"]["exact-task"]["pass@1"]["resolved"] is True, content["tasks"]
+    recorded = content["images"]["exact-task"]
+    assert recorded["image"] == reference and recorded["how"] == "pulled"
+    assert recorded["digest"].startswith("sha256:") and "approximation" not in recorded
+    layers = [p.name for p in (out / "layers/r").iterdir()]
+    assert any(f"-at-{recorded['digest'][7:19]}-" in name for name in layers), layers
