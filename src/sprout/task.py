@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-ResultsFormat = Literal["auto", "reward", "ctrf", "junit", "pytest", "tap", "exit-code"]
+ResultsFormat = Literal["auto", "reward", "ctrf", "junit", "pytest", "tap", "exit-code", "swebench"]
 
 
 class TaskError(ValueError):
@@ -110,6 +110,25 @@ class SolutionStep(BaseModel):
     """What the verifier names when the trap fails (`# trap names:`): a test id, a file."""
 
 
+class SweBenchGrading(BaseModel):
+    """What SWE-bench's own harness needs to grade a verifier log (the `swebench` package's
+    TestSpec, less the image and the script, which the task carries itself)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    instance_id: str
+    repo: str
+    version: str = ""
+    log_parser: str
+    """The name of the package's parser for the repository's test runner
+    (`parse_log_django`, `parse_log_sympy`, `parse_log_pytest`, ...)."""
+    eval_type: Literal["pass_and_fail", "fail_only"] = "pass_and_fail"
+    fail_to_pass: tuple[str, ...]
+    pass_to_pass: tuple[str, ...]
+    log: str = "/logs/verifier/test_output.txt"
+    """Where the verifier's command writes the eval script's output."""
+
+
 class Task(BaseModel):
     """A task: an instruction, an environment, a reference solution and hidden tests."""
 
@@ -179,6 +198,8 @@ class Task(BaseModel):
     """Bytes the agent may write ([environment] storage_mb or storage); None: default."""
     results: ResultsFormat = "auto"
     required_tests: tuple[str, ...] | None = None
+    swebench: SweBenchGrading | None = None
+    """With `results = "swebench"`: how SWE-bench's harness grades the log."""
     warnings: tuple[str, ...] = ()
     """What the loader had to guess (an unmapped FROM image, say), to show the user."""
 

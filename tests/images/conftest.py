@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from sprout.images import ImageCache
+from sprout.images.pull import blob_dir
 from tests.images.registry_world import Registry, needs_registry, running_registry
 
 
@@ -23,3 +25,19 @@ def trusted(registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("SSL_CERT_FILE", str(registry.ca))
     monkeypatch.setenv("REGISTRY_AUTH_FILE", str(registry.auth_file(tmp_path / "auth.json")))
     return registry
+
+
+@pytest.fixture
+def pulls_removed_after(trusted: Registry) -> Iterator[Registry]:
+    """What a test pulls into the suite's image cache (which is the machine's, linked) is
+    removed after it: the images named from the test's registry and the blobs they brought."""
+    cache = ImageCache()
+    blobs = blob_dir(cache)
+    before = set(blobs.rglob("*")) if blobs.is_dir() else set()
+    yield trusted
+    for image in cache.images():
+        if any(name.startswith(f"{trusted.host}/") for name in image.names):
+            cache.remove_image(image.digest)
+    for path in set(blobs.rglob("*")) - before if blobs.is_dir() else ():
+        if path.is_file():
+            path.unlink()

@@ -41,12 +41,13 @@ def push_task_image(registry: Registry, tmp_path: Path) -> str:
 
 @pytest.mark.sandbox
 def test_a_tb2_task_runs_on_its_docker_image_and_the_run_records_the_digest(
-    trusted: Registry,
+    pulls_removed_after: Registry,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     require_overlay()
+    trusted = pulls_removed_after
     reference = push_task_image(trusted, tmp_path)
     task = write_task(
         tmp_path / "tasks",

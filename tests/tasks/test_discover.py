@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -30,10 +31,11 @@ def test_a_folder_of_native_and_terminal_bench1_tasks(tmp_path: Path):
     assert [t.id for t in load_tasks([tasks / "hello"]).tasks] == ["hello"]
 
 
-def test_a_jsonl_file_needs_repos(tmp_path: Path):
-    path = write_jsonl(tmp_path / "dev.jsonl", [{}])
-    with pytest.raises(TaskError, match=r"dev\.jsonl: SWE-bench tasks need .*pass --repos"):
-        load_tasks([path])
+def test_a_row_without_the_harness_script_needs_repos(tmp_path: Path):
+    made = make_repo(tmp_path / "repos")
+    path = write_jsonl(tmp_path / "dev.jsonl", [record(made)])
+    [error] = load_tasks([path]).errors
+    assert re.search(r"dev\.jsonl:1: the row has no eval_script and log_parser .*--repos", error)
 
 
 def test_a_jsonl_file_loads_each_line_and_reports_the_bad_ones(tmp_path: Path):

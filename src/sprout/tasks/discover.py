@@ -67,11 +67,6 @@ def load_tasks(
         if not path.exists():
             raise TaskError(f"{path}: no such file or folder")
         if path.is_file() and path.suffix == ".jsonl":
-            if repos is None:
-                raise TaskError(
-                    f"{path}: SWE-bench tasks need local clones of their repositories: "
-                    "pass --repos FOLDER"
-                )
             try:
                 found = load_swebench(path, repos=repos, images=images)
             except TaskError as error:

@@ -1,4 +1,5 @@
-"""SWE-bench JSONL: one task per line, over local clones of the repositories (`--repos`).
+"""SWE-bench JSONL: one task per line, on its own image (`swebench_rows`) or over local
+clones of the repositories (`--repos`).
 
 A line holds instance_id, repo ("owner/name"), base_commit, problem_statement, test_patch,
 the gold patch (optional), FAIL_TO_PASS and PASS_TO_PASS. The base layer is the repository
@@ -26,6 +27,7 @@ from sprout.config import only_tables, validate_table
 from sprout.task import SetupStep, SolutionStep, Task, TaskError
 from sprout.tasks.files import naming_task, not_utf8, read_toml
 from sprout.tasks.imageref import task_image
+from sprout.tasks.swebench_rows import image_row_task, is_image_row
 
 WORKDIR = "/testbed"
 COPIED_CLONE = "/tmp/sprout-clone.git"
@@ -289,7 +291,7 @@ def _line_task(
     text: str,
     where: str,
     *,
-    repos: Path,
+    repos: Path | None,
     tables: Mapping[str, SweBenchSettings],
     images: Mapping[str, str],
     path: Path,
@@ -307,6 +309,13 @@ def _line_task(
         raise TaskError(
             f"{label}: {where}: {broken}: not valid Unicode (a \\u escape of half a "
             "surrogate pair, which no UTF-8 text can hold)"
+        )
+    if is_image_row(data):
+        return image_row_task(data, where, path, label)
+    if repos is None:
+        raise TaskError(
+            f"{label}: {where}: the row has no eval_script and log_parser (SWE-bench's own "
+            "images and grading); pass --repos FOLDER with a clone of its repository"
         )
     try:
         record = SweBenchRecord.model_validate(data)
@@ -349,15 +358,16 @@ def _lone_surrogate(data: dict[str, Any]) -> str | None:
 
 
 def load_swebench(
-    path: str | Path, *, repos: str | Path, images: Mapping[str, str] | None = None
+    path: str | Path, *, repos: str | Path | None, images: Mapping[str, str] | None = None
 ) -> list[Task | TaskError]:
     """One Task, or the TaskError that names what is wrong with it, per non-blank line.
+    Rows with the harness's eval_script and log_parser need no clone (`swebench_rows`).
 
     A broken sidecar or a missing repos folder is one TaskError raised for the whole file.
     """
     path = Path(path).resolve()
-    repos = Path(repos).resolve()
-    if not repos.is_dir():
+    repos = Path(repos).resolve() if repos is not None else None
+    if repos is not None and not repos.is_dir():
         raise TaskError(f"{path}: --repos {repos} is not a folder")
     tables = read_sidecar(sidecar_path(path))
     for key, table in tables.items():  # a bad image is the sidecar's error, found up front

@@ -15,6 +15,7 @@ from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task
 from sprout.tasks.setup_users import verifier_run_as
 from sprout.verify.results import read_results
+from sprout.verify.swebench_grading import grade
 from sprout.verify.types import Diagnostics
 from sprout.verify.uv import install_uv, requested_version, uses_uv, uv_binaries
 
@@ -66,14 +67,19 @@ def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base: str) -> 
                 content = sandbox.read(change.path)
                 if content is not None:
                     files[change.path] = content
-    diagnostics = read_results(
-        files,
-        observation.output,
-        None if observation.timed_out else observation.exit_code,
-        format=task.results,
-        required=task.required_tests,
-        task=task.id,
-    )
+    exit_code = None if observation.timed_out else observation.exit_code
+    if task.results == "swebench" and task.swebench is not None:
+        log = files.get(task.swebench.log, b"").decode("utf-8", errors="replace")
+        diagnostics = grade(log or observation.output, task.swebench, exit_code)
+    else:
+        diagnostics = read_results(
+            files,
+            observation.output,
+            exit_code,
+            format=task.results,
+            required=task.required_tests,
+            task=task.id,
+        )
     return Verdict(diagnostics, workdir_patch(layers, base, checkpoint, task.workdir))
 
 

@@ -1,0 +1,129 @@
+"""SWE-bench rows on their own instance images, graded as SWE-bench's harness grades them.
+
+The rows of SWE-bench's current datasets (and of the `swebench` package's task
+repositories) carry everything the harness runs: `eval_script` (reset the test
+files, apply the test patch, run the repository's own test command between the
+harness's markers), `log_parser` (Django's, SymPy's, pytest's ...) and `eval_type`.
+Such a row needs no clone and no sidecar: its image is its own field (`image`,
+`docker_image` or `image_name`, as SWE-Gym, R2E-Gym and SWE-smith name it), else
+the name the harness derives for its instance id, with the repository at
+/testbed as the image has it. The eval script is the hidden test: it reaches only
+the verifier's fork, whose log the package's parser reads
+(`sprout.verify.swebench_grading`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from sprout.task import SolutionStep, SweBenchGrading, Task, TaskError
+from sprout.tasks.imageref import task_image
+
+WORKDIR = "/testbed"
+EVAL_SCRIPT = "eval.sh"
+IMAGE_FIELDS = ("image", "docker_image", "image_name")
+VERIFIER_TIMEOUT_S = 1800.0
+
+
+class SweBenchRow(BaseModel):
+    """The fields of a row on its own image that sprout reads."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    instance_id: str = Field(pattern=r"^\S+$")
+    repo: str = Field(min_length=1)
+    problem_statement: str = Field(min_length=1)
+    patch: str | None = None
+    FAIL_TO_PASS: list[str] = Field(min_length=1)
+    PASS_TO_PASS: list[str]
+    version: str = ""
+    eval_script: str = Field(min_length=1)
+    log_parser: str = Field(min_length=1)
+    eval_type: Literal["pass_and_fail", "fail_only"] = "pass_and_fail"
+
+    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
+    @classmethod
+    def _decode(cls, value: object) -> object:
+        """The Hugging Face datasets store these lists as JSON strings."""
+        return json.loads(value) if isinstance(value, str) else value
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _text(cls, value: object) -> object:
+        return str(value) if isinstance(value, int | float) else value
+
+    @field_validator("log_parser")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        from swebench.harness.log_parsers import PARSER_REGISTRY
+
+        if value not in PARSER_REGISTRY:
+            raise ValueError(f"{value!r} is not a parser of the swebench package")
+        return value
+
+
+def is_image_row(data: dict[str, Any]) -> bool:
+    """Whether a row carries the harness's own script and parser."""
+    return "eval_script" in data and "log_parser" in data
+
+
+def row_image(data: dict[str, Any], instance_id: str) -> str:
+    """The row's own image field, else the name SWE-bench's harness derives for it."""
+    for name in IMAGE_FIELDS:
+        value = data.get(name)
+        if isinstance(value, str) and value.strip():
+            return value
+    from swebench.task.checks import expected_image
+
+    return str(expected_image(instance_id))
+
+
+def _recording_exit_code(script: str) -> str:
+    """The row's eval script as the harness runs it: its test command's exit status echoed
+    after the end marker, which the harness's grading checks the statuses against."""
+    from swebench.harness.utils import parse_eval_script, record_test_exit_code
+
+    lines = record_test_exit_code(parse_eval_script(script))
+    return "\n".join(["#!/bin/bash", "set -uxo pipefail", *lines]) + "\n"
+
+
+def image_row_task(data: dict[str, Any], where: str, path: Path, label: str) -> Task:
+    """The task of one row on its own image; TaskError names the row and the field."""
+    try:
+        row = SweBenchRow.model_validate(data)
+    except (ValidationError, json.JSONDecodeError) as error:
+        if isinstance(error, json.JSONDecodeError):
+            raise TaskError(f"{label}: {where}: FAIL_TO_PASS/PASS_TO_PASS: not JSON") from None
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise TaskError(f"{label}: {where}: {field}: {message}") from None
+    image = task_image(row_image(data, row.instance_id), path.parent, None, f"{label}: {where}")
+    grading = SweBenchGrading(
+        instance_id=row.instance_id,
+        repo=row.repo,
+        version=row.version,
+        log_parser=row.log_parser,
+        eval_type=row.eval_type,
+        fail_to_pass=tuple(row.FAIL_TO_PASS),
+        pass_to_pass=tuple(row.PASS_TO_PASS),
+    )
+    from sprout.tasks.swebench import apply_command
+
+    return Task(
+        id=row.instance_id,
+        path=path,
+        instruction=row.problem_statement.strip(),
+        image=image,
+        workdir=WORKDIR,
+        solution=(SolutionStep(command=apply_command(row.patch)),) if row.patch else (),
+        test_files={EVAL_SCRIPT: _recording_exit_code(row.eval_script)},
+        verifier_command=f"bash /tests/{EVAL_SCRIPT} > {grading.log} 2>&1",
+        verifier_timeout_s=VERIFIER_TIMEOUT_S,
+        results="swebench",
+        swebench=grading,
+    )
