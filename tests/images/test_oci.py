@@ -221,3 +221,19 @@ def test_a_sandbox_runs_on_an_imported_image(
         assert seen.output.splitlines() == ["b, replaced", "new.txt", "0 755"]
         assert seen.exit_code == 0
     assert not (Path(image.rootfs) / "app/new").exists(), "the image is read-only below"
+
+
+def test_whiteouts_hide_only_the_layers_below_wherever_they_stand_in_their_own(tmp_path: Path):
+    """OCI: a layer's own files stay, though its whiteout or opaque marker comes after them
+    in the stream (a layer is applied in one pass)."""
+    upper: list[Entry] = [
+        ("app/a.txt", b"a, again\n", {}),
+        ("app/.wh.a.txt", b"", {}),
+        ("data/mine.txt", b"mine\n", {}),
+        ("data/.wh..wh..opq", b"", {}),
+    ]
+    folder = oci_layout(tmp_path / "layout", [layer(LOWER), layer(upper, compress=True)])
+    root = Path(import_image(folder, "order:1", cache=ImageCache(tmp_path / "cache")).rootfs)
+    assert (root / "app/a.txt").read_text() == "a, again\n"
+    assert (root / "app/b.txt").read_text() == "b\n"
+    assert sorted(p.name for p in (root / "data").iterdir()) == ["mine.txt"]

@@ -184,13 +184,14 @@ def _check_digest(archive: Archive, name: str) -> None:
 
 
 @contextlib.contextmanager
-def _opened_layer(archive: Archive, name: str) -> Iterator[tarfile.TarFile]:
-    _check_digest(archive, name)
+def _opened_layer(archive: Archive, name: str, verified: bool) -> Iterator[tarfile.TarFile]:
+    if not verified:
+        _check_digest(archive, name)
     with archive.open(name) as handle:
         if handle.read(4) == b"\x28\xb5\x2f\xfd":
             raise ImageError(f"{archive.path}: layer {name} is zstd-compressed; sprout reads gzip")
         handle.seek(0)
-        with tarfile.open(fileobj=handle, mode="r:*") as layer:
+        with tarfile.open(fileobj=handle, mode="r|*") as layer:
             yield layer
 
 
@@ -228,31 +229,38 @@ def _remove(path: Path) -> None:
 
 
 def apply_layer(layer: tarfile.TarFile, root: Path) -> None:
-    """Apply one layer onto `root`: whiteouts first (a layer's own files are never deleted
-    by its own whiteouts), then its entries."""
-    members = layer.getmembers()
-    keep: list[tarfile.TarInfo] = []
-    for member in members:
+    """Apply one layer onto `root` in one pass over its entries, so that a layer is read
+    once, as a stream. Whiteouts hide only what the layers below left (OCI's rule): what
+    this layer itself wrote, before or after its whiteout, stays."""
+    own: set[PurePosixPath] = set()
+    """What this layer wrote, with every folder above it."""
+    for member in layer:
         path = PurePosixPath(member.name.removeprefix("./"))
         if path.name == OPAQUE:
             folder = _inside(root, str(path.parent), follow=True) if path.parent.parts else root
             if folder.is_dir() and not folder.is_symlink():
                 for child in folder.iterdir():
-                    _remove(child)
+                    if path.parent / child.name not in own:
+                        _remove(child)
         elif path.name.startswith(WHITEOUT):
-            _remove(_inside(root, str(path.parent / path.name[len(WHITEOUT) :])))
+            hidden = path.parent / path.name[len(WHITEOUT) :]
+            if hidden not in own:
+                _remove(_inside(root, str(hidden)))
         elif path.parts:  # not the root folder itself, which the cache makes
-            keep.append(member)
-    for member in keep:
-        target = _inside(root, member.name.removeprefix("./"))
-        if member.islnk():  # a hard link's target too, links resolved (tarfile's filter
-            # does not resolve them everywhere)
-            source = _inside(root, member.linkname.removeprefix("./"), follow=True)
-            if not source.is_file():
-                raise ImageError(f"layer entry {member.name!r}: hard link to a missing file")
-        if not member.isdir() and (target.is_symlink() or target.exists()):
-            _remove(target)  # a later layer replaces the file
-        layer.extract(member, root, filter=_contained, numeric_owner=True)
+            _extract(layer, member, root)
+            own.update((path, *path.parents))
+
+
+def _extract(layer: tarfile.TarFile, member: tarfile.TarInfo, root: Path) -> None:
+    target = _inside(root, member.name.removeprefix("./"))
+    if member.islnk():  # a hard link's target too, links resolved (tarfile's filter does
+        # not resolve them everywhere)
+        source = _inside(root, member.linkname.removeprefix("./"), follow=True)
+        if not source.is_file():
+            raise ImageError(f"layer entry {member.name!r}: hard link to a missing file")
+    if not member.isdir() and (target.is_symlink() or target.exists()):
+        _remove(target)  # a later layer replaces the file
+    layer.extract(member, root, filter=_contained, numeric_owner=True)
 
 
 def import_image(
@@ -286,10 +294,16 @@ def unpacker(archive: Archive, manifest: ImageManifest) -> Callable[[Path], None
 
     def fill(root: Path) -> None:
         for layer_name in manifest.layers:
-            with _opened_layer(archive, layer_name) as layer:
-                try:
-                    apply_layer(layer, root)
-                except tarfile.FilterError as error:
-                    raise ImageError(f"{archive.path}: layer {layer_name}: {error}") from None
+            unpack_layer(archive, layer_name, root)
 
     return fill
+
+
+def unpack_layer(archive: Archive, name: str, root: Path, *, verified: bool = False) -> None:
+    """Apply layer `name` of `archive` onto `root`; its digest is checked first unless the
+    caller just saw it `verified` (skopeo checks every blob it fetches)."""
+    with _opened_layer(archive, name, verified) as layer:
+        try:
+            apply_layer(layer, root)
+        except tarfile.FilterError as error:
+            raise ImageError(f"{archive.path}: layer {name}: {error}") from None

@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from sprout.images.cache import Image, ImageCache, ImageError
-from sprout.images.oci import Archive, read_manifest, unpacker
+from sprout.images.oci import Archive, read_manifest, unpack_layer
 from sprout.images.platforms import Platform, choose, is_list, this_machine
 from sprout.images.progress import PullProgress, Transfer
 from sprout.images.reference import ImageReference, parse_reference
 from sprout.images.skopeo import copy_arguments, inspect_raw, registry_error, skopeo_command
 
-POLL_S = 0.25
+POLL_S = 0.1
 """How often a pull's progress is measured (the blobs on disk, whole and partial)."""
 LAYOUT_TAG = "image"
 
@@ -123,12 +123,18 @@ def _filler(
         pulls = cache.root / "pulls"  # beside the blobs: skopeo renames each blob into place
         pulls.mkdir(parents=True, exist_ok=True)
         layout = pulls / secrets.token_hex(6)
+        archive = Archive(layout, blobs=blob_dir(cache))
+        layers = _LayersInOrder(archive, resolved, root)
         try:
-            fetched = _download(resolved, layout, blob_dir(cache), progress)
-            archive = Archive(layout, blobs=blob_dir(cache))
+            fetched = _download(resolved, layout, blob_dir(cache), progress, layers.advance)
+            layers.advance(finished=True)
             manifest = read_manifest(archive, LAYOUT_TAG)
+            if manifest.layers != layers.names:
+                raise ImageError(
+                    f"image {resolved.reference.name}: the copied manifest lists other "
+                    "layers than the registry's"
+                )
             _check_platform(resolved, manifest.config)
-            unpacker(archive, manifest)(root)
         except OSError as error:
             if error.errno not in (errno.ENOSPC, errno.EDQUOT):
                 raise
@@ -141,6 +147,35 @@ def _filler(
         return {"config": manifest.config, "fetched_bytes": fetched}
 
     return fill
+
+
+class _LayersInOrder:
+    """Unpacks an image's layers onto its root filesystem in order, each as soon as its
+    blob is whole, while skopeo still fetches the ones above it. A blob this pull fetched
+    was verified by skopeo before it was renamed into place; one the blob cache already
+    held is checked again as it is unpacked."""
+
+    def __init__(self, archive: Archive, resolved: Resolved, root: Path) -> None:
+        assert archive.blobs is not None, "a pull's layout keeps its blobs in the blob cache"
+        self.archive, self.root, self.blobs = archive, root, archive.blobs
+        digests = [digest for digest, _ in _layers(resolved.manifest)]
+        self.names = [f"blobs/{d.replace(':', '/', 1)}" for d in digests]
+        self.cached = {n for n, d in zip(self.names, digests, strict=True) if self._whole(d)}
+        self.done = 0
+
+    def _whole(self, digest: str) -> bool:
+        return _blob_path(self.blobs, digest).is_file()
+
+    def advance(self, finished: bool = False) -> None:
+        """Unpack every next layer whose blob is whole; with `finished`, all of them."""
+        while self.done < len(self.names):
+            name = self.names[self.done]
+            if not (self.blobs / name.removeprefix("blobs/")).is_file():
+                if finished:
+                    raise ImageError(f"{self.archive.path}: skopeo left no {name}")
+                return
+            unpack_layer(self.archive, name, self.root, verified=name not in self.cached)
+            self.done += 1
 
 
 def _check_platform(resolved: Resolved, config: dict[str, Any]) -> None:
@@ -166,9 +201,15 @@ def _layers(manifest: dict[str, Any]) -> list[tuple[str, int]]:
     ]
 
 
-def _download(resolved: Resolved, layout: Path, blobs: Path, progress: PullProgress) -> int:
-    """Copy the image's blobs into `blobs` and its manifest into `layout`; the bytes fetched
-    (its layers that `blobs` lacked)."""
+def _download(
+    resolved: Resolved,
+    layout: Path,
+    blobs: Path,
+    progress: PullProgress,
+    tick: Callable[[], None],
+) -> int:
+    """Copy the image's blobs into `blobs` and its manifest into `layout`, calling `tick`
+    as it goes; the bytes fetched (its layers that `blobs` lacked)."""
     layers = _layers(resolved.manifest)
     missing = [(d, size) for d, size in layers if not _blob_path(blobs, d).is_file()]
     name = resolved.reference.name
@@ -180,15 +221,15 @@ def _download(resolved: Resolved, layout: Path, blobs: Path, progress: PullProgr
         copy_arguments(resolved.reference.at(resolved.digest), layout, LAYOUT_TAG, blobs)
     )
     with tempfile.TemporaryFile() as errors:
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
         try:
-            child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
             while child.poll() is None:
                 time.sleep(POLL_S)
                 progress.update(name, *_measure(layout, blobs, layers, missing))
+                tick()
         except BaseException:
-            if "child" in locals():
-                child.kill()
-                child.wait()
+            child.kill()
+            child.wait()
             progress.finish(name, f"{name}: pull interrupted")
             raise
         if child.returncode != 0:
