@@ -141,3 +141,15 @@ def test_a_run_refuses_to_start_without_the_network_stack_and_names_its_package(
     message = str(refused.value)
     assert "missing: network" in message and "apt-get install slirp4netns" in message
     assert "\n" not in message and not (tmp_path / "run").exists()
+
+
+def test_doctor_says_where_pulled_layers_go_and_what_a_machine_without_skopeo_gets(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    main(["doctor"])
+    assert "image pulls: " in capsys.readouterr().out
+    monkeypatch.setattr("sprout.commands.doctor.system_tool", lambda name: None)
+    main(["doctor", "--json"])
+    assert json.loads(capsys.readouterr().out)["image_cache"]["skopeo"] is None
+    main(["doctor"])
+    assert "image pulls: skopeo is missing (Debian package skopeo)" in capsys.readouterr().out

@@ -11,6 +11,7 @@ from typing import Any
 from sprout.images.cache import ImageCache
 from sprout.sandbox.isolation import IsolationReport, probe_isolation
 from sprout.sandbox.store_fs import Placement, home_of, move_command
+from sprout.sandbox.system_tools import system_tool
 
 
 def add_parser(commands: Any) -> None:
@@ -84,6 +85,16 @@ def image_cache_lines(images: str, move: str | None) -> list[str]:
     ]
 
 
+def registry_lines(skopeo: str | None, images: str) -> list[str]:
+    """Whether tasks get their exact images: pulls need skopeo, else only approximations."""
+    if skopeo is None:
+        return [
+            "image pulls: skopeo is missing (Debian package skopeo): a task's image comes from "
+            "the image cache, else from a Debian approximation"
+        ]
+    return [f"image pulls: {skopeo}, each layer kept once per machine in {images}/blobs"]
+
+
 def store_path(given: str | None) -> str:
     """Where the layers that `--store` means live: a run folder's are in its layers/."""
     path = given or os.getcwd()
@@ -98,6 +109,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     placement = home_of(path).placement
     images = str(ImageCache().root)
     move = move_command(images)
+    skopeo = system_tool("skopeo")
     if args.json:
         found = report.to_json()
         found["store_filesystem"] = {
@@ -106,9 +118,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             "own_filesystem": placement.own_fs,
             "note": placement.note,
         }
-        found["image_cache"] = {"path": images, "move_command": move}
+        found["image_cache"] = {"path": images, "move_command": move, "skopeo": skopeo}
         print(json.dumps(found, indent=2))
     else:
         store = placement_lines(placement) + image_cache_lines(images, move)
+        store += registry_lines(skopeo, images)
         print("\n".join(report_lines(report, store)))
     return 0 if report.holds else 1
