@@ -5,6 +5,7 @@ same log."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,33 +39,36 @@ test_subs {subs}
 """
 
 
+def case(template: str, fixed: bool, failing: str, **fields: Any) -> tuple[str, SweBenchGrading]:
+    """A log of `template` (its one changing test `failing` until `fixed`), and its grading."""
+    outcome = {"delete": "ok" if fixed else "FAIL", "subs": "ok" if fixed else "F"}
+    log = template.format(start=START, end=END, code=0 if fixed else 1, **outcome)
+    return log, SweBenchGrading(**fields, fail_to_pass=(failing,))
+
+
 def django(fixed: bool) -> tuple[str, SweBenchGrading]:
-    log = DJANGO_LOG.format(
-        start=START, end=END, delete="ok" if fixed else "FAIL", code=0 if fixed else 1
-    )
-    return log, SweBenchGrading(
+    tests = "(admin_views.tests.AdminViewTests)"
+    return case(
+        DJANGO_LOG,
+        fixed,
+        f"test_delete {tests}",
         instance_id="django__django-11099",
         repo="django/django",
         version="3.0",
         log_parser="parse_log_django",
-        fail_to_pass=("test_delete (admin_views.tests.AdminViewTests)",),
-        pass_to_pass=(
-            "test_add (admin_views.tests.AdminViewTests)",
-            "test_change (admin_views.tests.AdminViewTests)",
-        ),
+        pass_to_pass=(f"test_add {tests}", f"test_change {tests}"),
     )
 
 
 def sympy(fixed: bool) -> tuple[str, SweBenchGrading]:
-    log = SYMPY_LOG.format(
-        start=START, end=END, subs="ok" if fixed else "F", code=0 if fixed else 1
-    )
-    return log, SweBenchGrading(
+    return case(
+        SYMPY_LOG,
+        fixed,
+        "test_subs",
         instance_id="sympy__sympy-20590",
         repo="sympy/sympy",
         version="1.7",
         log_parser="parse_log_sympy",
-        fail_to_pass=("test_subs",),
         pass_to_pass=("test_structure", "test_equality"),
     )
 

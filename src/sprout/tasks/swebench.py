@@ -21,13 +21,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sprout.config import only_tables, validate_table
 from sprout.task import SetupStep, SolutionStep, Task, TaskError
 from sprout.tasks.files import naming_task, not_utf8, read_toml
 from sprout.tasks.imageref import task_image
-from sprout.tasks.swebench_rows import image_row_task, is_image_row
+from sprout.tasks.swebench_rows import SweBenchInstance, image_row_task, is_image_row
 
 WORKDIR = "/testbed"
 COPIED_CLONE = "/tmp/sprout-clone.git"
@@ -36,39 +36,11 @@ UPLOAD_PACK = "git -c safe.directory='*' upload-pack"
 """The clone may belong to another user than the sandbox's root: git would refuse to read it."""
 
 
-class SweBenchRecord(BaseModel):
-    """The fields of one line that sprout reads; the others (version, hints_text, ...) are kept
-    out of the task."""
+class SweBenchRecord(SweBenchInstance):
+    """A row over a local clone: its commit and its test patch besides."""
 
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-    instance_id: str = Field(pattern=r"^\S+$")
-    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
     base_commit: str = Field(pattern=r"^[0-9a-f]{40}$")
-    problem_statement: str = Field(min_length=1)
     test_patch: str = Field(min_length=1)
-    patch: str | None = None
-    FAIL_TO_PASS: list[str] = Field(min_length=1)
-    PASS_TO_PASS: list[str]
-    version: str | None = None
-
-    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
-    @classmethod
-    def _decode(cls, value: object) -> object:
-        """The Hugging Face dataset stores these lists as JSON strings."""
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                raise ValueError("expected a list of test names, or a JSON string of one") from None
-        if not isinstance(value, list):
-            raise ValueError("expected a list of test names, or a JSON string of one")
-        return value
-
-    @field_validator("version", mode="before")
-    @classmethod
-    def _version_text(cls, value: object) -> object:
-        return None if value is None else str(value)
 
 
 class SweBenchSettings(BaseModel):

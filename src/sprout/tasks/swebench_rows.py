@@ -29,32 +29,45 @@ IMAGE_FIELDS = ("image", "docker_image", "image_name")
 VERIFIER_TIMEOUT_S = 1800.0
 
 
-class SweBenchRow(BaseModel):
-    """The fields of a row on its own image that sprout reads."""
+class SweBenchInstance(BaseModel):
+    """The fields every SWE-bench row has, read the same way whichever way it runs; the
+    others (hints_text, created_at, ...) are kept out of the task."""
 
     model_config = ConfigDict(extra="ignore", strict=True)
 
     instance_id: str = Field(pattern=r"^\S+$")
-    repo: str = Field(min_length=1)
+    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
     problem_statement: str = Field(min_length=1)
     patch: str | None = None
     FAIL_TO_PASS: list[str] = Field(min_length=1)
     PASS_TO_PASS: list[str]
-    version: str = ""
-    eval_script: str = Field(min_length=1)
-    log_parser: str = Field(min_length=1)
-    eval_type: Literal["pass_and_fail", "fail_only"] = "pass_and_fail"
+    version: str | None = None
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod
     def _decode(cls, value: object) -> object:
         """The Hugging Face datasets store these lists as JSON strings."""
-        return json.loads(value) if isinstance(value, str) else value
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                raise ValueError("expected a list of test names, or a JSON string of one") from None
+        if not isinstance(value, list):
+            raise ValueError("expected a list of test names, or a JSON string of one")
+        return value
 
     @field_validator("version", mode="before")
     @classmethod
-    def _text(cls, value: object) -> object:
-        return str(value) if isinstance(value, int | float) else value
+    def _version_text(cls, value: object) -> object:
+        return None if value is None else str(value)
+
+
+class SweBenchRow(SweBenchInstance):
+    """A row on its own image: the harness's script and parser besides."""
+
+    eval_script: str = Field(min_length=1)
+    log_parser: str = Field(min_length=1)
+    eval_type: Literal["pass_and_fail", "fail_only"] = "pass_and_fail"
 
     @field_validator("log_parser")
     @classmethod
@@ -95,9 +108,7 @@ def image_row_task(data: dict[str, Any], where: str, path: Path, label: str) -> 
     """The task of one row on its own image; TaskError names the row and the field."""
     try:
         row = SweBenchRow.model_validate(data)
-    except (ValidationError, json.JSONDecodeError) as error:
-        if isinstance(error, json.JSONDecodeError):
-            raise TaskError(f"{label}: {where}: FAIL_TO_PASS/PASS_TO_PASS: not JSON") from None
+    except ValidationError as error:
         first = error.errors()[0]
         field = ".".join(str(part) for part in first["loc"])
         message = str(first["msg"]).removeprefix("Value error, ")
@@ -106,7 +117,7 @@ def image_row_task(data: dict[str, Any], where: str, path: Path, label: str) -> 
     grading = SweBenchGrading(
         instance_id=row.instance_id,
         repo=row.repo,
-        version=row.version,
+        version=row.version or "",
         log_parser=row.log_parser,
         eval_type=row.eval_type,
         fail_to_pass=tuple(row.FAIL_TO_PASS),
