@@ -224,3 +224,48 @@ def test_the_command_pulls_lists_the_digest_and_refuses_bad_input_with_one_line(
         assert refused.returncode == 2, refused.stderr
         lines = refused.stderr.strip().splitlines()
         assert len(lines) == 1 and said in lines[0], refused.stderr
+
+
+def test_a_terminal_sees_bytes_layers_and_eta_redrawn_and_a_log_one_line_per_image() -> None:
+    import io
+
+    from sprout.images.progress import PullProgress, Transfer
+
+    screen = io.StringIO()
+    live = PullProgress(screen, live=True)
+    live.start(Transfer("acme/app:1", total_bytes=10_000_000, layers=4))
+    live.update("acme/app:1", 5_000_000, 2)
+    live.finish("acme/app:1", "acme/app:1: pulled sha256:0123 (4 layers)")
+    drawn = screen.getvalue()
+    assert "\r" in drawn and "pulling acme/app:1: 5.0/10.0 MB, 2/4 layers" in drawn
+    assert "ETA " in drawn and drawn.endswith("acme/app:1: pulled sha256:0123 (4 layers)\n")
+    log = io.StringIO()
+    quiet = PullProgress(log, live=False)
+    quiet.start(Transfer("acme/app:1", total_bytes=10, layers=1))
+    quiet.update("acme/app:1", 5, 0)
+    quiet.finish("acme/app:1", "acme/app:1: pulled")
+    assert log.getvalue() == "acme/app:1: pulled\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_full_disk_is_one_line_and_leaves_nothing_half_pulled(
+    trusted: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layout = Layout(tmp_path / "large")
+    layout.tag("v1", layout.image([layer_blob({"opt/large": os.urandom(6_000_000)})]))
+    reference = trusted.push(layout, "v1", "acme/large")
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(small)], check=True)
+    try:
+        monkeypatch.setenv("SPROUT_STORE_FS", "off")  # the cache stays on the small disk
+        cache = ImageCache(small / "images")
+        with pytest.raises(ImageError) as full:
+            pull(reference, cache=cache)
+        assert "\n" not in str(full.value) and "the disk is full" in str(full.value)
+        assert cache.images() == [] and cache.get(reference) is None
+        assert not list((small / "images/pulls").glob("*"))
+        assert blobs_verify(cache)
+        assert not [p for p in (small / "images").iterdir() if p.name.endswith(".tmp")]
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
