@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from sprout.cli import main
+from sprout.tasks import load_tasks
+from sprout.tasks.image_choice import choose_task_images
 from tests.conftest import build_rootfs, require_overlay
 from tests.images.registry_world import Layout, Registry, layer_blob, tree_blob
 from tests.taskfolders import write_task
@@ -71,3 +73,24 @@ def test_a_tb2_task_runs_on_its_docker_image_and_the_run_records_the_digest(
     assert recorded["digest"].startswith("sha256:") and "approximation" not in recorded
     layers = [p.name for p in (out / "layers/r").iterdir()]
     assert any(f"-at-{recorded['digest'][7:19]}-" in name for name in layers), layers
+
+
+def test_a_docker_image_no_registry_answers_for_builds_the_dockerfile_instead_said_so(
+    tmp_path: Path,
+) -> None:
+    task = write_task(
+        tmp_path / "tasks",
+        "offline",
+        instruction="Do it.\n",
+        toml='[environment]\ndocker_image = "acme/env:20251031"\n',
+        dockerfile="FROM host\nWORKDIR /app\n",
+        tests={"test.sh": "exit 0\n"},
+    )
+    said: list[str] = []
+    chosen = choose_task_images(load_tasks([task]).tasks, say=said.append)
+    [placed] = chosen.tasks
+    assert placed.image == "host" and placed.workdir == "/app"
+    [warning] = placed.warnings  # the suite's registries.conf sends docker.io to a closed port
+    assert warning.startswith("docker_image acme/env:20251031: no registry answered (docker.io")
+    assert warning.endswith("; its Dockerfile is built instead")
+    assert said == [] and chosen.record() == {}

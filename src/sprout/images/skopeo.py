@@ -26,6 +26,10 @@ from sprout.sandbox.system_tools import system_tool
 
 RETRIES = 3
 """Times skopeo retries a transfer that broke before it gives up."""
+INSPECT_RETRIES = 1
+"""Times a manifest read is retried: once, a second later. Each retry of a registry that
+does not answer at all (offline, no such host) costs a run its backoff for every image
+before the run can fall back; a transfer that broke midway is worth more tries."""
 INSPECT_TIMEOUT_S = 120.0
 
 
@@ -135,7 +139,7 @@ def run_skopeo(
 def inspect_raw(transport: str, image: str, registry: str) -> bytes:
     """The manifest (or manifest list) `transport` names, as the registry serves it."""
     return run_skopeo(
-        ["inspect", "--raw", "--retry-times", str(RETRIES), transport],
+        ["inspect", "--raw", "--retry-times", str(INSPECT_RETRIES), transport],
         image,
         registry,
         timeout=INSPECT_TIMEOUT_S,

@@ -117,16 +117,15 @@ def _place(
         return _prebuilt(task, task.prebuilt_image, choices, cache)
     update: dict[str, Any] = {}
     warnings = list(task.warnings)
+    unused = ""
     if task.prebuilt_image:
-        why = found[task.prebuilt_image]
-        warnings.append(
-            f"docker_image {task.prebuilt_image} is not used ({_why(why)}); its Dockerfile "
-            "is built instead"
-        )
-    for image in set(_references(task)):
+        unused = f"docker_image {task.prebuilt_image}: "
+        unused += _why(found[task.prebuilt_image], task.prebuilt_image)
+        warnings.append(f"{unused}; its Dockerfile is built instead")
+    for image in sorted(set(_references(task))):
         outcome = choices.get(image)
         if outcome is None:
-            return f"{task.id}: {found[image]}"
+            return f"{task.id}: {found[image]}" + (f" ({unused})" if unused else "")
         if outcome.approximation:  # said in its reason line, and in results.json
             update["image_mode"] = "approximate"
     update["image"] = _pinned(task.image, choices, cache)
@@ -137,10 +136,10 @@ def _place(
     return task.model_copy(update={**update, "warnings": tuple(warnings)})
 
 
-def _why(outcome: ImageChoice | ImageError) -> str:
+def _why(outcome: ImageChoice | ImageError, name: str) -> str:
     if isinstance(outcome, ImageChoice):
         return f"only {outcome.approximation} could stand in for it"
-    return str(outcome).removeprefix("image ")
+    return str(outcome).removeprefix(f"image {name}: ")
 
 
 def _prebuilt(task: Task, image: str, choices: dict[str, ImageChoice], cache: ImageCache) -> Task:
