@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from sprout.cli import main
+from sprout.images import ImageCache
 from sprout.tasks import load_tasks
-from sprout.tasks.image_choice import choose_task_images
+from sprout.tasks.image_choice import ChosenImages, choose_task_images
 from tests.conftest import build_rootfs, require_overlay
 from tests.images.registry_world import Layout, Registry, layer_blob, tree_blob
 from tests.taskfolders import write_task
@@ -94,3 +95,52 @@ def test_a_docker_image_no_registry_answers_for_builds_the_dockerfile_instead_sa
     assert warning.startswith("docker_image acme/env:20251031: no registry answered (docker.io")
     assert warning.endswith("; its Dockerfile is built instead")
     assert said == [] and chosen.record() == {}
+
+
+def test_a_rerun_with_the_record_stands_on_the_digest_pulled_though_the_tag_moved(
+    trusted: Registry, tmp_path: Path
+) -> None:
+    """Another machine (a cache of its own) resuming a run gets the bytes the run pulled;
+    without the record it gets what the tag names now."""
+    layout = Layout(tmp_path / "layout")
+    layout.tag("v1", layout.image([layer_blob({"etc/which": b"first\n"})]))
+    reference = trusted.push(layout, "v1", "acme/moving")
+    task = write_task(
+        tmp_path / "tasks",
+        "moving",
+        instruction="Do it.\n",
+        toml=f'[sprout]\nimage = "{reference}"\n',
+        tests={"test.sh": "exit 0\n"},
+    )
+    first = choose_task_images(load_tasks([task]).tasks, cache=ImageCache(tmp_path / "a"))
+    recorded = json.loads(json.dumps(first.record()))  # as results.json keeps it
+    assert recorded["moving"]["image"] == reference
+    moved = Layout(tmp_path / "moved")
+    moved.tag("v1", moved.image([layer_blob({"etc/which": b"second\n"})]))
+    trusted.push(moved, "v1", "acme/moving")
+
+    def which(chosen: ChosenImages, cache: ImageCache) -> str:
+        [placed] = chosen.tasks
+        image = cache.get(placed.image)
+        assert image is not None, placed.image
+        return (Path(image.rootfs) / "etc/which").read_text()
+
+    tasks = load_tasks([task]).tasks
+    elsewhere, fresh = ImageCache(tmp_path / "b"), ImageCache(tmp_path / "c")
+    again = choose_task_images(tasks, cache=elsewhere, recorded=recorded)
+    assert which(again, elsewhere) == "first\n"
+    assert again.record()["moving"]["digest"] == recorded["moving"]["digest"]
+    assert which(choose_task_images(tasks, cache=fresh), fresh) == "second\n"
+
+
+def test_a_resume_whose_results_cannot_be_read_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "results.json").write_text("{not json")
+    code = main(["run", str(tmp_path), "--model", "oracle", "--out", str(out), "--resume"])
+    assert code == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert f"{out / 'results.json'}: cannot be read for its images" in line
+    assert (out / "results.json").read_text() == "{not json"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sprout.tasks import LoadedTasks
 
@@ -47,9 +47,12 @@ def _image_arguments(values: list[str]) -> tuple[ImageMode, str | None]:
     return (IMAGE_MODES[modes[0]] if modes else "pull"), (tables[0] if tables else None)
 
 
-def load_task_arguments(paths: list[str], args: argparse.Namespace) -> LoadedTasks:
-    """The tasks under `paths` (with --images and --repos) on the images this run chose,
-    and every one that failed to load or has no image."""
+def load_task_arguments(
+    paths: list[str], args: argparse.Namespace, recorded: dict[str, Any] | None = None
+) -> LoadedTasks:
+    """The tasks under `paths` (with --images and --repos) on the images this run chose
+    (the digests `recorded` by an earlier run of them first), and every one that failed to
+    load or has no image."""
     from sprout.tasks import load_tasks
     from sprout.tasks.discover import load_image_table
     from sprout.tasks.image_choice import choose_task_images
@@ -57,7 +60,9 @@ def load_task_arguments(paths: list[str], args: argparse.Namespace) -> LoadedTas
     mode, table = _image_arguments(args.images)
     images = load_image_table(table) if table else None
     loaded = load_tasks(paths, images=images, repos=args.repos)
-    chosen = choose_task_images(loaded.tasks, mode, say=lambda line: print(line, file=sys.stderr))
+    chosen = choose_task_images(
+        loaded.tasks, mode, say=lambda line: print(line, file=sys.stderr), recorded=recorded
+    )
     return LoadedTasks(chosen.tasks, [*loaded.errors, *chosen.errors], chosen.record())
 
 

@@ -13,13 +13,13 @@ Images are pulled concurrently, a few at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from sprout.images import ImageCache, ImageError
-from sprout.images.names import ImageChoice, ImageMode, choose_image
+from sprout.images.names import ImageChoice, ImageMode, choose_image, normalize
 from sprout.images.progress import PullProgress
 from sprout.images.reference import parse_reference
 from sprout.task import Task
@@ -54,6 +54,22 @@ def _references(task: Task) -> Iterable[str]:
             yield image
 
 
+def pinned_as_recorded(task: Task, recorded: Mapping[str, Any]) -> Task:
+    """`task` on the digest an earlier run of it pulled (its `results.json` entry under
+    `images`), so that a resumed run, here or on another machine, gets the same bytes
+    however the tag moved since. An entry for another image, or without a digest (an
+    approximation, an import), changes nothing."""
+    entry = recorded.get(task.id)
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("digest"), str):
+        return task
+    named = str(entry.get("image", ""))
+    field = "prebuilt_image" if named == task.prebuilt_image else "image"
+    if named != getattr(task, field) or parse_reference(named).digest is not None:
+        return task
+    pinned = f"{parse_reference(named).tagged}@{entry['digest']}"
+    return task.model_copy(update={field: normalize(pinned)})
+
+
 def choose_task_images(
     tasks: Sequence[Task],
     mode: ImageMode = "pull",
@@ -61,8 +77,11 @@ def choose_task_images(
     cache: ImageCache | None = None,
     progress: PullProgress | None = None,
     say: Any = print,
+    recorded: Mapping[str, Any] | None = None,
 ) -> ChosenImages:
-    """`tasks` with the images of this run chosen (`say` tells each once)."""
+    """`tasks` with the images of this run chosen (`say` tells each once); `recorded`: an
+    earlier run's `images` record, whose digests win over the tags (`pinned_as_recorded`)."""
+    tasks = [pinned_as_recorded(task, recorded or {}) for task in tasks]
     cache = cache or ImageCache()
     progress = progress or PullProgress()
 
