@@ -269,3 +269,30 @@ def test_a_full_disk_is_one_line_and_leaves_nothing_half_pulled(
         assert not [p for p in (small / "images").iterdir() if p.name.endswith(".tmp")]
     finally:
         subprocess.run(["umount", str(small)], check=True)
+
+
+def test_gc_images_frees_the_blobs_no_remaining_image_was_pulled_with(
+    trusted: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sprout.images.gc import collect
+    from sprout.images.runstores import note_image
+
+    monkeypatch.setenv("SPROUT_CACHE", str(tmp_path / "machine"))
+    monkeypatch.setenv("SPROUT_STORE_FS", "off")
+    cache = ImageCache()
+    one = pull(push_app(trusted, tmp_path, "acme/gc-one", b"one\n"), cache=cache)
+    two = pull(push_app(trusted, tmp_path, "acme/gc-two", b"two\n"), cache=cache)
+    (tmp_path / "run-store").mkdir()
+    note_image(str(tmp_path / "run-store"), two.digest)  # a run's store stands on two
+    blobs = sorted(p for p in blob_dir(cache).rglob("*") if p.is_file())
+    for path in blobs:  # older than a pull under way could be
+        os.utime(path, (1_000_000_000, 1_000_000_000))
+    own = {f"sha256:{p.name}" for p in blobs} - set(two.source["blobs"])
+    assert own and own <= set(one.source["blobs"])
+    assert collect(images=True, dry_run=True).blobs == len(own)
+    assert len(list(blob_dir(cache).rglob("*/*"))) == len(blobs), "dry: nothing removed"
+    done = collect(images=True)
+    left = {f"sha256:{p.name}" for p in blob_dir(cache).rglob("*") if p.is_file()}
+    assert done.images == [one.digest] and done.blobs == len(own)
+    assert left == set(two.source["blobs"])
+    assert (Path(two.rootfs) / "etc/base-release").is_file()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sprout.images.bases import collecting, linked_by_runs, shared_stores
 from sprout.images.cache import ImageCache
+from sprout.images.pull import blob_dir
 from sprout.images.runstores import stores_by_image
 from sprout.sandbox import LayerStore, store_fs, store_owners
 
@@ -43,6 +44,8 @@ class Collected:
     linked them: removed with `orphan`, else only counted."""
     orphan_bytes: int = 0
     """What the stores in `orphans` hold."""
+    blobs: int = 0
+    """With `images`: blobs of the pull cache that no remaining image was pulled with."""
 
 
 def collect(
@@ -64,7 +67,33 @@ def collect(
             standing_on |= _collect_bases(store, horizon, orphan, dry_run, done)
     if images:
         _collect_images(standing_on, orphan, dry_run, done)
+        _collect_blobs(dry_run, done)
     return done
+
+
+BLOB_GRACE_S = 3600.0
+"""A blob younger than this may belong to a pull under way, whose image is not yet named."""
+
+
+def _collect_blobs(dry_run: bool, done: Collected) -> None:
+    """Remove the blobs that no image left in the cache was pulled with (dry: count them)."""
+    cache = ImageCache()
+    gone = set(done.images) if dry_run else set()  # dry, they are still there
+    kept = {
+        d
+        for image in cache.images()
+        if image.digest not in gone
+        for d in image.source.get("blobs") or []
+    }
+    horizon = time.time() - BLOB_GRACE_S
+    for path in sorted(blob_dir(cache).glob("*/*")):
+        stat = path.stat()
+        if f"{path.parent.name}:{path.name}" in kept or stat.st_mtime > horizon:
+            continue
+        if not dry_run:
+            path.unlink()
+        done.blobs += 1
+        done.bytes_freed += stat.st_size
 
 
 def _collect_orphans(remove: bool, done: Collected) -> None:

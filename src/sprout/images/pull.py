@@ -144,7 +144,13 @@ def _filler(
             ) from None
         finally:
             shutil.rmtree(layout, ignore_errors=True)
-        return {"config": manifest.config, "fetched_bytes": fetched}
+        config = resolved.manifest.get("config") or {}
+        blobs = [
+            *(d for d, _ in _layers(resolved.manifest)),
+            str(config.get("digest", "")),
+            manifest.digest,  # the manifest as the layout holds it (skopeo may convert it)
+        ]
+        return {"config": manifest.config, "fetched_bytes": fetched, "blobs": blobs}
 
     return fill
 
