@@ -30,7 +30,8 @@ def trusted(registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 @pytest.fixture
 def pulls_removed_after(trusted: Registry) -> Iterator[Registry]:
     """What a test pulls into the suite's image cache (which is the machine's, linked) is
-    removed after it: the images named from the test's registry and the blobs they brought."""
+    removed after it: the images named from the test's registry, their lock files and the
+    blobs they brought."""
     cache = ImageCache()
     blobs = blob_dir(cache)
     before = set(blobs.rglob("*")) if blobs.is_dir() else set()
@@ -38,6 +39,7 @@ def pulls_removed_after(trusted: Registry) -> Iterator[Registry]:
     for image in cache.images():
         if any(name.startswith(f"{trusted.host}/") for name in image.names):
             cache.remove_image(image.digest)
+            (cache.root / f"{image.digest}.lock").unlink(missing_ok=True)  # no one waits on it
     for path in set(blobs.rglob("*")) - before if blobs.is_dir() else ():
         if path.is_file():
             path.unlink()
