@@ -142,7 +142,10 @@ def test_credentials_come_from_a_docker_config_and_wrong_ones_are_one_line(
 
 
 def test_a_corrupt_blob_is_refused_and_leaves_the_cache_as_it_was(
-    trusted: Registry, tmp_path: Path, cache: ImageCache
+    trusted: Registry,
+    tmp_path: Path,
+    cache: ImageCache,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     layout = Layout(tmp_path / "corrupt")
     good, bad = layer_blob({"etc/good": b"g\n"}), layer_blob({"etc/bad": os.urandom(4096)})
@@ -157,6 +160,7 @@ def test_a_corrupt_blob_is_refused_and_leaves_the_cache_as_it_was(
     finally:
         served.write_bytes(original)
     assert "\n" not in str(refused.value)
+    assert "served bytes" not in capsys.readouterr().err, "said once, by whoever asked"
     assert cache.images() == [] and cache.get(reference) is None
     assert not list((Path(os.path.realpath(cache.root)) / "pulls").glob("*"))
     assert blobs_verify(cache)  # whole blobs it verified stay, for the next pull

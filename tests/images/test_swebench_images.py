@@ -181,3 +181,14 @@ def test_the_graders_verdict_on_a_real_unittest_log_is_the_packages(tmp_path: Pa
         prediction = {"instance_id": "acme__calc-1", "model_patch": "x", "model_name": "m"}
         report = get_eval_report(harness_spec(grading), prediction, str(path), False)
         assert report["acme__calc-1"]["resolved"] is resolved
+
+
+def test_a_row_whose_image_is_no_reference_is_one_line_naming_the_field(tmp_path: Path) -> None:
+    (tmp_path / "Not An Image").mkdir()  # a folder of that name beside the rows is no image
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps(row("Not An Image")) + "\n")
+    [error] = load_tasks([rows]).errors
+    assert error == (
+        f"acme__calc-1: {rows}:1: image: image 'Not An Image': not an image reference "
+        "(lowercase NAME[:TAG][@sha256:DIGEST], an optional REGISTRY/ first)"
+    )

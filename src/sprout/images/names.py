@@ -150,7 +150,6 @@ def resolve_from(reference: str) -> ImageRequest | None:
 class ImageChoice:
     """The image a run uses for a name, and why: said once per run, kept in results.json."""
 
-    name: str
     image: Image
     how: ImageHow
     reason: str
@@ -180,7 +179,7 @@ def _in_cache(name: str, found: Image) -> ImageChoice:
     reason = f"{name}: in the image cache ({what})"
     if approximation:
         reason += f"; {approximation}"
-    return ImageChoice(name, found, "cache", reason, approximation)
+    return ImageChoice(found, "cache", reason, approximation)
 
 
 def choose_image(
@@ -210,7 +209,7 @@ def choose_image(
             unreachable = error
         else:
             reason = f"{name}: pulled from {image.source['registry']} ({image.source['digest']})"
-            return ImageChoice(name, image, "pulled", reason, "")
+            return ImageChoice(image, "pulled", reason, "")
     request = resolve_from(name)
     if request is None or request.recipe is None:
         if unreachable is not None:
@@ -222,7 +221,7 @@ def choose_image(
     image = ensure_debian(name, request.recipe, cache)
     why = "--images approximate" if unreachable is None else str(unreachable)
     reason = f"{name}: {request.approximation or 'built from Debian'} ({why})"
-    return ImageChoice(name, image, "approximation", reason, request.approximation)
+    return ImageChoice(image, "approximation", reason, request.approximation)
 
 
 def _unknown(name: str) -> str:

@@ -49,12 +49,14 @@ class PullProgress:
                 transfer.done_layers = done_layers
                 self._draw()
 
-    def finish(self, name: str, line: str) -> None:
-        """`name` is done (or failed): `line` says how, once."""
+    def finish(self, name: str, line: str | None = None) -> None:
+        """`name` is done: `line` says how, once. A failed pull says nothing here: its error
+        goes to whoever asked for the image, which says it once."""
         with self._lock:
             self._transfers.pop(name, None)
             self._clear()
-            print(line, file=self.out, flush=True)
+            if line is not None:
+                print(line, file=self.out, flush=True)
             self._draw()
 
     def _clear(self) -> None:

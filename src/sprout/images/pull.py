@@ -236,14 +236,14 @@ def _download(
         except BaseException:
             child.kill()
             child.wait()
-            progress.finish(name, f"{name}: pull interrupted")
+            progress.finish(name)
             raise
         if child.returncode != 0:
             errors.seek(0)
             error = registry_error(
                 errors.read().decode(errors="replace"), name, resolved.reference.registry
             )
-            progress.finish(name, f"{name}: {error}")
+            progress.finish(name)
             raise error
     fetched = sum(size for _, size in missing)
     shared = len(layers) - len(missing)

@@ -97,20 +97,19 @@ def choose_task_images(
             outcomes = pool.map(lambda name: choose(name, allowed), ordered)
             return dict(zip(ordered, outcomes, strict=True))
 
-    # a prebuilt environment first, never approximated: without it the Dockerfile is built
-    prebuilt_mode: ImageMode = "cache" if mode == "approximate" else mode
-    found = choose_all({t.prebuilt_image for t in tasks if t.prebuilt_image}, prebuilt_mode)
-    chosen = ChosenImages([])
-    for name, outcome in found.items():
-        if isinstance(outcome, ImageChoice) and not outcome.approximation:
-            chosen.choices[name] = outcome
-    building = [t for t in tasks if t.prebuilt_image not in chosen.choices]
+    # a prebuilt environment first, never approximated (not even a cached approximation):
+    # without it the Dockerfile is built
+    prebuilt = {t.prebuilt_image for t in tasks if t.prebuilt_image}
+    found = choose_all(prebuilt, "cache" if mode == "approximate" else mode)
+
+    def usable(name: str | None) -> bool:
+        outcome = found.get(name or "")
+        return isinstance(outcome, ImageChoice) and not (outcome.approximation and name in prebuilt)
+
+    building = [t for t in tasks if not usable(t.prebuilt_image)]
     found.update(choose_all({n for t in building for n in _references(t)} - set(found), mode))
-    for name, outcome in found.items():
-        if isinstance(outcome, ImageChoice) and name not in chosen.choices:
-            if outcome.approximation and any(t.prebuilt_image == name for t in tasks):
-                continue  # a cached approximation is no prebuilt environment either
-            chosen.choices[name] = outcome
+    chosen = ChosenImages([])
+    chosen.choices = {n: o for n, o in found.items() if isinstance(o, ImageChoice) and usable(n)}
     for name in sorted(chosen.choices):
         say(f"image {chosen.choices[name].reason}")
     for task in tasks:

@@ -33,6 +33,12 @@ def task_image(value: str, root: Path, images: Mapping[str, str] | None, where: 
         if not folder.is_dir():
             raise TaskError(f"{where}: {folder} is not a folder")
         return str(folder.resolve())
+    return image_reference(value, where)
+
+
+def image_reference(value: str, where: str) -> str:
+    """`value` as an image reference, normalised (a prebuilt `docker_image`, a SWE-bench
+    row's image: never a folder); TaskError naming `where` when it is none."""
     try:
         return normalize(value)
     except ImageError as error:

@@ -39,7 +39,7 @@ from sprout.tasks.harness import (
     network_of,
     phase_networks,
 )
-from sprout.tasks.imageref import task_image
+from sprout.tasks.imageref import image_reference, task_image
 
 STEP_MARKER = "# step"
 WRONG_MARKER = "# wrong:"
@@ -393,9 +393,5 @@ def _prebuilt(resources: EnvironmentTable, toml_path: Path, task_id: str) -> str
     """Harbor's `docker_image`, normalised; a bad reference names the field."""
     if resources.docker_image is None:
         return None
-    return task_image(
-        resources.docker_image,
-        toml_path.parent,
-        None,
-        f"{task_id}: {toml_path}: environment.docker_image",
-    )
+    where = f"{task_id}: {toml_path}: environment.docker_image"
+    return image_reference(resources.docker_image, where)

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sprout.task import SolutionStep, SweBenchGrading, Task, TaskError
-from sprout.tasks.imageref import task_image
+from sprout.tasks.imageref import image_reference
 
 WORKDIR = "/testbed"
 EVAL_SCRIPT = "eval.sh"
@@ -113,7 +113,7 @@ def image_row_task(data: dict[str, Any], where: str, path: Path, label: str) -> 
         field = ".".join(str(part) for part in first["loc"])
         message = str(first["msg"]).removeprefix("Value error, ")
         raise TaskError(f"{label}: {where}: {field}: {message}") from None
-    image = task_image(row_image(data, row.instance_id), path.parent, None, f"{label}: {where}")
+    image = image_reference(row_image(data, row.instance_id), f"{label}: {where}: image")
     grading = SweBenchGrading(
         instance_id=row.instance_id,
         repo=row.repo,
