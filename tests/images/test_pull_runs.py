@@ -76,6 +76,58 @@ def test_a_tb2_task_runs_on_its_docker_image_and_the_run_records_the_digest(
     assert any(f"-at-{recorded['digest'][7:19]}-" in name for name in layers), layers
 
 
+BASE_ENV_TEST_SH = """#!/bin/sh
+mkdir -p /logs/verifier
+if [ "$(cat /opt/built)" = tool-ran ] && [ "$(tool)" = tool-ran ] \\
+   && [ "$TOOL_CONF" = /opt/tool/conf ] && [ "${PATH%%:/usr/bin*}" = /extra/bin:/opt/tool/bin ]
+then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
+"""
+
+
+@pytest.mark.sandbox
+def test_a_dockerfile_over_a_pulled_base_reads_its_words_over_the_base_images_env(
+    pulls_removed_after: Registry,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`ENV PATH=/extra/bin:$PATH` keeps the pulled base's own PATH, and `$TOOL_HOME` is the
+    base's: the Dockerfile, first read before the base was here, is read again over it."""
+    require_overlay()
+    root = tmp_path / "rootfs"
+    build_rootfs(root, extra=("bash",))
+    (root / "opt/tool/bin").mkdir(parents=True)
+    (root / "opt/tool/bin/tool").write_text("#!/bin/sh\necho tool-ran\n")
+    (root / "opt/tool/bin/tool").chmod(0o755)
+    layout = Layout(tmp_path / "layout")
+    config = {"Env": ["PATH=/opt/tool/bin:/usr/bin:/bin", "TOOL_HOME=/opt/tool"]}
+    layout.tag("1", layout.image([tree_blob(root)], config=config))
+    reference = pulls_removed_after.push(layout, "1", "acme/tool-base")
+    dockerfile = (
+        f"FROM {reference}\nENV PATH=/extra/bin:$PATH TOOL_CONF=$TOOL_HOME/conf\n"
+        "RUN tool > /opt/built\nWORKDIR /app\n"
+    )
+    task = write_task(
+        tmp_path / "tasks",
+        "tool-task",
+        instruction="Nothing to do.\n",
+        dockerfile=dockerfile,
+        solve="#!/bin/sh\ntrue\n",
+        tests={"test.sh": BASE_ENV_TEST_SH},
+    )
+    out = tmp_path / "run"
+    code = main(["run", str(task), "--model", "oracle", "--method", "pass@1", "--out", str(out)])
+    errors = capsys.readouterr().err
+    assert code == 0, errors
+    assert "TOOL_HOME" not in errors, errors  # no "expands to ''" warning
+    content = json.loads((out / "results.json").read_text())
+    assert content["tasks"]["tool-task"]["pass@1"]["resolved"] is True, content["tasks"]
+    assert content["images"]["tool-task"]["how"] == "pulled"
+
+
 def test_a_docker_image_no_registry_answers_for_builds_the_dockerfile_instead_said_so(
     tmp_path: Path,
 ) -> None:

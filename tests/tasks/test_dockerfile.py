@@ -231,6 +231,29 @@ def test_env_expands_as_docker_does():
     assert any("$A is set by no ARG or ENV" in w for w in found.warnings)
 
 
+def test_a_stages_words_see_its_images_own_env_where_it_is_known():
+    bases = {"go:1": {"PATH": "/usr/local/go/bin:/usr/bin", "GOPATH": "/go"}, "bare:1": {}}
+    found = plan_dockerfile(
+        "FROM go:1 AS build\nENV PATH=/x:$PATH\nFROM build\nENV SRC=$GOPATH/src\n"
+        "FROM bare:1\nENV BARE=$PATH\nFROM unknown:1\nENV V=$VERSION\n",
+        where="Dockerfile",
+        base_env=bases.get,
+    )
+    assert found.env == {"V": ""}
+    stages = plan_dockerfile(
+        "FROM go:1 AS a\nENV P=$PATH\nFROM a AS b\nENV S=$GOPATH/src\nFROM bare:1 AS c\n"
+        "ENV B=$PATH\nFROM unknown:1\nCOPY --from=a /a /a\nCOPY --from=b /b /b\n"
+        "COPY --from=c /c /c\n",
+        where="Dockerfile",
+        base_env=bases.get,
+    ).stages
+    env = {stage.name: stage.env for stage in stages}
+    assert env["b"] == {"P": "/usr/local/go/bin:/usr/bin", "S": "/go/src"}  # FROM a, on go:1
+    assert env["c"] == {"B": DEFAULT_PATH}  # an image with no PATH gets BuildKit's
+    [warning] = found.warnings
+    assert "$VERSION" in warning and "unknown:1's own ENV is not known" in warning
+
+
 def test_word_expansion_follows_buildkit():
     env = {"A": "1", "EMPTY": "", "FILE": "archive.tar.gz"}
     assert expand("'$A' \"$A\" \\$A $A${A}", env) == "$A 1 $A 11"

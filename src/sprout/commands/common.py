@@ -54,14 +54,18 @@ def load_task_arguments(
     (the digests `recorded` by an earlier run of them first), and every one that failed to
     load or has no image."""
     from sprout.tasks import load_tasks
-    from sprout.tasks.discover import load_image_table
+    from sprout.tasks.discover import load_image_table, read_again
     from sprout.tasks.image_choice import choose_task_images
 
     mode, table = _image_arguments(args.images)
     images = load_image_table(table) if table else None
     loaded = load_tasks(paths, images=images, repos=args.repos)
     chosen = choose_task_images(
-        loaded.tasks, mode, say=lambda line: print(line, file=sys.stderr), recorded=recorded
+        loaded.tasks,
+        mode,
+        say=lambda line: print(line, file=sys.stderr),
+        recorded=recorded,
+        reread=lambda task: read_again(task, images),
     )
     return LoadedTasks(chosen.tasks, [*loaded.errors, *chosen.errors], chosen.record())
 

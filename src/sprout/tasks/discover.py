@@ -91,6 +91,14 @@ def load_tasks(
     return loaded
 
 
+def read_again(task: Task, images: Mapping[str, str] | None) -> Task | TaskError:
+    """`task` read from its folder again (a row of a .jsonl file as it is): its Dockerfile
+    over the ENV of a base image that was pulled since it was first read."""
+    if not task.path.is_dir() or _loader(task.path) is None:
+        return task
+    return _load_folder(task.path, images)
+
+
 def _load_folder(folder: Path, images: Mapping[str, str] | None) -> Task | TaskError:
     load = _loader(folder)
     assert load is not None

@@ -31,6 +31,7 @@ from sprout.tasks.dockerfile_state import (
     ARCH,
     DEFAULT_PATH,
     PROXY_ARGS,
+    BaseEnv,
     DockerfilePlan,
     Recorded,
     StageState,
@@ -119,9 +120,12 @@ class _Reader(CopyInstructions, RunInstructions):
                 user=parent.user,
                 user_where=parent.user_where,
                 shell=parent.shell,
+                base=parent.base,
             )
         else:
-            stage = StageState(alias, self.image_of(name))
+            image = self.image_of(name)
+            known = self.base_env(image)
+            stage = StageState(alias, image, base=dict(known) if known is not None else None)
         self.stages.append(stage)
         self.sources.append(stage)
 
@@ -233,10 +237,12 @@ def plan_dockerfile(
     images: Mapping[str, str] | None = None,
     context: Path | None = None,
     build_args: Mapping[str, str] | None = None,
+    base_env: BaseEnv | None = None,
 ) -> DockerfilePlan:
     """Translate a Dockerfile. `images` maps image names (with or without a tag) to folders;
     `context` is the build context COPY and ADD read from (checked when given: a source
-    that names nothing is an error); `build_args` are `--build-arg`s over ARG defaults."""
+    that names nothing is an error); `build_args` are `--build-arg`s over ARG defaults;
+    `base_env` gives the ENV of the images the stages stand on, where it is known."""
     if "\0" in text:  # BuildKit's parser would stop reading there, without a word
         line = text.count("\n", 0, text.index("\0")) + 1
         raise TaskError(f"{where}:{line}: a NUL byte; a Dockerfile is text")
@@ -249,7 +255,14 @@ def plan_dockerfile(
         commands = list(buildkit.parse_string(text))
     except buildkit.GoParseError as error:
         raise TaskError(f"{where}: {error}") from None
-    reader = _Reader(where, images or {}, context, build_args or {}, _escape_character(text))
+    reader = _Reader(
+        where,
+        images or {},
+        context,
+        build_args or {},
+        _escape_character(text),
+        base_env or (lambda _image: None),
+    )
     for command in commands:
         reader.read(command)
     return reader.plan()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import platform
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,10 @@ from sprout.tasks.dockerwords import expand
 
 DEFAULT_SHELL = ("/bin/sh", "-c")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-"""The PATH every Debian and Ubuntu image's own ENV sets, for `ENV PATH=/x:$PATH`."""
+"""The PATH BuildKit gives a stage whose image sets none (and every Debian image sets)."""
+BaseEnv = Callable[[str], "Mapping[str, str] | None"]
+"""The ENV of the image a `FROM` names, None while it is not known (not in the image
+cache yet): a stage's `$NAME` words see it, as `docker build` reads them over the image."""
 ARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm"}.get(
     platform.machine(), platform.machine()
 )
@@ -91,10 +94,13 @@ class StageState:
     user_where: str = ""
     """The line of the last USER, for the error when the image has no such user."""
     shell: tuple[str, ...] = DEFAULT_SHELL
+    base: dict[str, str] | None = None
+    """The ENV of the image under the stage, None while it is not known."""
 
     def variables(self) -> dict[str, str]:
-        """What `$NAME` means in this stage's words (ENV wins over ARG, as in Docker)."""
-        return {"PATH": DEFAULT_PATH, **self.args, **self.env}
+        """What `$NAME` means in this stage's words: the image's ENV, then ARG, then ENV
+        (ENV wins over ARG, as in Docker); an image whose ENV has no PATH gets BuildKit's."""
+        return {"PATH": DEFAULT_PATH, **(self.base or {}), **self.args, **self.env}
 
     def step_env(self) -> dict[str, str]:
         """The environment a RUN step of this stage runs with."""
@@ -147,9 +153,11 @@ class ReaderState:
         context: Path | None,
         build_args: Mapping[str, str],
         escape: str,
+        base_env: BaseEnv,
     ) -> None:
         self.where = where
         self.images = images
+        self.base_env = base_env
         self.context = context
         self.build_args = build_args
         self.declared: set[str] = set()
@@ -172,11 +180,17 @@ class ReaderState:
         """`text` as Docker reads a word; a variable it leaves empty is warned of once."""
         missing: set[str] = set()
         value = expand(text, variables, escape=self.escape, quotes=quotes, missing=missing)
+        stage = self.stages[-1] if self.stages else None
         for name in sorted(missing - self.unset):
             self.unset.add(name)
+            if stage is None:
+                why = "before the first FROM"
+            elif stage.base is None:
+                why = f"and {stage.image}'s own ENV is not known until it is in the image cache"
+            else:
+                why = f"nor by {stage.image}'s own ENV"
             self.warnings.append(
-                f'{here}: ${name} is set by no ARG or ENV before it, so it expands to "" '
-                "(as in Docker; sprout cannot see the image's own ENV)"
+                f'{here}: ${name} is set by no ARG or ENV before it, so it expands to "" ({why})'
             )
         return value
 

@@ -8,8 +8,7 @@ character, and `$NAME`, `${NAME}`, `${NAME:-word}`, `${NAME-word}`,
 `${NAME:+word}`, `${NAME+word}`, `${NAME:?message}`, `${NAME#glob}`,
 `${NAME%glob}` (doubled for the longest match) and `${NAME/glob/text}` (`//`
 for every match) take their values. An unset variable is empty, as in Docker;
-the caller hears of it through `missing`, since here it is often one the
-image's own `ENV` sets and sprout cannot see.
+the caller hears of it through `missing`, to say so.
 """
 
 from __future__ import annotations

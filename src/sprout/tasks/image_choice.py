@@ -8,12 +8,14 @@ marked as such. Every image is said once, with its reason. A pulled image is the
 named by its digest in the task, so that every sandbox of the run, on every node
 of a cluster and in a rerun elsewhere, stands on the same bytes; a task whose
 image was approximated keeps `image_mode = "approximate"` for the same reason.
-Images are pulled concurrently, a few at a time.
+Images are pulled concurrently, a few at a time. A Dockerfile read before its base
+was pulled is read again once it is (`reread`), so that its `$PATH` and other words
+see the base's own ENV.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +29,9 @@ from sprout.task import Task
 PULL_WORKERS = 3
 """Images pulled at once: enough to overlap one image's unpacking with another's download,
 few enough that one run does not take a registry's whole rate limit."""
+
+Reread = Callable[[Task], "Task | Exception"]
+"""A task read again from its folder (an error when it no longer loads)."""
 
 
 @dataclass
@@ -78,9 +83,11 @@ def choose_task_images(
     progress: PullProgress | None = None,
     say: Any = print,
     recorded: Mapping[str, Any] | None = None,
+    reread: Reread | None = None,
 ) -> ChosenImages:
     """`tasks` with the images of this run chosen (`say` tells each once); `recorded`: an
-    earlier run's `images` record, whose digests win over the tags (`pinned_as_recorded`)."""
+    earlier run's `images` record, whose digests win over the tags (`pinned_as_recorded`);
+    `reread`: how a task whose Dockerfile stands on an image pulled now is read again."""
     tasks = [pinned_as_recorded(task, recorded or {}) for task in tasks]
     cache = cache or ImageCache()
     progress = progress or PullProgress()
@@ -113,6 +120,12 @@ def choose_task_images(
     for name in sorted(chosen.choices):
         say(f"image {chosen.choices[name].reason}")
     for task in tasks:
+        if reread is not None and _stands_on_pulled(task, chosen.choices):
+            again = reread(task)
+            if isinstance(again, Exception):
+                chosen.errors.append(str(again))
+                continue
+            task = pinned_as_recorded(again, recorded or {})
         placed = _place(task, chosen.choices, found, cache)
         if isinstance(placed, str):
             chosen.errors.append(placed)
@@ -122,6 +135,14 @@ def choose_task_images(
         if used in chosen.choices:
             chosen.used[task.id] = used
     return chosen
+
+
+def _stands_on_pulled(task: Task, choices: Mapping[str, ImageChoice]) -> bool:
+    """True when `task` builds a Dockerfile over an image this run pulled: one it was read
+    without, since the image's ENV was not known then (`cached_env`)."""
+    if task.prebuilt_image in choices:
+        return False
+    return any(choices[name].how == "pulled" for name in _references(task) if name in choices)
 
 
 def _place(

@@ -39,7 +39,7 @@ from sprout.tasks.harness import (
     network_of,
     phase_networks,
 )
-from sprout.tasks.imageref import image_reference, task_image
+from sprout.tasks.imageref import cached_env, image_reference, task_image
 
 STEP_MARKER = "# step"
 WRONG_MARKER = "# wrong:"
@@ -302,7 +302,12 @@ def _plan(
         return DockerfilePlan()
     try:
         return plan_dockerfile(
-            text, where=str(dockerfile), images=images, context=context, build_args=build_args
+            text,
+            where=str(dockerfile),
+            images=images,
+            context=context,
+            build_args=build_args,
+            base_env=cached_env,
         )
     except TaskError as error:
         raise TaskError(f"{task_id}: {error}") from None
