@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -196,3 +197,54 @@ def test_a_resume_whose_results_cannot_be_read_is_one_line_and_exit_2(
     [line] = capsys.readouterr().err.strip().splitlines()
     assert f"{out / 'results.json'}: cannot be read for its images" in line
     assert (out / "results.json").read_text() == "{not json"
+
+
+PINNED_TEST_SH = """mkdir -p /logs/verifier
+read -r which < /etc/which
+if [ "$which" = first ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt
+"""
+
+
+@pytest.mark.sandbox
+def test_a_run_told_images_from_an_earlier_results_file_stands_on_its_digests(
+    pulls_removed_after: Registry, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fresh run (not a resume) given `--images-from` gets the bytes the earlier run
+    pulled, though the tag moved and this machine's cache forgot the tag."""
+    require_overlay()
+    root = tmp_path / "rootfs"
+    build_rootfs(root, extra=("bash",))
+    layouts = []
+    for which in ("first", "second"):
+        layout = Layout(tmp_path / which)
+        layout.tag(
+            "v1", layout.image([tree_blob(root), layer_blob({"etc/which": f"{which}\n".encode()})])
+        )
+        layouts.append(layout)
+    reference = pulls_removed_after.push(layouts[0], "v1", "acme/pinned")
+    task = write_task(
+        tmp_path / "tasks",
+        "pinned",
+        instruction="Nothing to do.\n",
+        toml=f'[sprout]\nimage = "{reference}"\n',
+        solve="#!/bin/sh\ntrue\n",
+        tests={"test.sh": PINNED_TEST_SH},
+    )
+
+    def run(out: Path, *extra: str) -> dict[str, Any]:
+        argv = ["run", str(task), "--model", "oracle", "--method", "pass@1", "--out", str(out)]
+        assert main([*argv, *extra]) == 0, capsys.readouterr().err
+        return json.loads((out / "results.json").read_text())
+
+    earlier = run(tmp_path / "a")
+    assert earlier["tasks"]["pinned"]["pass@1"]["resolved"] is True
+    pulls_removed_after.push(layouts[1], "v1", "acme/pinned")
+    assert ImageCache().remove(reference)
+    later = run(tmp_path / "b", "--images-from", str(tmp_path / "a/results.json"))
+    assert later["tasks"]["pinned"]["pass@1"]["resolved"] is True
+    assert later["images"]["pinned"]["digest"] == earlier["images"]["pinned"]["digest"]
+    capsys.readouterr()
+    c = tmp_path / "c"
+    assert main(["run", str(task), "--model", "oracle", "--out", str(c), "--images-from", "x"]) == 2
+    assert "--images-from x: no such file" in capsys.readouterr().err
+    assert not c.exists()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sprout.tasks import LoadedTasks
@@ -35,6 +37,12 @@ def add_task_source_arguments(parser: argparse.ArgumentParser) -> None:
         "only), approximate (the cache, else Debian, no registry); or a TOML [images] "
         "table (FROM name -> root-filesystem folder). Give it twice for both",
     )
+    parser.add_argument(
+        "--images-from",
+        metavar="RESULTS",
+        help="an earlier run's results.json: each task stands on the digest that run pulled "
+        "for it, however its tag moved since, here or on another machine",
+    )
     parser.add_argument("--repos", metavar="DIR", help="local clones of SWE-bench repositories")
 
 
@@ -58,6 +66,8 @@ def load_task_arguments(
     from sprout.tasks.image_choice import choose_task_images
 
     mode, table = _image_arguments(args.images)
+    if args.images_from:  # a resumed run's own record wins over the one it was told of
+        recorded = {**recorded_images(Path(args.images_from), missing_ok=False), **(recorded or {})}
     images = load_image_table(table) if table else None
     loaded = load_tasks(paths, images=images, repos=args.repos)
     chosen = choose_task_images(
@@ -68,6 +78,20 @@ def load_task_arguments(
         reread=lambda task: read_again(task, images),
     )
     return LoadedTasks(chosen.tasks, [*loaded.errors, *chosen.errors], chosen.record())
+
+
+def recorded_images(path: Path, *, missing_ok: bool = True) -> dict[str, Any]:
+    """The images the run of results file `path` pulled, by task (its `images`), so that
+    this run stands on the same digests. None recorded (no results yet): empty."""
+    try:
+        images = json.loads(path.read_text(encoding="utf-8")).get("images")
+    except FileNotFoundError:
+        if missing_ok:
+            return {}
+        raise UsageError(f"--images-from {path}: no such file") from None
+    except (OSError, ValueError, AttributeError) as error:
+        raise UsageError(f"{path}: cannot be read for its images ({error})") from None
+    return images if isinstance(images, dict) else {}
 
 
 def usable_tasks(loaded: LoadedTasks, command: str) -> LoadedTasks:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from sprout.commands.common import (
     add_task_source_arguments,
     check_isolation,
     load_task_arguments,
+    recorded_images,
     refuse_model_servers,
     usable_tasks,
 )
@@ -157,7 +157,7 @@ def _run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     refuse_model_servers([settings.base_url or os.environ.get("OPENAI_BASE_URL")])
     check_ray(args)
-    recorded = recorded_images(args.out) if args.resume else None
+    recorded = recorded_images(Path(args.out) / "results.json") if args.resume else None
     loaded = usable_tasks(load_task_arguments(args.tasks, args, recorded), "run")
     report = check_isolation(args.out, args.isolation, "run")
     with on_cluster(args):  # joined first: a cluster that cannot be reached costs no run folder
@@ -188,19 +188,6 @@ def _run(args: argparse.Namespace) -> int:
         print(f"sprout run: stopped early: {halt.reason}", file=sys.stderr)
         return 1
     return BAD_INPUT if loaded.errors else _outcome(content)
-
-
-def recorded_images(out: str) -> dict[str, Any]:
-    """The images an earlier run in `out` pulled, by task (its results.json's `images`):
-    a resumed run stands on the same digests. None recorded (no results yet): empty."""
-    path = Path(out) / "results.json"
-    try:
-        images = json.loads(path.read_text(encoding="utf-8")).get("images")
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError, AttributeError) as error:
-        raise UsageError(f"{path}: cannot be read for its images ({error})") from None
-    return images if isinstance(images, dict) else {}
 
 
 def _settings(args: argparse.Namespace) -> RunSettings:
