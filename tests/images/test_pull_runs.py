@@ -247,4 +247,8 @@ def test_a_run_told_images_from_an_earlier_results_file_stands_on_its_digests(
     c = tmp_path / "c"
     assert main(["run", str(task), "--model", "oracle", "--out", str(c), "--images-from", "x"]) == 2
     assert "--images-from x: no such file" in capsys.readouterr().err
+    (tmp_path / "other.json").write_text('{"methods": []}')
+    told = ["--images-from", str(tmp_path / "other.json")]
+    assert main(["run", str(task), "--model", "oracle", "--out", str(c), *told]) == 2
+    assert "other.json: no `tasks` or `images`" in capsys.readouterr().err
     assert not c.exists()

@@ -67,7 +67,7 @@ def load_task_arguments(
 
     mode, table = _image_arguments(args.images)
     if args.images_from:  # a resumed run's own record wins over the one it was told of
-        recorded = {**recorded_images(Path(args.images_from), missing_ok=False), **(recorded or {})}
+        recorded = {**recorded_images(Path(args.images_from), required=True), **(recorded or {})}
     images = load_image_table(table) if table else None
     loaded = load_tasks(paths, images=images, repos=args.repos)
     chosen = choose_task_images(
@@ -80,17 +80,22 @@ def load_task_arguments(
     return LoadedTasks(chosen.tasks, [*loaded.errors, *chosen.errors], chosen.record())
 
 
-def recorded_images(path: Path, *, missing_ok: bool = True) -> dict[str, Any]:
+def recorded_images(path: Path, *, required: bool = False) -> dict[str, Any]:
     """The images the run of results file `path` pulled, by task (its `images`), so that
-    this run stands on the same digests. None recorded (no results yet): empty."""
+    this run stands on the same digests. None recorded (a resumed run with no results
+    yet): empty; unless `required` (`--images-from` named the file), then an error."""
+    where = f"--images-from {path}" if required else str(path)
     try:
-        images = json.loads(path.read_text(encoding="utf-8")).get("images")
+        content = json.loads(path.read_text(encoding="utf-8"))
+        images = content.get("images")
     except FileNotFoundError:
-        if missing_ok:
+        if not required:
             return {}
-        raise UsageError(f"--images-from {path}: no such file") from None
+        raise UsageError(f"{where}: no such file") from None
     except (OSError, ValueError, AttributeError) as error:
-        raise UsageError(f"{path}: cannot be read for its images ({error})") from None
+        raise UsageError(f"{where}: cannot be read for its images ({error})") from None
+    if required and "tasks" not in content:  # a run that pulled nothing records no images
+        raise UsageError(f"{where}: no `tasks` or `images` (not the results.json of a sprout run)")
     return images if isinstance(images, dict) else {}
 
 
