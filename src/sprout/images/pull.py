@@ -229,8 +229,7 @@ def _download(
     with tempfile.TemporaryFile() as errors:
         child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
         try:
-            while child.poll() is None:
-                time.sleep(POLL_S)
+            while not _exited(child):
                 progress.update(name, *_measure(layout, blobs, layers, missing))
                 tick()
         except BaseException:
@@ -255,6 +254,16 @@ def _download(
         + f", {time.monotonic() - started:.1f} s)",
     )
     return fetched
+
+
+def _exited(child: subprocess.Popen[bytes]) -> bool:
+    """Whether `child` ended within POLL_S: the wait, not a sleep, so that the pull goes on
+    the moment skopeo is done."""
+    try:
+        child.wait(timeout=POLL_S)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def _blob_path(blobs: Path, digest: str) -> Path:
