@@ -12,6 +12,7 @@ import io
 import json
 import shutil
 import socket
+import struct
 import subprocess
 import tarfile
 import threading
@@ -22,10 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import zstandard
 
 USER, PASSWORD = "sprout", "s3cret-pw"
 Files = dict[str, bytes]
 """A layer's files: path -> content."""
+LAYER_TYPE = "application/vnd.oci.image.layer.v1.tar"
 
 
 def needs_registry() -> None:
@@ -71,15 +74,22 @@ def _bcrypt(password: str) -> str:
         )  # cost 4: fast checks
 
 
-def layer_blob(files: Files) -> tuple[bytes, str]:
-    """(the gzipped tar of `files`, its uncompressed digest)."""
+def layer_blob(files: Files, *, zstd: bool = False) -> tuple[bytes, str]:
+    """(the gzipped tar of `files`, its uncompressed digest); with `zstd`, the tar as
+    zstd:chunked writes it: frames of their own, then a skippable frame."""
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w") as tar:
         for name, data in sorted(files.items()):
             info = tarfile.TarInfo(name)
             info.size, info.mode, info.mtime = len(data), 0o755, 1_700_000_000
             tar.addfile(info, io.BytesIO(data))
-    return gzip.compress(raw.getvalue(), mtime=0), _digest(raw.getvalue())
+    tar_bytes = raw.getvalue()
+    if not zstd:
+        return gzip.compress(tar_bytes, mtime=0), _digest(tar_bytes)
+    half = len(tar_bytes) // 2
+    frames = [zstandard.compress(part) for part in (tar_bytes[:half], tar_bytes[half:])]
+    skippable = struct.pack("<II", 0x184D2A50, 8) + b"manifest"
+    return b"".join(frames) + skippable, _digest(tar_bytes)
 
 
 def tree_blob(root: Path) -> tuple[bytes, str]:
@@ -88,6 +98,10 @@ def tree_blob(root: Path) -> tuple[bytes, str]:
     with tarfile.open(fileobj=raw, mode="w") as tar:
         tar.add(root, arcname=".")
     return gzip.compress(raw.getvalue(), mtime=0), _digest(raw.getvalue())
+
+
+def _compression(layer: bytes) -> str:
+    return "+zstd" if layer.startswith(b"\x28\xb5\x2f\xfd") else "+gzip"
 
 
 def _digest(data: bytes) -> str:
@@ -126,7 +140,7 @@ class Layout:
                 **self.blob(json.dumps(image_config).encode()),
             },
             "layers": [
-                {"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", **self.blob(data)}
+                {"mediaType": LAYER_TYPE + _compression(data), **self.blob(data)}
                 for data, _ in layers
             ],
         }

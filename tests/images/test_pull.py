@@ -100,6 +100,19 @@ def test_a_layer_two_images_share_is_downloaded_and_stored_once(
     assert (Path(second.rootfs) / "etc/base-release").is_file()
 
 
+def test_a_zstd_layer_over_a_gzip_base_is_pulled_and_unpacked(
+    trusted: Registry, tmp_path: Path, cache: ImageCache
+) -> None:
+    layout = Layout(tmp_path / "zstd")
+    top = layer_blob({"etc/app": b"zstd 1\n", "opt/tool": os.urandom(300_000)}, zstd=True)
+    layout.tag("v1", layout.image([BASE, top]))
+    image = pull(trusted.push(layout, "v1", "acme/zstd"), cache=cache)
+    root = Path(image.rootfs)
+    assert (root / "etc/app").read_bytes() == b"zstd 1\n", "both frames of the layer"
+    assert (root / "opt/tool").stat().st_size == 300_000
+    assert (root / "etc/base-release").read_bytes() == b"base 1\n"
+
+
 def test_a_manifest_list_gives_this_machines_image_or_the_platform_asked_for(
     trusted: Registry, tmp_path: Path, cache: ImageCache
 ) -> None:

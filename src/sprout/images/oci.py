@@ -20,13 +20,16 @@ import tarfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO, Any, cast
+
+import zstandard
 
 from sprout.images.cache import Image, ImageCache, ImageError
 from sprout.images.platforms import choose, is_list, this_machine
 
 WHITEOUT = ".wh."
 OPAQUE = ".wh..wh..opq"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 STREAM_BUFFER = 1 << 20
 """Bytes a layer is read and its files written in: tarfile's 10 KB default makes a third
 of the time of unpacking a layer of big files Python's own bookkeeping."""
@@ -190,14 +193,28 @@ def _check_digest(archive: Archive, name: str) -> None:
 def _opened_layer(archive: Archive, name: str, verified: bool) -> Iterator[tarfile.TarFile]:
     if not verified:
         _check_digest(archive, name)
-    with archive.open(name) as handle:
-        if handle.read(4) == b"\x28\xb5\x2f\xfd":
-            raise ImageError(f"{archive.path}: layer {name} is zstd-compressed; sprout reads gzip")
-        handle.seek(0)
-        with tarfile.open(
-            fileobj=handle, mode="r|*", bufsize=STREAM_BUFFER, copybufsize=STREAM_BUFFER
-        ) as layer:
-            yield layer
+    with archive.open(name) as handle, _decompressed(handle) as stream:
+        try:
+            with tarfile.open(fileobj=stream, mode="r|*", bufsize=STREAM_BUFFER) as layer:
+                layer.copybufsize = STREAM_BUFFER  # type: ignore[attr-defined]  # (not in typeshed)
+                yield layer
+        except (tarfile.ReadError, zstandard.ZstdError, EOFError) as error:
+            raise ImageError(
+                f"{archive.path}: layer {name} is not a readable tar ({error})"
+            ) from None
+
+
+@contextlib.contextmanager
+def _decompressed(handle: IO[bytes]) -> Iterator[IO[bytes]]:
+    """A layer's tar as a stream: zstd (`tar+zstd`, and zstd:chunked, whose extra frames
+    are skippable) here; gzip, bzip2, xz and none by tarfile's own detection."""
+    magic = handle.read(4)
+    handle.seek(0)
+    if magic != ZSTD_MAGIC:
+        yield handle
+        return
+    with zstandard.ZstdDecompressor().stream_reader(handle, read_across_frames=True) as stream:
+        yield cast(IO[bytes], stream)
 
 
 def _contained(member: tarfile.TarInfo, destination: str) -> tarfile.TarInfo | None:
