@@ -169,6 +169,14 @@ class Task(BaseModel):
     as it unless it is the agent's own."""
     workdir: str = "/workspace"
     env: dict[str, str] = Field(default_factory=dict)
+    """The agent's variables: the Dockerfile's ENV, then task.toml's (`declared_env`)."""
+    declared_env: dict[str, str] = Field(default_factory=dict)
+    """What task.toml itself sets (`[environment] env`, then `[sprout] env`): what a prebuilt
+    image's own ENV gets instead of the Dockerfile's."""
+    verifier_env: dict[str, str] = Field(default_factory=dict)
+    """`[verifier] env`: the verifier's alone, over the attempt's variables."""
+    solution_env: dict[str, str] = Field(default_factory=dict)
+    """`[solution] env`: in the oracle models' sandboxes only, with /solution."""
     network: bool | tuple[str, ...] = True
     """The agent's network, which its forks inherit: true is `public`, false `none`, a tuple
     of hosts (`pypi.org`, `*.pythonhosted.org:443`) an `allowlist` of them."""

@@ -1,6 +1,7 @@
 """Runs on pulled images: a Terminal-Bench 2 task whose `docker_image` names the test's
-registry runs on exactly that image (its files and its config, not an approximation's),
-and the run records the digest it pulled."""
+registry runs on exactly that image (its files and its config, not an approximation's,
+with task.toml's `[environment] env` over its ENV), and the run records the digest it
+pulled."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from tests.taskfolders import write_task
 TEST_SH = """#!/bin/sh
 mkdir -p /logs/verifier
 if [ "$(cat /etc/tb-image)" = exact ] && [ "$IMAGE_MARK" = from-config ] \\
-   && [ "$(cat /app/out.txt)" = done ] && [ "$(pwd)" = /app ]; then
+   && [ "$(cat /app/out.txt)" = done ] && [ "$(pwd)" = /app ] \\
+   && [ "$TASK_MARK" = from-task-toml ] && [ -z "$DOCKERFILE_MARK" ]; then
   echo 1 > /logs/verifier/reward.txt
 else
   echo 0 > /logs/verifier/reward.txt
@@ -58,8 +60,10 @@ def test_a_tb2_task_runs_on_its_docker_image_and_the_run_records_the_digest(
         "exact-task",
         instruction="Write done to /app/out.txt.\n",
         toml=f'version = "1.0"\n\n[environment]\ndocker_image = "{reference}"\n'
+        'env = { TASK_MARK = "from-task-toml" }\n'  # over the image's own ENV
         "\n[verifier]\ntimeout_sec = 60\n",
-        dockerfile="FROM acme/never-built:1\nRUN exit 3\n",  # the prebuilt image wins
+        # the prebuilt image wins: neither its RUN nor its ENV
+        dockerfile="FROM acme/never-built:1\nENV DOCKERFILE_MARK=1\nRUN exit 3\n",
         solve="#!/bin/sh\necho done > /app/out.txt\n",
         tests={"test.sh": TEST_SH},
     )

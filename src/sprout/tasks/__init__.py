@@ -3,7 +3,8 @@ Terminal-Bench 1 folders and SWE-bench JSONL."""
 
 from sprout.tasks.discover import LoadedTasks, load_image_table, load_tasks
 from sprout.tasks.environment import base_checkpoint, solution_checkpoint
-from sprout.tasks.native import load_native, split_solution
+from sprout.tasks.native import load_native
+from sprout.tasks.solution_script import split_solution
 from sprout.tasks.swebench import load_swebench
 from sprout.tasks.terminal_bench1 import load_terminal_bench1
 

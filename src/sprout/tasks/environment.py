@@ -153,17 +153,24 @@ def _build_base(
 
 def solution_checkpoint(task: Task, layers: LayerStore, base: str) -> str:
     """Checkpoint 0 for the oracle models: `base` with the task's `solution/` folder at
-    /solution, as Harbor's oracle agent has it. Only the oracles start there; every other
-    model, and every role, works from `base`."""
-    if task.solution_dir is None:
+    /solution and its `[solution] env` set, as Harbor's oracle agent has them. Only the
+    oracles start there; every other model, and every role, works from `base`."""
+    if task.solution_dir is None and not task.solution_env:
         return base
     try:
-        name = f"{base}-solution-{_folder_digest(task.solution_dir)}"
+        name = f"{base}-solution"
+        if task.solution_dir is not None:
+            name += f"-{_folder_digest(task.solution_dir)}"
+        if task.solution_env:
+            variables = json.dumps(task.solution_env, sort_keys=True).encode()
+            name += f"-env-{hashlib.sha256(variables).hexdigest()[:12]}"
         cached = layers.ref(name)
         if cached is not None:
             return cached
-        with Sandbox.fork(layers, base) as oracle:
-            oracle.put(os.fspath(task.solution_dir), "/solution")
+        env = {**layers.layer(base).config.env, **task.solution_env}
+        with Sandbox.fork(layers, base, env=env) as oracle:
+            if task.solution_dir is not None:
+                oracle.put(os.fspath(task.solution_dir), "/solution")
             checkpoint = oracle.checkpoint(always=True)
     except OSError as error:  # the folder changed since it loaded, or holds a pipe
         why = os_problem(error)

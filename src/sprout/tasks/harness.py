@@ -1,6 +1,7 @@
 """The harness's own tables of a task.toml, as Harbor writes them: `[environment]` (cpus,
-memory, storage) and the `timeout_sec` and `user` of `[agent]` and `[verifier]`, and the
-network each phase gets (`network_mode` with its `allowed_hosts`, `allow_internet`).
+memory, storage) and the `timeout_sec` and `user` of `[agent]` and `[verifier]`, the
+network each phase gets (`network_mode` with its `allowed_hosts`, `allow_internet`), and
+the variables of `[environment]`, `[verifier]` and `[solution]` (`env`).
 
 Each table is a model of the fields sprout reads, typed and bounded, read as every table
 is (`sprout.config.validate_table`: a bad value is one line, `FILE: TABLE.FIELD: PROBLEM`).
@@ -66,6 +67,25 @@ AllowedHosts = list[Annotated[str, Field(strict=True), AfterValidator(_allowed_h
 `:port` (sandbox/allowlist.py)."""
 
 
+def _variable_name(name: str) -> str:
+    if not name or "=" in name or "\0" in name:
+        raise ValueError(f"{name!r} is no variable name (empty, or with '=' or a NUL byte)")
+    return name
+
+
+def _no_nul(value: str) -> str:
+    if "\0" in value:
+        raise ValueError("a variable's value cannot hold a NUL byte")
+    return value
+
+
+EnvTable = dict[
+    Annotated[str, AfterValidator(_variable_name)],
+    Annotated[str, Field(strict=True), AfterValidator(_no_nul)],
+]
+"""A table's variables, name to value (`env = { API_KEY = "${OPENAI_API_KEY}" }`)."""
+
+
 class PhaseTable(BaseModel):
     """Harbor's `[agent]` or `[verifier]` table: sprout reads its `timeout_sec`, `user` and
     `network_mode`."""
@@ -82,6 +102,20 @@ class PhaseTable(BaseModel):
     allowed_hosts: AllowedHosts | None = None
     """What its `allowlist` reaches; None: `[environment]`'s (none at all when that has
     none either, as Harbor denies all egress then)."""
+
+
+class VerifierTable(PhaseTable):
+    """Harbor's `[verifier]` table: a phase's fields, and the verifier's own variables."""
+
+    env: EnvTable = {}
+
+
+class SolutionTable(BaseModel):
+    """Harbor's `[solution]` table: the reference solution's variables."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    env: EnvTable = {}
 
 
 class EnvironmentTable(BaseModel):
@@ -105,6 +139,9 @@ class EnvironmentTable(BaseModel):
     docker_image: Annotated[str, Field(min_length=1, strict=True)] | None = None
     """The task's environment, prebuilt (Terminal-Bench 2 names one for every task):
     Harbor runs it instead of building the Dockerfile."""
+    env: EnvTable = {}
+    """Variables of the task's container: the agent's calls and the verifier see them; the
+    set-up steps do not (Harbor sets them when the container starts, after the build)."""
 
     @property
     def network(self) -> NetworkMode:

@@ -183,14 +183,15 @@ def _why(outcome: ImageChoice | ImageError, name: str) -> str:
 
 def _prebuilt(task: Task, image: str, choices: dict[str, ImageChoice], cache: ImageCache) -> Task:
     """`task` on its prebuilt environment, as Harbor runs one: no set-up, no stages, and the
-    image's own variables, working folder and user instead of the Dockerfile's."""
+    image's own variables (under task.toml's), working folder and user instead of the
+    Dockerfile's."""
     config = choices[image].image.source.get("config") or {}
     return task.model_copy(
         update={
             "image": _pinned(image, choices, cache),
             "setup": (),
             "stages": (),
-            "env": {},
+            "env": dict(task.declared_env),
             "workdir": config.get("workdir") or task.workdir,
             "user": config.get("user") or "",
             "user_origin": f"{image}'s config" if config.get("user") else "",

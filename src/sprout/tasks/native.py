@@ -1,9 +1,11 @@
 """The native task folder: the Terminal-Bench 2 / Harbor layout plus a `[sprout]` table.
 
     TASK/instruction.md        what the agent is asked to do
-    TASK/task.toml             [verifier] and [agent] timeout_sec and user, [sprout] (below)
+    TASK/task.toml             Harbor's [environment], [agent], [verifier] and [solution]
+                               (`sprout.tasks.harness`), and [sprout] (below)
     TASK/environment/          Dockerfile and the files it copies
     TASK/solution/solve.sh     the reference solution; `# step` lines split it into turns
+                               (`sprout.tasks.solution_script`)
     TASK/tests/test.sh         hidden tests, copied to /tests on the verifier's fork only
 
 See docs/tasks.md for every field.
@@ -11,7 +13,6 @@ See docs/tasks.md for every field.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from sprout.sandbox.allowlist import Network
-from sprout.task import ResultsFormat, SetupStep, SolutionStep, Stage, Task, TaskError
+from sprout.task import ResultsFormat, SetupStep, Stage, Task, TaskError
 from sprout.tasks.compose import read_compose
 from sprout.tasks.dockerfile import DockerfilePlan, plan_dockerfile
 from sprout.tasks.files import (
@@ -35,16 +36,16 @@ from sprout.tasks.files import (
 from sprout.tasks.harness import (
     AllowedHosts,
     EnvironmentTable,
+    EnvTable,
     PhaseTable,
+    SolutionTable,
+    VerifierTable,
     network_of,
     phase_networks,
 )
+from sprout.tasks.harness_env import harbor_variables
 from sprout.tasks.imageref import cached_env, image_reference, task_image
-
-STEP_MARKER = "# step"
-WRONG_MARKER = "# wrong:"
-TRAP_MARKER = "# trap:"
-TRAP_NAMES_MARKER = "# trap names:"
+from sprout.tasks.solution_script import split_solution
 
 
 def _network_word(value: object) -> object:
@@ -81,7 +82,7 @@ class SproutTable(BaseModel):
     """Replaces `bash /tests/test.sh`, e.g. to run the test files with a local pytest offline."""
     setup: list[str] = []
     """Extra shell steps after the Dockerfile's."""
-    env: dict[str, str] = {}
+    env: EnvTable = {}
     user_namespaces: bool = False
     """Let the agent's commands make user namespaces (to run containers of their own)."""
     build_args: dict[str, str] = {}
@@ -92,116 +93,6 @@ class SproutTable(BaseModel):
         if value == "allowlist":
             return network_of("allowlist", self.allow)
         return network_of("no-network" if value == "none" else "public", None)
-
-
-@dataclass
-class _StepText:
-    lines: list[str]
-    wrong: list[str]
-    trap: str | None = None
-    trap_names: tuple[str, ...] = ()
-
-
-_HEREDOC = re.compile(r"(?<![<\w])<<(-?)[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_.-]*)\2")
-"""`<<EOF`, `<<-'EOF'`, `<< "END"` (not `<<<`, a here-string)."""
-SOLUTION_FILE = "/tmp/sprout-solution.sh"
-"""Where a solution without markers is written before it runs, when no /solution holds it."""
-
-
-def _directives(lines: list[str]) -> list[tuple[str, str]]:
-    """Each line with what it is: ("step" | "wrong" | "trap" | "names" | "line", text). Markers
-    count only outside heredocs, so a `# step 1` in a heredoc's text stays text."""
-    found: list[tuple[str, str]] = []
-    pending: list[tuple[bool, str]] = []  # heredocs opened on the line before, in order
-    for line in lines:
-        if pending:
-            strip_tabs, delimiter = pending[0]
-            body = line.rstrip("\n")
-            if (body.lstrip("\t") if strip_tabs else body) == delimiter:
-                pending.pop(0)
-            found.append(("line", line))
-            continue
-        stripped = line.strip()
-        lowered = stripped.lower()
-        if stripped == STEP_MARKER:
-            found.append(("step", line))
-        elif lowered.startswith(WRONG_MARKER):
-            found.append(("wrong", stripped[len(WRONG_MARKER) :].strip()))
-        elif lowered.startswith(TRAP_NAMES_MARKER):
-            found.append(("names", stripped[len(TRAP_NAMES_MARKER) :]))
-        elif lowered.startswith(TRAP_MARKER):
-            found.append(("trap", stripped[len(TRAP_MARKER) :].strip()))
-        else:
-            found.append(("line", line))
-            if not stripped.startswith("#"):
-                pending += [(m.group(1) == "-", m.group(3)) for m in _HEREDOC.finditer(line)]
-    return found
-
-
-def as_one_script(text: str, path: str | None) -> str:
-    """The command that runs `text` as a script file, byte for byte: `bash PATH` when the
-    oracle's /solution holds it, else the script written to a file first."""
-    if path is not None:
-        return f"bash {path}"
-    delimiter = "SPROUT_SOLUTION"
-    while delimiter in text.splitlines():
-        delimiter += "_"
-    ending = "" if text.endswith("\n") else "\n"
-    return f"cat > {SOLUTION_FILE} <<'{delimiter}'\n{text}{ending}{delimiter}\nbash {SOLUTION_FILE}"
-
-
-def split_solution(text: str, script_path: str | None = None) -> tuple[SolutionStep, ...]:
-    """The reference solution as the oracle's turns.
-
-    A line that is exactly `# step`, outside any heredoc, starts a new turn; inside
-    a step, `# wrong: COMMAND` offers a wrong variant of it, and `# trap: COMMAND`
-    with `# trap names: A, B` a misconception (a wrong variant that passes every
-    visible check) and what the verifier names when it fails (for oracle-noise's
-    `trap` errors). Lines before the first marker (`set -e`, `cd /app`) are repeated
-    at the head of every step, since each turn runs in a fresh shell. Every other
-    line is kept as it is, comments, blank lines and heredocs included.
-
-    Without markers the whole script is one turn that runs it as a file
-    (`script_path`, where the oracle's /solution holds it; else written out first).
-    """
-    directives = _directives(text.splitlines(keepends=True))
-    if not any(kind == "step" for kind, _ in directives):
-        return (SolutionStep(command=as_one_script(text, script_path)),) if text.strip() else ()
-    preamble: list[str] = []
-    steps: list[_StepText] = []
-    for kind, value in directives:
-        if kind == "step":
-            steps.append(_StepText([], []))
-        elif not steps:
-            if kind == "line" and not value.startswith("#!"):
-                preamble.append(value)
-        elif kind == "wrong":
-            steps[-1].wrong.append(value)
-        elif kind == "names":
-            steps[-1].trap_names = tuple(n.strip() for n in value.split(",") if n.strip())
-        elif kind == "trap":
-            steps[-1].trap = value
-        else:
-            steps[-1].lines.append(value)
-    head = "".join(preamble).strip("\n")
-
-    def with_head(command: str) -> str:
-        return f"{head}\n{command}" if head else command
-
-    result = []
-    for step in steps:
-        body = "".join(step.lines).strip("\n")
-        if not body.strip():
-            continue
-        result.append(
-            SolutionStep(
-                command=with_head(body),
-                wrong=tuple(with_head(w) for w in step.wrong),
-                trap=with_head(step.trap) if step.trap else None,
-                trap_names=step.trap_names,
-            )
-        )
-    return tuple(result)
 
 
 @dataclass(frozen=True)
@@ -282,6 +173,7 @@ def task_fields(setting: TaskEnvironment, sprout: SproutTable) -> dict[str, Any]
         "user_origin": setting.user_origin,
         "workdir": setting.workdir,
         "env": setting.env,
+        "declared_env": dict(sprout.env),
         "network": sprout.network_setting(sprout.network),
         "setup_network": sprout.network_setting(sprout.setup_network),
         "user_namespaces": sprout.user_namespaces,
@@ -346,9 +238,13 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
     toml_path = path / "task.toml"
     data = read_toml(toml_path, task_id) or {}
     sprout = task_table(data, "sprout", SproutTable, toml_path, task_id)
-    verifier = task_table(data, "verifier", PhaseTable, toml_path, task_id)
+    verifier = task_table(data, "verifier", VerifierTable, toml_path, task_id)
     agent = task_table(data, "agent", PhaseTable, toml_path, task_id)
     resources = task_table(data, "environment", EnvironmentTable, toml_path, task_id)
+    solution_table = task_table(data, "solution", SolutionTable, toml_path, task_id)
+    variables = harbor_variables(
+        f"{task_id}: {toml_path}", resources.env, verifier.env, solution_table.env
+    )
 
     environment = path / "environment"
     environment_dir = subfolder(environment, task_id, "the Dockerfile and what it copies")
@@ -372,7 +268,11 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
     if sprout.network is not None:  # [sprout] network wins over Harbor's tables
         del networks["network"]
     return Task(
-        **{**task_fields(setting, sprout), **networks},
+        **{
+            **task_fields(setting, sprout),
+            **networks,
+            **variables.task_fields(setting.env, sprout.env),
+        },
         id=task_id,
         path=path,
         instruction=instruction,
@@ -389,7 +289,7 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         memory_bytes=resources.memory_bytes,
         disk_bytes=resources.disk_bytes,
         results=sprout.results,
-        warnings=setting.warnings,
+        warnings=(*setting.warnings, *variables.warnings),
         prebuilt_image=_prebuilt(resources, toml_path, task_id),
     )
 

@@ -33,10 +33,10 @@ from sprout.tasks.files import (
 from sprout.tasks.native import (
     SproutTable,
     TaskEnvironment,
-    split_solution,
     task_environment,
     task_fields,
 )
+from sprout.tasks.solution_script import split_solution
 
 AGENT_TIMEOUT_S = 360.0
 """Terminal-Bench 1's default max_agent_timeout_sec."""

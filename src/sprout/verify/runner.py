@@ -50,8 +50,9 @@ def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base: str) -> 
     script = verifier_script(task)
     binaries = uv_binaries(requested_version(script)) if uses_uv(script) else None
     settings = index_settings()
-    # The task's own variables win over the machine's: a task may pin its own index.
-    env = {**settings.env(), **layers.layer(checkpoint).config.env}
+    # The task's own variables win over the machine's: a task may pin its own index. Its
+    # `[verifier] env` is the verifier's alone, over the attempt's.
+    env = {**settings.env(), **layers.layer(checkpoint).config.env, **task.verifier_env}
     user = verifier_run_as(task, layers, base)
     with Sandbox.fork(
         layers, checkpoint, env=env, network=task.verifier_network, user=user
