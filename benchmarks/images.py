@@ -5,14 +5,17 @@ Run it with `sprout bench images [options]`. A Debian `docker-registry` is start
 on loopback (plain HTTP, marked insecure in a registries.conf of the benchmark's
 own, so TLS costs are left out of both sides alike) and two images are pushed into
 it: A, of three layers of random bytes (gzip cannot shrink them) with a shell at
-the bottom, and B, A's two lower layers under a small layer of its own. Each
-repetition pulls into an empty cache:
+the bottom, and B and C, A's two lower layers each under a small layer of its own.
+Each repetition pulls into an empty cache:
 
 - skopeo alone: `skopeo copy docker://A oci:DIR` into an empty blob folder, the
   transfer and digest checks and nothing else;
 - sprout: `sprout.images.pull.pull(A)`, which is that same copy plus resolving the
   manifest first and unpacking every layer into a root filesystem;
-- B after A in the same cache: the bytes fetched, against B's own layer;
+- B after A in the same cache: the bytes fetched, against B's own layer, and its
+  time (B unpacks the two shared layers into a chain, `sprout.images.chains`);
+- C after B: its time (it links the chain) and the bytes of its root filesystem
+  that are its own, not links;
 - first call: a sandbox over A's root filesystem (as root: overlayfs) running `true`.
 
 Every cache is a plain temporary folder (no store filesystem), removed at the end.
@@ -164,6 +167,17 @@ def _skopeo(*arguments: str) -> None:
     )
 
 
+def _rootfs_bytes(root: Path) -> tuple[int, int]:
+    """(bytes of the files only `root` holds, bytes of all its files)."""
+    own = total = 0
+    for path in root.rglob("*"):
+        stat = path.lstat()
+        if path.is_file() and not path.is_symlink():
+            total += stat.st_size
+            own += stat.st_size if stat.st_nlink == 1 else 0
+    return own, total
+
+
 def one_run(host: str, scratch: Path, own_b: int) -> dict[str, float]:
     """One repetition, into caches of its own."""
     blobs = scratch / "skopeo-blobs"
@@ -175,12 +189,18 @@ def one_run(host: str, scratch: Path, own_b: int) -> dict[str, float]:
     )  # fmt: skip
     cache = ImageCache(scratch / "images")
     seconds_sprout, image = stats.timed(lambda: pull(f"{host}/bench/a:bench", cache=cache))
-    b = pull(f"{host}/bench/b:bench", cache=cache)
+    seconds_b, b = stats.timed(lambda: pull(f"{host}/bench/b:bench", cache=cache))
+    seconds_c, c = stats.timed(lambda: pull(f"{host}/bench/c:bench", cache=cache))
+    own_c, all_c = _rootfs_bytes(Path(c.rootfs))
     result = {
         "skopeo_s": seconds_skopeo,
         "sprout_s": seconds_sprout,
+        "b_s": seconds_b,
+        "c_s": seconds_c,
         "b_fetched_bytes": float(b.source["fetched_bytes"]),
         "b_own_bytes": float(own_b),
+        "c_unlinked_bytes": float(own_c),
+        "c_rootfs_bytes": float(all_c),
     }
     if os.geteuid() == 0:
         store = LayerStore(scratch / "layers", place=False)
@@ -201,13 +221,15 @@ def main(argv: list[str]) -> int:
         base = _layer({"opt/base": os.urandom(third)}, programs=["/bin/sh", "/bin/true"])
         middle = _layer({"opt/middle": os.urandom(third)})
         own_a, own_b = _layer({"opt/a": os.urandom(third)}), _layer({"opt/b": os.urandom(2 << 20)})
+        own_c = _layer({"opt/c": os.urandom(2 << 20)})
         write_layout(scratch / "layout-a", [base, middle, own_a])
         write_layout(scratch / "layout-b", [base, middle, own_b])
+        write_layout(scratch / "layout-c", [base, middle, own_c])
         with registry(scratch) as host:
             conf = scratch / "registries.conf"
             conf.write_text(f'[[registry]]\nlocation = "{host}"\ninsecure = true\n')
             os.environ["CONTAINERS_REGISTRIES_CONF"] = str(conf)
-            for name in ("a", "b"):
+            for name in ("a", "b", "c"):
                 _skopeo(
                     "copy", "--quiet", "--dest-tls-verify=false",
                     f"oci:{scratch / f'layout-{name}'}:bench", f"docker://{host}/bench/{name}:bench",
@@ -223,6 +245,8 @@ def main(argv: list[str]) -> int:
     measures = [
         (f"skopeo copy of A alone ({args.megabytes} MB, 3 layers)", "skopeo_s"),
         ("sprout image pull of A (copy + unpack)", "sprout_s"),
+        ("B after A (fetches its layer, unpacks the shared two once more)", "b_s"),
+        ("C after B (fetches its layer, links the shared two)", "c_s"),
         *(
             [("first call in a sandbox over A", "first_call_s")]
             if "first_call_s" in runs[0]
@@ -252,6 +276,8 @@ def main(argv: list[str]) -> int:
         ]
     )
     rows.append(["B's bytes fetched / B's own layer (target <= 1.05)", f"{shared:.3f}", "", ""])
+    unlinked = statistics.median(r["c_unlinked_bytes"] / r["c_rootfs_bytes"] for r in runs)
+    rows.append(["C's root filesystem: bytes not linked / all", f"{unlinked:.3f}", "", ""])
     print(stats.render_table(rows, markdown=args.markdown))
     if args.out:
         stats.write_json(
@@ -264,6 +290,7 @@ def main(argv: list[str]) -> int:
                 "figures": figures,
                 "sprout_over_skopeo": overhead,
                 "b_fetched_over_own": shared,
+                "c_unlinked_over_all": unlinked,
                 "runs": runs,
                 "machine": stats.machine_facts(tempfile.gettempdir()),
                 "elapsed_s": round(time.monotonic() - started, 1),

@@ -202,7 +202,8 @@ def test_gc_images_keeps_an_image_a_runs_own_store_stands_on(
     said = capsys.readouterr().out
     assert f"  keeps image {image.digest}: layer stores of runs stand on it: {run.path}\n" in said
     assert said.endswith(
-        "0 images (0 pulled blobs), 0 stores of deleted runs (--dry-run: nothing was freed)\n"
+        "0 images (0 pulled blobs, 0 shared layer chains), 0 stores of deleted runs "
+        "(--dry-run: nothing was freed)\n"
     )
     assert main(["gc", "--keep-days", "0", "--images"]) == 0
     assert cache.images() == [image]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sprout.images import ImageCache
-from sprout.images.pull import blob_dir
+from sprout.images.blobs import blob_dir
 from tests.images.registry_world import Registry, needs_registry, running_registry
 
 

@@ -123,7 +123,8 @@ def _collect_cache(args: argparse.Namespace) -> int:
     print(
         f"{verb} {(done.bytes_freed + copies.bytes_freed) / 1e6:.1f} MB: {done.bases} base "
         f"layers ({len(done.layers)} layers), {len(copies.freed)} shipped task folders, "
-        f"{len(done.images)} images ({done.blobs} pulled blobs), "
+        f"{len(done.images)} images ({done.blobs} pulled blobs, {done.chains} shared "
+        "layer chains), "
         f"{len(done.orphans) if args.orphan else 0} stores of "
         f"deleted runs{dry}"
     )

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sprout.images.bases import collecting, linked_by_runs, shared_stores
+from sprout.images.blobs import blob_dir
 from sprout.images.cache import ImageCache
-from sprout.images.pull import blob_dir
+from sprout.images.chains import collect_chains
 from sprout.images.runstores import stores_by_image
 from sprout.sandbox import LayerStore, store_fs, store_owners
 
@@ -46,6 +47,8 @@ class Collected:
     """What the stores in `orphans` hold."""
     blobs: int = 0
     """With `images`: blobs of the pull cache that no remaining image was pulled with."""
+    chains: int = 0
+    """With `images`: unpacked layers images shared that no remaining image starts with."""
 
 
 def collect(
@@ -68,6 +71,9 @@ def collect(
     if images:
         _collect_images(standing_on, orphan, dry_run, done)
         _collect_blobs(dry_run, done)
+        gone = set(done.images) if dry_run else set()
+        done.chains, freed = collect_chains(ImageCache(), gone, BLOB_GRACE_S, dry_run)
+        done.bytes_freed += freed
     return done
 
 

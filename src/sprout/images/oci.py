@@ -94,7 +94,8 @@ def _json(archive: Archive, name: str) -> Any:
         raise ImageError(f"{archive.path}: {name}: not JSON ({error})") from None
 
 
-def _blob(digest: str) -> str:
+def blob_name(digest: str) -> str:
+    """Blob `digest`'s name in an OCI layout (`blobs/sha256/HEX`)."""
     algorithm, _, value = digest.partition(":")
     return f"blobs/{algorithm}/{value}"
 
@@ -128,19 +129,19 @@ def read_manifest(archive: Archive, reference: str | None) -> ImageManifest:
         if not manifests:
             raise ImageError(f"{archive.path}: index.json lists no image")
         manifest_ref = manifests[0]
-        manifest = _json(archive, _blob(manifest_ref["digest"]))
+        manifest = _json(archive, blob_name(manifest_ref["digest"]))
         if is_list(manifest):
             chosen = choose(manifest, this_machine(), str(archive.path))
-            manifest = _json(archive, _blob(chosen))
+            manifest = _json(archive, blob_name(chosen))
         config = manifest.get("config") or {}
         name = (manifest_ref.get("annotations") or {}).get(
             "org.opencontainers.image.ref.name", reference or ""
         )
         return ImageManifest(
-            [_blob(layer["digest"]) for layer in manifest.get("layers") or []],
+            [blob_name(layer["digest"]) for layer in manifest.get("layers") or []],
             name,
             manifest_ref["digest"],
-            config_summary(_json(archive, _blob(config["digest"]))) if config else {},
+            config_summary(_json(archive, blob_name(config["digest"]))) if config else {},
         )
     if "manifest.json" in names:
         entries = _json(archive, "manifest.json")
@@ -250,10 +251,13 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
-def apply_layer(layer: tarfile.TarFile, root: Path) -> None:
+def apply_layer(layer: tarfile.TarFile, root: Path, *, private_links: bool = False) -> None:
     """Apply one layer onto `root` in one pass over its entries, so that a layer is read
     once, as a stream. Whiteouts hide only what the layers below left (OCI's rule): what
-    this layer itself wrote, before or after its whiteout, stays."""
+    this layer itself wrote, before or after its whiteout, stays. `private_links`: `root`
+    shares files with other root filesystems (`sprout.images.chains`), so a hard link
+    to one of them is made to a copy of its own (tarfile sets the link's mode and owner
+    on the file it links)."""
     own: set[PurePosixPath] = set()
     """What this layer wrote, with every folder above it."""
     for member in layer:
@@ -269,20 +273,37 @@ def apply_layer(layer: tarfile.TarFile, root: Path) -> None:
             if hidden not in own:
                 _remove(_inside(root, str(hidden)))
         elif path.parts:  # not the root folder itself, which the cache makes
-            _extract(layer, member, root)
+            _extract(layer, member, root, private_links)
             own.update((path, *path.parents))
 
 
-def _extract(layer: tarfile.TarFile, member: tarfile.TarInfo, root: Path) -> None:
+def _extract(
+    layer: tarfile.TarFile, member: tarfile.TarInfo, root: Path, private_links: bool
+) -> None:
     target = _inside(root, member.name.removeprefix("./"))
     if member.islnk():  # a hard link's target too, links resolved (tarfile's filter does
         # not resolve them everywhere)
         source = _inside(root, member.linkname.removeprefix("./"), follow=True)
         if not source.is_file():
             raise ImageError(f"layer entry {member.name!r}: hard link to a missing file")
-    if not member.isdir() and (target.is_symlink() or target.exists()):
-        _remove(target)  # a later layer replaces the file
+        if private_links and source.stat().st_nlink > 1:
+            _own_copy(source)
+    replaced = target.is_symlink() or target.exists()
+    if replaced and not (member.isdir() and target.is_dir() and not target.is_symlink()):
+        _remove(target)  # a later layer replaces the file (a folder stays, and is updated)
     layer.extract(member, root, filter=_contained, numeric_owner=True)
+
+
+def _own_copy(path: Path) -> None:
+    """Put a copy of file `path` in its place, with its mode, owner and times: a file of
+    its own, which no other root filesystem shares."""
+    stat = path.stat()
+    copy = path.with_name(f".{path.name}.sprout-copy")
+    shutil.copy2(path, copy)
+    if os.geteuid() == 0:
+        os.chown(copy, stat.st_uid, stat.st_gid)
+        os.chmod(copy, stat.st_mode)  # chown drops setuid bits
+    os.replace(copy, path)
 
 
 def import_image(
@@ -321,11 +342,19 @@ def unpacker(archive: Archive, manifest: ImageManifest) -> Callable[[Path], None
     return fill
 
 
-def unpack_layer(archive: Archive, name: str, root: Path, *, verified: bool = False) -> None:
+def unpack_layer(
+    archive: Archive,
+    name: str,
+    root: Path,
+    *,
+    verified: bool = False,
+    private_links: bool = False,
+) -> None:
     """Apply layer `name` of `archive` onto `root`; its digest is checked first unless the
-    caller just saw it `verified` (skopeo checks every blob it fetches)."""
+    caller just saw it `verified` (skopeo checks every blob it fetches). `private_links`:
+    see `apply_layer`."""
     with _opened_layer(archive, name, verified) as layer:
         try:
-            apply_layer(layer, root)
+            apply_layer(layer, root, private_links=private_links)
         except tarfile.FilterError as error:
             raise ImageError(f"{archive.path}: layer {name}: {error}") from None

@@ -9,8 +9,10 @@ already brought, as every SWE-bench image of a repository shares its base, is
 not fetched again. A broken transfer is retried by skopeo; what failed leaves
 the cache as it was, but for whole blobs it verified, which the next pull
 reuses. The image is then unpacked as `sprout image import` unpacks one, every
-layer's digest checked again, and named by its reference; its source records
-the registry, the digest pulled and the image's config.
+layer's digest checked again (bottom layers another pulled image shares come
+hard-linked from their chain, `sprout.images.chains`), and named by its
+reference; its source records the registry, the digest pulled, its layers and
+the image's config.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sprout.images import chains
+from sprout.images.blobs import blob_dir, blob_path
 from sprout.images.cache import Image, ImageCache, ImageError
-from sprout.images.oci import Archive, read_manifest, unpack_layer
+from sprout.images.oci import Archive, blob_name, read_manifest, unpack_layer
 from sprout.images.platforms import Platform, choose, is_list, this_machine
 from sprout.images.progress import PullProgress, Transfer
 from sprout.images.reference import ImageReference, parse_reference
@@ -51,10 +55,6 @@ class Resolved:
     """The manifest list's, when the reference named one."""
     manifest: dict[str, Any]
     platform: Platform
-
-
-def blob_dir(cache: ImageCache) -> Path:
-    return cache.root / "blobs"
 
 
 def _sha256(data: bytes) -> str:
@@ -124,7 +124,7 @@ def _filler(
         pulls.mkdir(parents=True, exist_ok=True)
         layout = pulls / secrets.token_hex(6)
         archive = Archive(layout, blobs=blob_dir(cache))
-        layers = _LayersInOrder(archive, resolved, root)
+        layers = _LayersInOrder(archive, resolved, root, cache)
         try:
             fetched = _download(resolved, layout, blob_dir(cache), progress, layers.advance)
             layers.advance(finished=True)
@@ -150,37 +150,56 @@ def _filler(
             str(config.get("digest", "")),
             manifest.digest,  # the manifest as the layout holds it (skopeo may convert it)
         ]
-        return {"config": manifest.config, "fetched_bytes": fetched, "blobs": blobs}
+        return {
+            "config": manifest.config,
+            "fetched_bytes": fetched,
+            "blobs": blobs,
+            "layers": [d for d, _ in _layers(resolved.manifest)],
+            **({"chain": chains.chain_id(layers.prefix)} if layers.prefix else {}),
+        }
 
     return fill
 
 
 class _LayersInOrder:
     """Unpacks an image's layers onto its root filesystem in order, each as soon as its
-    blob is whole, while skopeo still fetches the ones above it. A blob this pull fetched
-    was verified by skopeo before it was renamed into place; one the blob cache already
-    held is checked again as it is unpacked."""
+    blob is whole, while skopeo still fetches the ones above it. Bottom layers another
+    pulled image shares come linked from their chain instead (`sprout.images.chains`). A
+    blob this pull fetched was verified by skopeo before it was renamed into place; one
+    the blob cache already held is checked again as it is unpacked."""
 
-    def __init__(self, archive: Archive, resolved: Resolved, root: Path) -> None:
+    def __init__(self, archive: Archive, resolved: Resolved, root: Path, cache: ImageCache) -> None:
         assert archive.blobs is not None, "a pull's layout keeps its blobs in the blob cache"
-        self.archive, self.root, self.blobs = archive, root, archive.blobs
-        digests = [digest for digest, _ in _layers(resolved.manifest)]
-        self.names = [f"blobs/{d.replace(':', '/', 1)}" for d in digests]
-        self.cached = {n for n, d in zip(self.names, digests, strict=True) if self._whole(d)}
-        self.done = 0
+        self.archive, self.root, self.blobs, self.cache = archive, root, archive.blobs, cache
+        self.digests = [digest for digest, _ in _layers(resolved.manifest)]
+        self.names = [blob_name(d) for d in self.digests]
+        cached = {n for n, d in zip(self.names, self.digests, strict=True) if self._whole(d)}
+        self.fetched = set(self.names) - cached
+        self.prefix = chains.shared_prefix(cache, self.digests, self.blobs)
+        self.done = -1  # the chain's layers first, when there is one
 
     def _whole(self, digest: str) -> bool:
-        return _blob_path(self.blobs, digest).is_file()
+        return blob_path(self.blobs, digest).is_file()
 
     def advance(self, finished: bool = False) -> None:
         """Unpack every next layer whose blob is whole; with `finished`, all of them."""
+        if self.done < 0:
+            if self.prefix:
+                chains.link_chain(self.cache, self.prefix, self.archive, self.root, self.fetched)
+            self.done = len(self.prefix)
         while self.done < len(self.names):
             name = self.names[self.done]
             if not (self.blobs / name.removeprefix("blobs/")).is_file():
                 if finished:
                     raise ImageError(f"{self.archive.path}: skopeo left no {name}")
                 return
-            unpack_layer(self.archive, name, self.root, verified=name not in self.cached)
+            unpack_layer(
+                self.archive,
+                name,
+                self.root,
+                verified=name in self.fetched,
+                private_links=bool(self.prefix),
+            )
             self.done += 1
 
 
@@ -217,7 +236,7 @@ def _download(
     """Copy the image's blobs into `blobs` and its manifest into `layout`, calling `tick`
     as it goes; the bytes fetched (its layers that `blobs` lacked)."""
     layers = _layers(resolved.manifest)
-    missing = [(d, size) for d, size in layers if not _blob_path(blobs, d).is_file()]
+    missing = [(d, size) for d, size in layers if not blob_path(blobs, d).is_file()]
     name = resolved.reference.name
     transfer = Transfer(name, sum(size for _, size in missing), len(layers))
     transfer.done_layers = len(layers) - len(missing)
@@ -266,17 +285,12 @@ def _exited(child: subprocess.Popen[bytes]) -> bool:
     return True
 
 
-def _blob_path(blobs: Path, digest: str) -> Path:
-    algorithm, _, value = digest.partition(":")
-    return blobs / algorithm / value
-
-
 def _measure(
     layout: Path, blobs: Path, layers: list[tuple[str, int]], missing: list[tuple[str, int]]
 ) -> tuple[int, int]:
     """(bytes of the missing layers on disk now, layers whole): skopeo writes each blob to
     a temporary file in the layout, then renames it into the blob folder."""
-    whole = [size for digest, size in missing if _blob_path(blobs, digest).is_file()]
+    whole = [size for digest, size in missing if blob_path(blobs, digest).is_file()]
     partial = 0
     if layout.is_dir():
         for entry in layout.glob("oci-put-blob*"):
