@@ -17,13 +17,17 @@ import pytest
 
 from sprout.images import ImageCache, ImageError
 from sprout.images.blobs import blob_dir
+from sprout.images.chains import chain_dir
 from sprout.images.pull import pull
 from sprout.images.skopeo import RegistryUnreachable
+from sprout.sandbox import LayerStore, Sandbox
+from tests.conftest import build_rootfs
 from tests.images.registry_world import (
     Layout,
     Registry,
     cutting_proxy,
     layer_blob,
+    tree_blob,
 )
 
 BASE = layer_blob({"etc/base-release": b"base 1\n", "opt/big": os.urandom(2_000_000)})
@@ -361,7 +365,6 @@ def test_gc_images_frees_a_chain_once_no_image_starts_with_it(
     trusted: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sprout.images import gc
-    from sprout.images.chains import chain_dir
     from sprout.images.runstores import note_image
 
     monkeypatch.setenv("SPROUT_CACHE", str(tmp_path / "machine"))
@@ -381,3 +384,27 @@ def test_gc_images_frees_a_chain_once_no_image_starts_with_it(
     done = gc.collect(images=True)
     assert done.chains == 1 and not chain.exists()
     assert done.bytes_freed >= 2_000_000, "the base's big file had no other link"
+
+
+@pytest.mark.sandbox
+def test_a_sandbox_that_writes_a_linked_file_changes_no_other_image(
+    trusted: Registry, tmp_path: Path, cache: ImageCache, overlay_store: LayerStore
+) -> None:
+    root = tmp_path / "rootfs"
+    build_rootfs(root)
+    bottom = tree_blob(root)
+    images = []
+    for name in ("s-one", "s-two"):
+        layout = Layout(tmp_path / f"layout-{name}")
+        own = layer_blob({"etc/app": name.encode()})
+        layout.tag("v1", layout.image([bottom, BASE, own], config={"Env": ["PATH=/bin"]}))
+        images.append(pull(trusted.push(layout, "v1", f"acme/{name}"), cache=cache))
+    first, second = images
+    assert "chain" in second.source
+    with Sandbox.create(overlay_store, image=second.rootfs, network=False) as sandbox:
+        done = sandbox.run("cat /etc/base-release && echo changed > /etc/base-release")
+        assert done.exit_code == 0 and done.output == "base 1\n"
+        assert sandbox.run("cat /etc/base-release").output == "changed\n"
+    chain = chain_dir(cache) / second.source["chain"] / "rootfs"
+    for rootfs in (chain, Path(first.rootfs), Path(second.rootfs)):
+        assert (rootfs / "etc/base-release").read_bytes() == b"base 1\n"
