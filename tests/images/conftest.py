@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,7 +10,14 @@ import pytest
 
 from sprout.images import ImageCache
 from sprout.images.blobs import blob_dir
+from sprout.images.chains import chain_dir
 from tests.images.registry_world import Registry, needs_registry, running_registry
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> ImageCache:
+    """An image cache of the test's own."""
+    return ImageCache(tmp_path / "images")
 
 
 @pytest.fixture(scope="module")
@@ -30,12 +38,18 @@ def trusted(registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 @pytest.fixture
 def pulls_removed_after(trusted: Registry) -> Iterator[Registry]:
     """What a test pulls into the suite's image cache (which is the machine's, linked) is
-    removed after it: the images named from the test's registry, their lock files and the
-    blobs they brought."""
+    removed after it: the images named from the test's registry, their lock files, the
+    blobs they brought and the chains their layers made."""
     cache = ImageCache()
-    blobs = blob_dir(cache)
+    blobs, chains = blob_dir(cache), chain_dir(cache)
     before = set(blobs.rglob("*")) if blobs.is_dir() else set()
+    chains_before = set(chains.iterdir()) if chains.is_dir() else set()
     yield trusted
+    for path in set(chains.iterdir()) - chains_before if chains.is_dir() else ():
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()  # a chain's lock file
     for image in cache.images():
         if any(name.startswith(f"{trusted.host}/") for name in image.names):
             cache.remove_image(image.digest)

@@ -10,6 +10,7 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import shutil
 import socket
 import struct
@@ -292,3 +293,17 @@ def cutting_proxy(target: str, cut_after: int) -> Iterator[str]:
         for end in sockets:
             with contextlib.suppress(OSError):
                 end.close()
+
+
+BASE = layer_blob({"etc/base-release": b"base 1\n", "opt/big": os.urandom(2_000_000)})
+"""A base layer the pull tests' images share (random bytes: gzip cannot shrink it)."""
+
+
+def push_app(registry: Registry, tmp_path: Path, repository: str, app: bytes) -> str:
+    """An image of BASE under a layer of `app` at /etc/app, pushed as REPOSITORY:v1; its
+    reference."""
+    layout = Layout(tmp_path / f"layout-{repository.replace('/', '-')}")
+    config = {"Env": ["PATH=/opt/app/bin:/usr/bin:/bin", "APP=1"], "WorkingDir": "/srv"}
+    own = layer_blob({"etc/app": app})
+    layout.tag("v1", layout.image([BASE, own], config=config))
+    return registry.push(layout, "v1", repository)
