@@ -181,6 +181,7 @@ def _rootfs_bytes(root: Path) -> tuple[int, int]:
 def one_run(host: str, scratch: Path, own_b: int) -> dict[str, float]:
     """One repetition, into caches of its own."""
     blobs = scratch / "skopeo-blobs"
+    os.sync()  # what earlier runs wrote is on disk, not written back during this one
     seconds_skopeo, _ = stats.timed(
         lambda: _skopeo(
             "copy", "--quiet", "--dest-shared-blob-dir", str(blobs),
@@ -188,6 +189,7 @@ def one_run(host: str, scratch: Path, own_b: int) -> dict[str, float]:
         )
     )  # fmt: skip
     cache = ImageCache(scratch / "images")
+    os.sync()
     seconds_sprout, image = stats.timed(lambda: pull(f"{host}/bench/a:bench", cache=cache))
     seconds_b, b = stats.timed(lambda: pull(f"{host}/bench/b:bench", cache=cache))
     seconds_c, c = stats.timed(lambda: pull(f"{host}/bench/c:bench", cache=cache))
