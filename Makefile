@@ -31,7 +31,7 @@ test: install
 	$(BIN)/ruff format --check src tests benchmarks examples
 	SPROUT_REQUIRE_SANDBOX=$$(scripts/sandbox-available) \
 	  SPROUT_LLAMA_SERVER=$$(PYTHON=$(BIN)/python scripts/llama-server || true) \
-	  $(BIN)/pytest -rs -n $(TEST_WORKERS) --dist loadfile
+	  $(BIN)/pytest -rs -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 bench: install
 	$(BIN)/sprout bench sandbox --out bench-results/sandbox.json
