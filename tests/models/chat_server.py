@@ -13,6 +13,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -125,3 +126,21 @@ class ChatServer:
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def what_a_model_sees(task: Path, command: str, out: Path) -> tuple[int, str]:
+    """`sprout run TASK --method pass@1` with a chat model on this server that runs `command`,
+    then submits: the run's exit code, and the observation of `command` (as JSON text)."""
+    from sprout.cli import main
+
+    look = f"Looking.\n\n```bash\n{command}\n```"
+    with ChatServer() as server:
+        server.replies.extend(
+            [
+                Reply(body=completion_body(look)),
+                Reply(body=completion_body("Done.\n\n```bash\necho SPROUT_SUBMIT\n```")),
+            ]
+        )
+        args = ["run", str(task), "--model", "openai/m", "--base-url", server.base_url]
+        code = main([*args, "--method", "pass@1", "--out", str(out)])
+        return code, json.dumps(server.requests[1]["messages"][-1])

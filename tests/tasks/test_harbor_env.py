@@ -5,7 +5,6 @@ said, and an unset one without a default is one line naming the field."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from sprout.cli import main
 from sprout.task import TaskError
 from sprout.tasks.native import load_native
 from tests.conftest import require_host_image
-from tests.models.chat_server import ChatServer, Reply, completion_body
+from tests.models.chat_server import what_a_model_sees
 from tests.taskfolders import write_task
 
 TOML = """\
@@ -132,17 +131,7 @@ def test_another_model_sees_the_environments_variables_but_not_the_verifiers_or_
 ) -> None:
     require_host_image()
     task = env_task(tmp_path / "tasks")
-    look = "Looking.\n\n```bash\nenv | sort\n```"
-    with ChatServer() as server:
-        server.replies.extend(
-            [
-                Reply(body=completion_body(look)),
-                Reply(body=completion_body("Done.\n\n```bash\necho SPROUT_SUBMIT\n```")),
-            ]
-        )
-        args = ["run", str(task), "--model", "openai/m", "--base-url", server.base_url]
-        code = main([*args, "--method", "pass@1", "--out", str(tmp_path / "run")])
-        observation = json.dumps(server.requests[1]["messages"][-1])
+    code, observation = what_a_model_sees(task, "env | sort", tmp_path / "run")
     assert code == 0
     assert "AGENT_VAR=agent ada" in observation and "BOTH=sprout" in observation
     assert "JUDGE_KEY" not in observation and "k-123" not in observation

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from sprout.cli import main
 from tests.conftest import require_host_image
-from tests.models.chat_server import ChatServer, Reply, completion_body
+from tests.models.chat_server import what_a_model_sees
 from tests.taskfolders import two_edits_task
 
 pytestmark = pytest.mark.sandbox
@@ -35,16 +34,6 @@ def test_the_oracle_plays_a_solution_that_reads_its_own_files(tmp_path: Path) ->
 def test_another_model_never_sees_the_solution_folder(tmp_path: Path) -> None:
     require_host_image()
     task = task_reading_solution_files(tmp_path / "tasks")
-    look = "Looking.\n\n```bash\nls -A /; ls /solution\n```"
-    with ChatServer() as server:
-        server.replies.extend(
-            [
-                Reply(body=completion_body(look)),
-                Reply(body=completion_body("Done.\n\n```bash\necho SPROUT_SUBMIT\n```")),
-            ]
-        )
-        args = ["run", str(task), "--model", "openai/m", "--base-url", server.base_url]
-        code = main([*args, "--method", "pass@1", "--out", str(tmp_path / "run")])
-        observation = json.dumps(server.requests[1]["messages"][-1])
+    code, observation = what_a_model_sees(task, "ls -A /; ls /solution", tmp_path / "run")
     assert code == 0
     assert "ls: cannot access '/solution': No such file or directory" in observation
