@@ -206,6 +206,19 @@ def test_a_killed_run_resumes_without_redoing_a_finished_turn(
     assert rounds <= {0, 1} and reviews == 1, "the resumed run reused the stored review"
 
 
+def _holds_run(out: Path) -> bool:
+    """Whether the run in `out` saved anything (as `RunStore.holds_run` reads it)."""
+    if not (out / "sprout.db").exists():
+        return False
+    with sqlite3.connect(out / "sprout.db") as connection:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+        return any(
+            connection.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None
+            for table in ("meta", "tasks", "attempts")
+            if table in tables
+        )
+
+
 def _decisions(out: Path) -> tuple[list[tuple], dict]:
     """What a run decided: each attempt's method, origin, outcome and commands, and
     results.json without its clock readings and token totals (a killed call's tokens were
@@ -238,19 +251,22 @@ def test_a_run_killed_at_random_instants_decides_as_an_uninterrupted_run(tmp_pat
     out = tmp_path / "killed"
     kills = 0
     for instant in (1.2, 0.7, 1.9, 0.4, 1.3, 0.9, 2.5, 3.5):
-        resume = ["--resume"] if (out / "sprout.db").exists() else []
+        # a kill before the run saved anything leaves a sprout.db that holds no run, which
+        # --resume refuses (tests/test_runfolder.py): that start is made again, as a new run
+        resume = ["--resume"] if _holds_run(out) else []
         process = subprocess.Popen(
             [*base, "--out", str(out), *resume],
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             start_new_session=True,
         )
         try:
-            process.wait(timeout=instant)
+            _, errors = process.communicate(timeout=instant)
+            assert process.returncode == 0, errors
             break
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            process.communicate()
             kills += 1
     else:
         final = subprocess.run([*base, "--out", str(out), "--resume"], capture_output=True)
