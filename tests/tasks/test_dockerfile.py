@@ -254,6 +254,18 @@ def test_a_stages_words_see_its_images_own_env_where_it_is_known():
     assert "$VERSION" in warning and "unknown:1's own ENV is not known" in warning
 
 
+def test_the_last_stage_over_an_image_that_replaces_its_from_sees_that_images_env():
+    bases = {"go:1": {"GOPATH": "/go"}, "mine:2": {"GOPATH": "/mine", "PATH": "/m/bin"}}
+    text = "FROM go:1 AS build\nENV B=$GOPATH\nFROM build\nENV SRC=$GOPATH/src P=$PATH\n"
+    found = plan_dockerfile(text, where="Dockerfile", base_env=bases.get, final_base="mine:2")
+    assert found.env == {"B": "/go", "SRC": "/mine/src", "P": "/m/bin"}, "it continues build"
+    text = "FROM go:1 AS build\nENV B=$GOPATH\nFROM go:1\nCOPY --from=build /b /b\nENV S=$GOPATH\n"
+    found = plan_dockerfile(text, where="Dockerfile", base_env=bases.get, final_base="mine:2")
+    [build] = found.stages
+    assert build.env == {"B": "/go"}, "an earlier stage keeps its own image's"
+    assert found.env == {"S": "/mine"}
+
+
 def test_word_expansion_follows_buildkit():
     env = {"A": "1", "EMPTY": "", "FILE": "archive.tar.gz"}
     assert expand("'$A' \"$A\" \\$A $A${A}", env) == "$A 1 $A 11"

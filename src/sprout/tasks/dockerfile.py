@@ -238,11 +238,14 @@ def plan_dockerfile(
     context: Path | None = None,
     build_args: Mapping[str, str] | None = None,
     base_env: BaseEnv | None = None,
+    final_base: str | None = None,
 ) -> DockerfilePlan:
     """Translate a Dockerfile. `images` maps image names (with or without a tag) to folders;
     `context` is the build context COPY and ADD read from (checked when given: a source
     that names nothing is an error); `build_args` are `--build-arg`s over ARG defaults;
-    `base_env` gives the ENV of the images the stages stand on, where it is known."""
+    `base_env` gives the ENV of the images the stages stand on, where it is known;
+    `final_base` is the image the last stage runs on instead of its FROM's (`[sprout]
+    image`), whose ENV its words then see."""
     if "\0" in text:  # BuildKit's parser would stop reading there, without a word
         line = text.count("\n", 0, text.index("\0")) + 1
         raise TaskError(f"{where}:{line}: a NUL byte; a Dockerfile is text")
@@ -263,6 +266,10 @@ def plan_dockerfile(
         _escape_character(text),
         base_env or (lambda _image: None),
     )
-    for command in commands:
+    froms = [i for i, command in enumerate(commands) if str(command.cmd).upper() == "FROM"]
+    for index, command in enumerate(commands):
         reader.read(command)
+        if final_base is not None and froms and index == froms[-1]:
+            known = reader.base_env(final_base)
+            reader.stages[-1].base = dict(known) if known is not None else None
     return reader.plan()

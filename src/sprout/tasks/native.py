@@ -127,12 +127,12 @@ def task_environment(
     Errors start with the task's id, as every loader error does.
     """
     compose = read_compose(dockerfile.parent / "docker-compose.yaml", task_id)
-    plan = _plan(task_id, dockerfile, context, images, {**compose.build_args, **sprout.build_args})
+    override = None
     if sprout.image:
-        where = f"{task_id}: {settings_file}: sprout.image"
-        image = task_image(sprout.image, root, None, where)
-    else:
-        image = task_image(plan.image, root, images, f"{task_id}: {dockerfile}")
+        override = task_image(sprout.image, root, None, f"{task_id}: {settings_file}: sprout.image")
+    build_args = {**compose.build_args, **sprout.build_args}
+    plan = _plan(task_id, dockerfile, context, images, build_args, override)
+    image = override or task_image(plan.image, root, images, f"{task_id}: {dockerfile}")
     workdir = sprout.workdir or plan.workdir or "/workspace"
     if not workdir.startswith("/"):
         raise TaskError(f"{task_id}: {settings_file}: sprout.workdir: {workdir!r} is not absolute")
@@ -187,8 +187,10 @@ def _plan(
     context: Path,
     images: Mapping[str, str] | None,
     build_args: Mapping[str, str],
+    override: str | None,
 ) -> DockerfilePlan:
-    """The Dockerfile translated (an empty plan on the host image when there is none)."""
+    """The Dockerfile translated (an empty plan on the host image when there is none); its
+    last stage's words over `override`'s ENV where `[sprout] image` names one."""
     text = optional_text(dockerfile, task_id)
     if text is None:
         return DockerfilePlan()
@@ -200,6 +202,7 @@ def _plan(
             context=context,
             build_args=build_args,
             base_env=cached_env,
+            final_base=override,
         )
     except TaskError as error:
         raise TaskError(f"{task_id}: {error}") from None
