@@ -171,11 +171,11 @@ class _LayersInOrder:
     def __init__(self, archive: Archive, resolved: Resolved, root: Path, cache: ImageCache) -> None:
         assert archive.blobs is not None, "a pull's layout keeps its blobs in the blob cache"
         self.archive, self.root, self.blobs, self.cache = archive, root, archive.blobs, cache
-        self.digests = [digest for digest, _ in _layers(resolved.manifest)]
-        self.names = [blob_name(d) for d in self.digests]
-        cached = {n for n, d in zip(self.names, self.digests, strict=True) if self._whole(d)}
+        digests = [digest for digest, _ in _layers(resolved.manifest)]
+        self.names = [blob_name(d) for d in digests]
+        cached = {n for n, d in zip(self.names, digests, strict=True) if self._whole(d)}
         self.fetched = set(self.names) - cached
-        self.prefix = chains.shared_prefix(cache, self.digests, self.blobs)
+        self.prefix = chains.shared_prefix(cache, digests, self.blobs)
         self.done = -1  # the chain's layers first, when there is one
 
     def _whole(self, digest: str) -> bool:
