@@ -188,6 +188,30 @@ def test_a_layer_cannot_reach_this_machines_files(
     assert cache.images() == [] and cache.get("acme/tool:1") is None, "nothing half-built"
 
 
+def test_a_folder_entry_over_a_link_to_this_machine_replaces_the_link_not_the_host_folder(
+    tmp_path: Path,
+):
+    """tarfile would chmod and chown an existing path a folder entry names, through a link;
+    the entry replaces the link instead, as Docker applies it."""
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o755)
+    (outside / "canary").write_text("still here\n")
+    before = outside.stat()
+    lower = layer([("out", str(outside), {})])  # an absolute link to the host's folder
+    upper = layer([("out", None, {"mode": 0o777, "uid": 4242, "gid": 4242})])
+    tarball = docker_save(tmp_path / "attack.tar", [lower, upper])
+    image = import_image(tarball, cache=ImageCache(tmp_path / "cache"))
+    landed = Path(image.rootfs) / "out"
+    assert landed.is_dir() and not landed.is_symlink() and not any(landed.iterdir())
+    after = outside.stat()
+    assert (after.st_mode, after.st_uid, after.st_gid) == (
+        before.st_mode,
+        before.st_uid,
+        before.st_gid,
+    )
+    assert sorted(p.name for p in outside.iterdir()) == ["canary"]
+
+
 def test_device_nodes_are_left_out(tmp_path: Path):
     device = ("disk", b"", {"type": tarfile.BLKTYPE, "devmajor": 8, "devminor": 0})
     tarball = docker_save(tmp_path / "image.tar", [layer([device, ("ok.txt", b"ok\n", {})])])
