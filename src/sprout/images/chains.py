@@ -42,9 +42,14 @@ def chain_id(layers: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(layers).encode()).hexdigest()[:32]
 
 
-def pulled_layers(cache: ImageCache) -> list[list[str]]:
-    """The layer digests of each pulled image of the cache (imports record none)."""
-    return [list(image.source["layers"]) for image in cache.images() if image.source.get("layers")]
+def pulled_layers(cache: ImageCache, leaving_out: set[str] | None = None) -> list[list[str]]:
+    """The layer digests of each pulled image of the cache (imports record none), but for
+    the images `leaving_out` names by digest."""
+    return [
+        list(image.source["layers"])
+        for image in cache.images()
+        if image.source.get("layers") and image.digest not in (leaving_out or set())
+    ]
 
 
 def shared_prefix(cache: ImageCache, layers: Sequence[str], blobs: Path) -> list[str]:
@@ -121,11 +126,7 @@ def collect_chains(
     but for those younger than `grace_s` (a pull under way may be linking one); `gone`:
     image digests a dry run counts as removed. How many went, and the bytes of their files
     that no image linked."""
-    kept = [
-        list(image.source["layers"])
-        for image in cache.images()
-        if image.digest not in gone and image.source.get("layers")
-    ]
+    kept = pulled_layers(cache, leaving_out=gone)
     removed = freed = 0
     folder = chain_dir(cache)
     for meta_file in sorted(folder.glob("*/chain.json")) if folder.is_dir() else []:
