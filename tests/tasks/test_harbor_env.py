@@ -25,7 +25,7 @@ timeout_sec = 30
 env = { JUDGE_KEY = "${SPROUT_TEST_KEY}" }
 
 [solution]
-env = { SOLVER = "solver" }
+env = { SOLVER = "solver", LITERAL = "solver-value" }
 
 [sprout]
 image = "host"
@@ -44,7 +44,7 @@ TEST_SH = """#!/bin/bash
 cd /workspace
 n=0
 check() { n=$((n+1)); if eval "$2"; then echo "ok $n $1"; else echo "not ok $n $1"; fi; }
-echo "1..7"
+echo "1..10"
 check verifier-has-judge-key '[ "$JUDGE_KEY" = "k-123" ]'
 check verifier-has-agent-var '[ "$AGENT_VAR" = "agent ada" ]'
 check sprout-env-wins '[ "$BOTH" = "sprout" ]'
@@ -52,6 +52,9 @@ check solution-has-its-env 'grep -qx "SOLVER=solver" solution-env'
 check solution-has-agent-var 'grep -qx "AGENT_VAR=agent ada" solution-env'
 check solution-lacks-judge-key '! grep -q JUDGE_KEY solution-env'
 check setup-lacks-runtime-env '! grep -q AGENT_VAR setup-env'
+check verifier-lacks-solution-env '[ -z "${SOLVER+set}" ]'
+check verifier-has-the-value-the-solution-shadowed '[ "$LITERAL" = "\\$HOME" ]'
+check solution-has-its-shadowing-value 'grep -qx "LITERAL=solver-value" solution-env'
 """
 
 
@@ -81,7 +84,7 @@ def test_each_table_is_read_into_its_phase_and_what_it_takes_from_this_machine_i
     assert task.env["BOTH"] == "sprout", "[sprout] env wins"
     assert "JUDGE_KEY" not in task.env and "SOLVER" not in task.env
     assert task.verifier_env == {"JUDGE_KEY": "k-123"}
-    assert task.solution_env == {"SOLVER": "solver"}
+    assert task.solution_env == {"SOLVER": "solver", "LITERAL": "solver-value"}
     assert task.declared_env == {"AGENT_VAR": "agent ada", "LITERAL": "$HOME", "BOTH": "sprout"}
     taken = [w for w in task.warnings if "takes this machine's" in w]
     assert len(taken) == 2

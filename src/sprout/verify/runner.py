@@ -52,7 +52,7 @@ def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base: str) -> 
     settings = index_settings()
     # The task's own variables win over the machine's: a task may pin its own index. Its
     # `[verifier] env` is the verifier's alone, over the attempt's.
-    env = {**settings.env(), **layers.layer(checkpoint).config.env, **task.verifier_env}
+    env = {**settings.env(), **_attempt_env(task, layers, checkpoint, base), **task.verifier_env}
     user = verifier_run_as(task, layers, base)
     with Sandbox.fork(
         layers, checkpoint, env=env, network=task.verifier_network, user=user
@@ -98,6 +98,19 @@ def verifier_script(task: Task) -> str:
         elif task.tests_dir is not None and Path(task.tests_dir, name).is_file():
             parts.append(Path(task.tests_dir, name).read_text(encoding="utf-8", errors="replace"))
     return "\n".join(parts)
+
+
+def _attempt_env(task: Task, layers: LayerStore, checkpoint: str, base: str) -> dict[str, str]:
+    """The attempt's variables, less `[solution] env`: Harbor gives those to solve.sh alone,
+    so a variable the solution shadowed is back at checkpoint 0's value for the verifier."""
+    env = dict(layers.layer(checkpoint).config.env)
+    before = layers.layer(base).config.env
+    for name in task.solution_env:
+        if name in before:
+            env[name] = before[name]
+        else:
+            env.pop(name, None)
+    return env
 
 
 def _put_hidden_tests(sandbox: Sandbox, task: Task) -> None:
