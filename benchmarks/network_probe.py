@@ -17,9 +17,9 @@ import time
 from urllib.parse import urlsplit
 
 from sprout.sandbox import LayerStore, Sandbox
-from sprout.sandbox.allowlist import Network
-from sprout.sandbox.helper import helper_path
-from sprout.sandbox.network import SandboxNetwork
+from sprout.sandbox.jail.helper import helper_path
+from sprout.sandbox.network.namespace import SandboxNetwork
+from sprout.sandbox.network.policy import Network
 
 DOWNLOAD = (
     "import sys, time, urllib.request\n"

@@ -61,8 +61,9 @@ import _stats as stats
 import sandbox_network
 import sprout.sandbox
 from sprout.durable import flush_tree
-from sprout.sandbox import LayerStore, Observation, Sandbox, SandboxError, store_fs
-from sprout.sandbox.files import disk_usage
+from sprout.sandbox import LayerStore, Observation, Sandbox, SandboxError
+from sprout.sandbox.storefs import btrfs
+from sprout.sandbox.storefs.extents import disk_usage
 
 summary = stats.summary
 timed = stats.timed
@@ -252,10 +253,10 @@ def p90(s: dict[str, Any]) -> float:
 
 def new_store(ctx: Context, name: str, **kwargs: Any) -> LayerStore:
     """A store at `ctx.path(name)`; on the reflink pass, linked into the store filesystem
-    the way a run's `layers/` is (store_fs.place)."""
+    the way a run's `layers/` is (storefs.btrfs.place_store)."""
     path = ctx.path(name)
     if ctx.store_fs is not None:
-        store_fs.place(path)
+        btrfs.place_store(path)
     store = LayerStore(path, mode=ctx.mode, place=False, **kwargs)  # placed above, or not
     if store.store_fs != ctx.store_fs:
         raise BenchError(f"{path}: layers on {store.store_fs}, expected {ctx.store_fs}")
@@ -1252,22 +1253,22 @@ def reflink_store_fs(ctx: Context) -> Iterator[tuple[str | None, str]]:
     of its image detached, and the settings put back."""
     settings = {
         "SPROUT_CACHE": ctx.path("cache"),
-        store_fs.SIZE: REFLINK_IMAGE_SIZE,
-        store_fs.SWITCH: "auto",
+        btrfs.SIZE: REFLINK_IMAGE_SIZE,
+        btrfs.SWITCH: "auto",
     }
     saved = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
-    root = store_fs.root_dir()
+    root = btrfs.store_fs_root()
     try:
         mount_point, why = None, ""
-        placement = store_fs.plan(ctx.path("reflink"))
+        placement = btrfs.plan(ctx.path("reflink"))
         if placement.clone.clones:
             why = f"{placement.clone.detail}: the plain store is a reflink store already"
         elif not placement.own_fs:
             why = placement.note
         else:
             try:
-                mount_point = store_fs.mount(root)
+                mount_point = btrfs.mount(root)
             except SandboxError as error:
                 why = str(error)
         yield mount_point, why
@@ -1300,11 +1301,11 @@ def _detach(root: str) -> None:
 
 def exclusive_bytes(store: LayerStore, layer_id: str) -> int | None:
     """What btrfs itself says a sealed layer of a capped store holds that nothing else
-    shares (`sprout.sandbox.quota.exclusive_bytes`); None on a store whose layers are not
+    shares (`sprout.sandbox.storefs.quota.exclusive_bytes`); None on a store whose layers are not
     subvolumes."""
     if not store.capped:
         return None
-    from sprout.sandbox.quota import exclusive_bytes as qgroup_exclusive
+    from sprout.sandbox.storefs.quota import exclusive_bytes as qgroup_exclusive
 
     return qgroup_exclusive(os.path.realpath(store.diff_dir(layer_id)))
 

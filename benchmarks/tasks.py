@@ -28,7 +28,7 @@ from sprout.images import ImageCache
 from sprout.images.debian import build_debian
 from sprout.images.names import ensure_image, resolve_from
 from sprout.sandbox import LayerStore, Sandbox
-from sprout.sandbox.helper import helper_build
+from sprout.sandbox.jail.helper import helper_build
 from sprout.tasks import base_checkpoint, load_tasks
 
 DEFAULT_TASK = Path(__file__).resolve().parents[1] / "examples" / "tasks" / "blog-slugs"

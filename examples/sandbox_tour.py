@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from sprout.sandbox import LayerStore, Sandbox
-from sprout.sandbox.backends import overlay_unavailable_reason
+from sprout.sandbox.jail.modes import overlay_unavailable_reason
 
 TURNS = [
     ("explore", "ls -la && cat calc.py"),

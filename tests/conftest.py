@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from sprout.sandbox import LayerStore
-from sprout.sandbox.backends import overlay_unavailable_reason
+from sprout.sandbox.jail.modes import overlay_unavailable_reason
 from tests.run_invariant import run_folders, unopened_checkpoints
 from tests.suite_cache import (
     SUITE_STORE_SIZE,

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from sprout.durable import cache_dir
-from sprout.sandbox import store_fs
+from sprout.sandbox.storefs import btrfs
 
 LINKED_FROM_THE_MACHINE = ("images", "tools")
 """What the suite's cache shares with the machine's: built once, read by every test."""
@@ -57,9 +57,9 @@ def make_suite_cache() -> Path:
 
 
 def mount_without_barriers() -> str:
-    """Make and mount the suite's store filesystem (sprout's own `store_fs.mount`, under
+    """Make and mount the suite's store filesystem (sprout's own `btrfs.mount`, under
     the SPROUT_CACHE the suite set), then remount it without write barriers."""
-    point = store_fs.mount()
+    point = btrfs.mount()
     subprocess.run(["mount", "-o", "remount,nobarrier", point], check=True)
     return point
 

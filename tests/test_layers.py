@@ -212,3 +212,16 @@ def test_only_the_tree_and_the_run_folder_import_the_store():
         and any(module.split(".")[1] == "store" for module, _ in imports(path))
     }
     assert importers == {"tree.py", "runfolder.py"}
+
+
+def test_outside_the_sandbox_only_its_api_is_imported():
+    """`sprout.sandbox` is the sandbox's one surface: a module elsewhere in src/sprout that
+    imports one of its sub-packages or modules would pin the sandbox's inside in place."""
+    reaching_in = [
+        f"{path.relative_to(SOURCE)}: {module}"
+        for path in SOURCES
+        if unit(path) != "sandbox"
+        for module, _ in imports(path)
+        if module.startswith("sprout.sandbox.")
+    ]
+    assert reaching_in == []

@@ -24,7 +24,7 @@ from sprout.pipeline.task_check import (
     verifier_crash,
 )
 from sprout.runfolder import RunFolder
-from sprout.sandbox.processes import process_start
+from sprout.sandbox.jail.processes import process_start
 from sprout.tasks import load_native
 from sprout.verify import diagnose
 from sprout.verify.types import TestResult
@@ -301,7 +301,8 @@ def test_a_problem_with_undecodable_bytes_prints():
 def test_a_scratch_run_folder_takes_its_layers_on_the_store_filesystem_with_it(
     tmp_path: Path,
 ) -> None:
-    from sprout.sandbox import store_fs, store_owners
+    from sprout.sandbox.storefs import btrfs
+    from sprout.sandbox.storefs import owners as store_owners
 
     require_host_image()
     with scratch_run_folder(tmp_path) as run:
@@ -312,5 +313,5 @@ def test_a_scratch_run_folder_takes_its_layers_on_the_store_filesystem_with_it(
         assert os.path.isdir(target)
     assert not os.path.exists(target) and not os.path.exists(f"{target}.owner")
     assert str(run / "layers") not in [
-        orphan.owner for orphan in store_owners.orphans(store_fs.root_dir())
+        orphan.owner for orphan in store_owners.orphan_stores(btrfs.store_fs_root())
     ]

@@ -18,10 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from sprout.durable import HeldLock, describe_processes, lock_holders, try_lock
-from sprout.sandbox import Change, LayerStore, SandboxError, store_owners
-from sprout.sandbox.changes import checkpoint_changes
-from sprout.sandbox.layer_gc import Freed
-from sprout.sandbox.store_fs import place, say_cost_once
+from sprout.sandbox import (
+    Change,
+    Freed,
+    LayerStore,
+    SandboxError,
+    checkpoint_changes,
+    place_store,
+    say_cost_once,
+    store_owner,
+)
 from sprout.store import RunStore
 from sprout.tree import RolloutTree
 
@@ -119,7 +125,7 @@ class RunFolder:
             store.check_writable()
             if check is not None:
                 check(store)
-            placement = place(path / "layers")
+            placement = place_store(path / "layers")
             layers = LayerStore(path / "layers")
             layers.claim()
             run = cls._of(path, store, layers, writer=True)
@@ -277,7 +283,7 @@ def databases_of_store(path: str | os.PathLike[str]) -> list[Path]:
     filesystem, beside the link its owner note names (given by its real path, say). A
     store none is found for is nobody's run that this machine can tell."""
     candidates = [Path(os.path.abspath(path)).parent / "sprout.db"]
-    owner = store_owners.owner_of(path)
+    owner = store_owner(path)
     if owner is not None:
         candidates.append(Path(owner).parent / "sprout.db")
     found: dict[str, Path] = {}

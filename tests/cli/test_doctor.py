@@ -102,7 +102,7 @@ def test_the_disk_cap_said_is_the_one_of_the_filesystem_holding_the_runs_layers(
     which caps them: doctor, and the start of a run, say nothing is wrong; with
     SPROUT_STORE_FS=off the layers stay on that disk, and both warn."""
     require_host_image()
-    from sprout.sandbox.store_fs import home_of
+    from sprout.sandbox.storefs.btrfs import home_of
 
     new = tmp_path / "run" / "layers"
     if not home_of(new).placement.own_fs:
@@ -130,7 +130,7 @@ def test_a_run_refuses_to_start_without_the_network_stack_and_names_its_package(
     """Every sandbox with network needs slirp4netns: without it a run stops before anything
     is written, in one line naming the Debian package."""
     from sprout.commands.common import UsageError, check_isolation
-    from sprout.sandbox import network
+    from sprout.sandbox.network import namespace as network
 
     found = network.system_tool
     monkeypatch.setattr(

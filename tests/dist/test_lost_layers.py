@@ -19,7 +19,7 @@ import pytest
 
 from sprout.runfolder import RunFolder
 from sprout.sandbox import LayerStore
-from sprout.sandbox.replay import holds
+from sprout.sandbox.replay import sealed_in
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.tasks import load_native
 from tests.taskfolders import two_edits_task
@@ -71,7 +71,7 @@ def test_a_root_whose_node_died_with_its_layers_continues_on_a_rebuilt_checkpoin
     assert moved[0][0] == victim and moved[1][1] == f"node {victim} died"
     assert moved[1][0] != victim
     new_store = LayerStore(moved[1][2])
-    assert all(holds(new_store)(t.checkpoint) for t in turns), "its turns, on the new node"
+    assert all(sealed_in(new_store)(t.checkpoint) for t in turns), "its turns, on the new node"
     assert [s["status"] for s in run.tree.schedules()] == ["done"]
     run.close()
 

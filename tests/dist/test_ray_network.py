@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sprout.sandbox.network import REFUSE_ENV, refused_by_run
+from sprout.sandbox.network.namespace import REFUSE_ENV, refused_by_run
 
 ray = pytest.importorskip("ray", reason="sprout.dist needs Ray: pip install 'sprout-rl[dist]'")
 from sprout.dist import sandboxes  # noqa: E402

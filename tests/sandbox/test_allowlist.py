@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from sprout.sandbox import BadArgument, LayerStore, Sandbox
-from sprout.sandbox.allowlist import AllowedHost, Allowlist
-from sprout.sandbox.dns_filter import (
+from sprout.sandbox.network.dns_filter import (
     REFUSED,
     DnsFilter,
     answer_addresses,
@@ -20,6 +19,7 @@ from sprout.sandbox.dns_filter import (
     reply_without_answers,
     upstream_resolver,
 )
+from sprout.sandbox.network.policy import AllowedHost, Allowlist
 
 
 def _unused(address: tuple[str, int]) -> socket.socket:

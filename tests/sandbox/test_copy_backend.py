@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-import sprout.sandbox.backends
-import sprout.sandbox.copy_backend
+import sprout.sandbox.backends.copy
+import sprout.sandbox.jail.modes
 from sprout.sandbox import Change, LayerStore, Sandbox
 
 pytestmark = pytest.mark.filterwarnings(
@@ -21,14 +21,14 @@ def copy_store(tmp_path) -> LayerStore:
 
 
 def test_copy_backend_warns_that_it_does_not_isolate(copy_store, monkeypatch):
-    monkeypatch.setattr(sprout.sandbox.copy_backend, "_warned", False)
+    monkeypatch.setattr(sprout.sandbox.backends.copy, "_warned", False)
     with pytest.warns(RuntimeWarning, match="NO isolation"), Sandbox.create(copy_store):
         pass
 
 
 def test_store_falls_back_to_copy_without_overlay(tmp_path, monkeypatch):
     monkeypatch.setattr(
-        sprout.sandbox.backends, "overlay_unavailable_reason", lambda: "no overlayfs here"
+        sprout.sandbox.jail.modes, "overlay_unavailable_reason", lambda: "no overlayfs here"
     )
     assert LayerStore(tmp_path / "store").mode == "copy"
     assert LayerStore(tmp_path / "store").mode == "copy", "reopening keeps the stored mode"

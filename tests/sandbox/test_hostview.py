@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from sprout.sandbox.errors import BadArgument
-from sprout.sandbox.hostview import plan_mask
-from sprout.sandbox.idmap import IdRange, check_unclaimed, configured_range
+from sprout.sandbox.jail.idmap import IdRange, check_unclaimed, configured_range
+from sprout.sandbox.layers.hostview import plan_mask
 
 
 def make_host(root: Path) -> Path:
@@ -75,7 +75,7 @@ def test_a_path_already_hidden_needs_no_entry_of_its_own(tmp_path):
 def test_an_id_range_that_a_user_owns_is_refused(tmp_path, monkeypatch):
     subuid = tmp_path / "subuid"
     subuid.write_text("alice:100000:65536\n")
-    monkeypatch.setattr("sprout.sandbox.idmap.SUBORDINATE_FILES", (str(subuid),))
+    monkeypatch.setattr("sprout.sandbox.jail.idmap.SUBORDINATE_FILES", (str(subuid),))
     check_unclaimed(IdRange(1 << 30, 65536))
     with pytest.raises(BadArgument, match=f"{subuid} line 1 \\(alice's ids\\)"):
         check_unclaimed(IdRange(131072, 65536))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sprout.sandbox import LayerStore, Sandbox, UnknownCheckpoint
-from sprout.sandbox.layers import StoreInUse
+from sprout.sandbox.layers.gc import StoreInUse
 
 
 def build_tree(layers: LayerStore) -> dict[str, str]:

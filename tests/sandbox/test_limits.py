@@ -10,7 +10,8 @@ import os
 
 import pytest
 
-from sprout.sandbox import LayerStore, Limits, Sandbox, cgroups
+from sprout.sandbox import LayerStore, Limits, Sandbox
+from sprout.sandbox.jail import cgroups
 
 pytestmark = pytest.mark.sandbox
 

@@ -14,7 +14,7 @@ import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.sandbox.errors import SandboxSetupFailed
-from sprout.sandbox.network import REFUSE_ENV, refuse, refused_by_run
+from sprout.sandbox.network.namespace import REFUSE_ENV, refuse_addresses, refused_by_run
 from tests.sandbox.net_world import (
     ELSEWHERE,
     HOST_PRIVATE,
@@ -145,5 +145,5 @@ def test_a_refused_address_that_is_none_names_the_variable(monkeypatch: pytest.M
     with pytest.raises(SandboxSetupFailed, match=f"{REFUSE_ENV}: 'not-an-address'"):
         refused_by_run()
     monkeypatch.setenv(REFUSE_ENV, "")
-    refuse(["198.51.100.8", "198.51.100.9", "198.51.100.8"])
+    refuse_addresses(["198.51.100.8", "198.51.100.9", "198.51.100.8"])
     assert refused_by_run() == ["198.51.100.8/32", "198.51.100.9/32"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sprout.sandbox import BadArgument, LayerStore, Sandbox
-from sprout.sandbox.replay import ReplayCall, ReplayTurn, holds, rebuild
+from sprout.sandbox.replay import ReplayCall, ReplayTurn, rebuild, sealed_in
 from tests.sandbox.test_forks import tree_snapshot
 
 TURNS = [
@@ -53,7 +53,7 @@ def test_lost_checkpoints_come_back_under_their_ids_with_their_files(stores):
     with Sandbox.create(store) as sandbox:
         base = sandbox.parent
 
-    rebuilt = rebuild(store, base, old_base, turns, 30, holds(store))
+    rebuilt = rebuild(store, base, old_base, turns, 30, sealed_in(store))
 
     assert (rebuilt.calls, rebuilt.differed, rebuilt.diverged) == (4, 0, None)
     assert "running 4 recorded calls again" in rebuilt.describe()
@@ -73,9 +73,9 @@ def test_a_rebuild_starts_from_the_deepest_checkpoint_the_store_can_get(stores):
     old_base, turns, _ = record(lost)
     with Sandbox.create(store) as sandbox:
         base = sandbox.parent
-    assert rebuild(store, base, old_base, turns[:1], 30, holds(store)).diverged is None
+    assert rebuild(store, base, old_base, turns[:1], 30, sealed_in(store)).diverged is None
 
-    rebuilt = rebuild(store, base, old_base, turns, 30, holds(store))
+    rebuilt = rebuild(store, base, old_base, turns, 30, sealed_in(store))
 
     assert (rebuilt.calls, rebuilt.diverged) == (2, None), "the last turn's calls only"
 
@@ -88,10 +88,10 @@ def test_a_call_that_exits_otherwise_stops_the_rebuild_there(stores):
     wrong = dataclasses.replace(turns[2].calls[1], exit_code=0)
     turns[2] = dataclasses.replace(turns[2], calls=(turns[2].calls[0], wrong))
 
-    rebuilt = rebuild(store, base, old_base, turns, 30, holds(store))
+    rebuilt = rebuild(store, base, old_base, turns, 30, sealed_in(store))
 
     assert rebuilt.diverged == "turn 3: `exit 3` exited 3, recorded as exited 0"
-    assert holds(store)(turns[0].checkpoint) and not holds(store)(turns[2].checkpoint)
+    assert sealed_in(store)(turns[0].checkpoint) and not sealed_in(store)(turns[2].checkpoint)
     assert rebuilt.describe().startswith("could not be rebuilt: turn 3")
 
 
@@ -103,7 +103,7 @@ def test_output_that_differs_is_counted_not_hidden(stores):
     said = dataclasses.replace(turns[0].calls[0], output="something else\n")
     turns[0] = dataclasses.replace(turns[0], calls=(said, turns[0].calls[1]))
 
-    rebuilt = rebuild(store, base, old_base, turns, 30, holds(store))
+    rebuilt = rebuild(store, base, old_base, turns, 30, sealed_in(store))
 
     assert (rebuilt.differed, rebuilt.diverged) == (1, None)
     assert rebuilt.describe().endswith("; 1 printed otherwise")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sprout.sandbox.layerfmt import MarkerFormat, read_regular_file, resolve
+from sprout.sandbox.layers.whiteouts import MarkerFormat, read_regular_file, resolve
 
 FMT = MarkerFormat()
 

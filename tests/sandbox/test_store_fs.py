@@ -25,8 +25,8 @@ from sprout.images.oci import import_image
 from sprout.runfolder import RunFolder
 from sprout.sandbox import LayerStore, Limits, Sandbox
 from sprout.sandbox.errors import BadArgument
-from sprout.sandbox.quota import exclusive_bytes
-from sprout.sandbox.store_fs import clone_support, configured_size, keep_room, plan
+from sprout.sandbox.storefs.btrfs import clone_support, configured_size, keep_room, plan
+from sprout.sandbox.storefs.quota import exclusive_bytes
 from tests.conftest import require_host_image
 from tests.images.test_oci import layer, oci_layout, rootfs_layer
 from tests.sandbox.conftest import as_nobody
@@ -262,7 +262,7 @@ def test_gc_frees_the_layers_of_a_run_folder_deleted_with_rm_only_when_told(
     storefs, tmp_path, capsys
 ):
     from sprout.cli import main
-    from sprout.sandbox.store_owners import orphans
+    from sprout.sandbox.storefs.owners import orphan_stores
 
     kept, gone = (RunFolder.create_new(tmp_path / name) for name in ("kept", "gone"))
     for run in (kept, gone):
@@ -272,7 +272,9 @@ def test_gc_frees_the_layers_of_a_run_folder_deleted_with_rm_only_when_told(
         run.close()
     target = os.path.realpath(tmp_path / "gone" / "layers")
     shutil.rmtree(tmp_path / "gone")
-    assert [orphan.owner for orphan in orphans(str(storefs))] == [str(tmp_path / "gone" / "layers")]
+    assert [orphan.owner for orphan in orphan_stores(str(storefs))] == [
+        str(tmp_path / "gone" / "layers")
+    ]
 
     assert main(["gc", "-v"]) == 0
     said = capsys.readouterr().out
@@ -284,20 +286,20 @@ def test_gc_frees_the_layers_of_a_run_folder_deleted_with_rm_only_when_told(
     assert main(["gc", "--orphan"]) == 0
     freed = float(capsys.readouterr().out.split()[1])
     assert freed >= 5.0, "the 5 MB the deleted run's layer held"
-    assert not os.path.exists(target) and orphans(str(storefs)) == []
+    assert not os.path.exists(target) and orphan_stores(str(storefs)) == []
     assert os.path.isdir(os.path.realpath(tmp_path / "kept" / "layers")), "a live run stays"
 
 
 def test_a_moved_run_folder_is_its_stores_owner_once_opened_again(storefs, tmp_path, capsys):
     from sprout.cli import main
-    from sprout.sandbox.store_owners import orphans
+    from sprout.sandbox.storefs.owners import orphan_stores
 
     run = RunFolder.create_new(tmp_path / "before")
     run.close()
     (tmp_path / "before").rename(tmp_path / "after")
-    assert [o.owner for o in orphans(str(storefs))] == [str(tmp_path / "before" / "layers")]
+    assert [o.owner for o in orphan_stores(str(storefs))] == [str(tmp_path / "before" / "layers")]
     RunFolder.open(tmp_path / "after").close()
-    assert orphans(str(storefs)) == []
+    assert orphan_stores(str(storefs)) == []
     assert main(["gc", "--orphan"]) == 0
     assert "0 stores of deleted runs" in capsys.readouterr().out
     assert (tmp_path / "after" / "layers" / "store.json").is_file()
@@ -305,19 +307,19 @@ def test_a_moved_run_folder_is_its_stores_owner_once_opened_again(storefs, tmp_p
 
 def test_a_deleted_run_still_open_somewhere_keeps_its_layers(storefs, tmp_path):
     from sprout.durable import try_lock
-    from sprout.sandbox.store_owners import orphans, remove_orphan
+    from sprout.sandbox.storefs.owners import orphan_stores, remove_orphan_store
 
     RunFolder.create_new(tmp_path / "gone").close()
     target = os.path.realpath(tmp_path / "gone" / "layers")
     shutil.rmtree(tmp_path / "gone")
-    [orphan] = orphans(str(storefs))
+    [orphan] = orphan_stores(str(storefs))
     held = try_lock(os.path.join(target, "lock"), shared=True)  # as a process using it holds
     assert held is not None
     try:
-        assert remove_orphan(orphan) is False and os.path.isdir(target)
+        assert remove_orphan_store(orphan) is False and os.path.isdir(target)
     finally:
         held.release()
-    assert remove_orphan(orphan) is True and not os.path.exists(target)
+    assert remove_orphan_store(orphan) is True and not os.path.exists(target)
 
 
 def _tiny_image(folder: Path, rootfs: Path, big: int = 0) -> Path:

@@ -23,7 +23,7 @@ import pytest
 
 from sprout.runfolder import RunFolder
 from sprout.sandbox import LayerStore, Observation
-from sprout.sandbox.replay import Rebuilt, ReplayTurn, holds
+from sprout.sandbox.replay import Rebuilt, ReplayTurn, sealed_in
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.search.sandboxes import LocalSandboxes
 from sprout.task import Task
@@ -85,7 +85,7 @@ class DiskLosingSandboxes:
         self._local.release(task)
 
     def check(self, checkpoint: str) -> None:
-        if not holds(self.store)(checkpoint):
+        if not sealed_in(self.store)(checkpoint):
             raise CheckpointLost(f"checkpoint {checkpoint}: lost with its node")
 
     def call(self) -> None:
@@ -170,7 +170,7 @@ def test_an_attempt_whose_checkpoint_died_with_its_node_continues_on_a_rebuilt_o
     turns = run.tree.own_turns(second)
     assert [t.index for t in turns] == [1, 2, 3], "turn 1 kept, not played again"
     next_node = LayerStore(str(run.path / "next-node"))
-    assert all(holds(next_node)(t.checkpoint) for t in turns), "its checkpoints, under their ids"
+    assert all(sealed_in(next_node)(t.checkpoint) for t in turns), "under their ids"
     (rebuilt,) = rebuilds(run)
     assert rebuilt["attempt"] == second.id and rebuilt["checkpoint"] == turns[0].checkpoint
     assert (rebuilt["calls"], rebuilt["differed"], rebuilt["diverged"]) == (1, 0, None)

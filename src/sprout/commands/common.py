@@ -13,7 +13,7 @@ from sprout.tasks import LoadedTasks
 
 if TYPE_CHECKING:
     from sprout.images.names import ImageMode
-    from sprout.sandbox.isolation import IsolationReport
+    from sprout.sandbox import IsolationReport
 
 BAD_INPUT = 2
 
@@ -131,7 +131,7 @@ def refuse_model_servers(urls: list[str | None]) -> None:
     import socket
     import urllib.parse
 
-    from sprout.sandbox.network import refuse
+    from sprout.sandbox import refuse_addresses
 
     found: list[str] = []
     for url in urls:
@@ -143,14 +143,14 @@ def refuse_model_servers(urls: list[str | None]) -> None:
                 continue
             found += [str(info[4][0]) for info in infos]
     if found:
-        refuse(found)
+        refuse_addresses(found)
 
 
 def check_isolation(out: str, isolation: str, command: str) -> IsolationReport:
     """What this machine gives the sandboxes of a run in folder `out`; refuse to go on
     without a jail unless `--isolation none` (before anything is written), and say what is
     only warned about (an unenforced disk cap)."""
-    from sprout.sandbox.isolation import probe_isolation
+    from sprout.sandbox import probe_isolation
 
     report = probe_isolation(store_path=os.path.join(out, "layers"))
     if not report.holds and isolation != "none":

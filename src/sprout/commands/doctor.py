@@ -9,9 +9,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from sprout.images.cache import ImageCache
-from sprout.sandbox.isolation import IsolationReport, probe_isolation
-from sprout.sandbox.store_fs import Placement, home_of, move_command
-from sprout.sandbox.system_tools import system_tool
+from sprout.sandbox import (
+    IsolationReport,
+    Placement,
+    home_of,
+    move_command,
+    probe_isolation,
+    system_tool,
+)
 
 
 def add_parser(commands: Any) -> None:

@@ -11,8 +11,7 @@ from typing import Any
 
 from sprout.commands.common import UsageError
 from sprout.images import shipped
-from sprout.sandbox import LayerStore, UnknownCheckpoint
-from sprout.sandbox.layer_gc import Freed
+from sprout.sandbox import Freed, LayerStore, UnknownCheckpoint
 
 
 def add_parser(commands: Any) -> None:

@@ -29,7 +29,7 @@ from sprout.train.export import FORMATS
 if TYPE_CHECKING:
     from sprout.pipeline.rollout_server import RolloutServer
     from sprout.pipeline.training import TrainSettings
-    from sprout.sandbox.isolation import IsolationReport
+    from sprout.sandbox import IsolationReport
     from sprout.search.halt import Halt
     from sprout.task import Task
     from sprout.train.learner import StepStats

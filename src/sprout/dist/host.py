@@ -23,8 +23,8 @@ from sprout.dist.ship import fetch
 from sprout.dist.task_ship import ShippedFolder, cache_root, folder_here, relocated
 from sprout.durable import hold_lock
 from sprout.sandbox import LayerStore, Observation, SandboxError, SandboxWorkspace
-from sprout.sandbox.replay import Rebuilt, ReplayTurn, rebuild
-from sprout.sandbox.workspace import SandboxFork
+from sprout.sandbox import Rebuilt, ReplayTurn, rebuild
+from sprout.sandbox import SandboxFork
 from sprout.task import Task
 from sprout.tasks import base_checkpoint, solution_checkpoint
 from sprout.verify import Verdict, run_verifier

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sprout.sandbox.types import GIB
+from sprout.sandbox import GIB
 from sprout.task import Task
 from sprout.tasks.environment import agent_limits
 from sprout.workspace import WorkspaceError

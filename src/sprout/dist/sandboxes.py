@@ -28,8 +28,8 @@ from sprout.dist.place import Place
 from sprout.dist.reservation import Reservation, check_fits, reservation
 from sprout.dist.task_ship import ShippedFolder, ship
 from sprout.dist.workspace import RemoteWorkspace
-from sprout.sandbox.network import refuse, refused_by_run
-from sprout.sandbox.replay import Rebuilt, ReplayTurn
+from sprout.sandbox import refuse_addresses, refused_by_run
+from sprout.sandbox import Rebuilt, ReplayTurn
 from sprout.task import Task
 from sprout.verify import Verdict
 from sprout.workspace import Workspace, WorkspaceError
@@ -56,7 +56,7 @@ class _RayTaskHost(TaskHost):
         folder: ShippedFolder | None = None,
         refused: tuple[str, ...] = (),
     ) -> None:
-        refuse(list(refused))  # the actor's process is its own: no other actor sees it
+        refuse_addresses(list(refused))  # the actor's process is its own: no other actor sees it
         node = ray.get_runtime_context().get_node_id()
         super().__init__(
             node, store.format(node=node[:12]), sources, slots, links=links, folder=folder

@@ -19,8 +19,8 @@ from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from sprout.sandbox import LayerStore, SandboxError
-from sprout.sandbox.layer_meta import Layer
-from sprout.sandbox.layer_share import chain, take
+from sprout.sandbox import Layer
+from sprout.sandbox import needed_layers, take_shipped_layer
 
 TAR = ("tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "--acls")
 """Every attribute a layer's files carry that overlayfs or the sandbox reads."""
@@ -36,7 +36,7 @@ class ShipError(RuntimeError):
 def pack(store: LayerStore, checkpoint: str, present: Collection[str]) -> Shipment:
     """The layers of `checkpoint` in `store` that are not in `present`, packed."""
     packed: Shipment = []
-    for layer_id in chain(store, checkpoint):
+    for layer_id in needed_layers(store, checkpoint):
         if layer_id in present:
             continue
         files = os.path.realpath(store.diff_dir(layer_id))  # l/ID may link to a subvolume
@@ -62,7 +62,7 @@ def unpack(store: LayerStore, shipment: Shipment) -> None:
             )
             if done.returncode != 0:
                 raise ShipError(f"layer {layer.id}: tar: {_first_line(done.stderr)}")
-            take(store, layer, files)
+            take_shipped_layer(store, layer, files)
         finally:
             shutil.rmtree(files, ignore_errors=True)
 

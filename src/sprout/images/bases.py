@@ -11,7 +11,7 @@ layer in every run folder. It is built in a store of the machine's cache,
 
 and each run's store links it (`LayerStore.adopt`) instead of building it
 again. Where sprout keeps run stores on its own store filesystem, MODE-IDS is a
-link into it too (`sprout.sandbox.store_fs`), so a run's link to a base layer stays
+link into it too (`sprout.sandbox.storefs.btrfs`), so a run's link to a base layer stays
 on one filesystem and a copy-up from it is a clone. Only bases over images of the
 cache are shared: the `host` image and folders change under a name, an image of the
 cache never does.
@@ -28,9 +28,7 @@ from pathlib import Path
 
 from sprout.durable import cache_dir, file_lock, write_atomically
 from sprout.images.store_notes import StoreNote
-from sprout.sandbox import LayerStore
-from sprout.sandbox.idmap import configured_range
-from sprout.sandbox.layers import current_user_mode
+from sprout.sandbox import LayerStore, configured_range, current_user_mode
 
 COLLECTING = ".collecting"
 

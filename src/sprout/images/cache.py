@@ -12,7 +12,7 @@ An image is built into a temporary folder and renamed into place when it is
 whole: a build that dies leaves nothing a run could mount.
 
 As root on a disk that cannot clone extents, a new cache's folder is a link into
-sprout's store filesystem, like a new layer store (`sprout.sandbox.store_fs`): a
+sprout's store filesystem, like a new layer store (`sprout.sandbox.storefs.btrfs`): a
 sandbox's first write to a big file of an image then clones the file's blocks into its
 layer instead of copying them. A cache that exists stays where it is (`sprout doctor`
 says how to move it).
@@ -33,8 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from sprout.durable import cache_dir, file_lock, write_atomically
-from sprout.sandbox import store_fs
-from sprout.sandbox.files import disk_usage
+from sprout.sandbox import disk_usage, place_store
 
 STORES = "stores"
 """The folder of notes on run stores that stand on images (`sprout.images.runstores`)."""
@@ -116,7 +115,7 @@ class ImageCache:
     def _make(self) -> None:
         """Make the cache's folder when it is missing: on sprout's store filesystem where
         a new layer store would be (see the module's docstring)."""
-        store_fs.place(self.root)
+        place_store(self.root)
         self.root.mkdir(parents=True, exist_ok=True)
 
     def name(self, name: str, digest: str) -> None:

@@ -22,7 +22,7 @@ from sprout.images.blobs import blob_dir
 from sprout.images.cache import ImageCache
 from sprout.images.chains import collect_chains
 from sprout.images.runstores import stores_by_image
-from sprout.sandbox import LayerStore, store_fs, store_owners
+from sprout.sandbox import LayerStore, orphan_stores, remove_orphan_store, store_fs_root
 
 
 @dataclass
@@ -106,8 +106,8 @@ def _collect_orphans(remove: bool, done: Collected) -> None:
     """Name (and with `remove`, remove) the stores of the store filesystem whose link is
     gone: their layers stay on the image, unreachable by any run folder that nothing
     moved."""
-    for found in store_owners.orphans(store_fs.root_dir()):
-        if not remove or store_owners.remove_orphan(found):
+    for found in orphan_stores(store_fs_root()):
+        if not remove or remove_orphan_store(found):
             done.orphans.append(found.owner)
             done.orphan_bytes += found.bytes
 

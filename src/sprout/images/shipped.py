@@ -33,8 +33,7 @@ from sprout.durable import (
     lock_holders,
     try_lock,
 )
-from sprout.sandbox.extents import bytes_freed_by_removing
-from sprout.sandbox.files import remove_tree
+from sprout.sandbox import bytes_freed_by_removing, remove_tree
 
 SHIPPED = "shipped-tasks"
 """The folder of the machine's cache that holds the copies."""

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sprout.images.cache import ImageError
-from sprout.sandbox.system_tools import system_tool
+from sprout.sandbox import system_tool
 
 RETRIES = 3
 """Times skopeo retries a transfer that broke before it gives up."""

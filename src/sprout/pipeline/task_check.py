@@ -30,9 +30,15 @@ from sprout.models import ModelError
 from sprout.models.oracle import Step
 from sprout.models.resolve import resolve_model
 from sprout.runfolder import RunFolder
-from sprout.sandbox import SandboxError, SandboxUnavailable, SandboxWorkspace, store_owners
-from sprout.sandbox.layerfmt import remove_tree
-from sprout.sandbox.processes import alive, process_start
+from sprout.sandbox import (
+    SandboxError,
+    SandboxUnavailable,
+    SandboxWorkspace,
+    process_alive,
+    process_start,
+    remove_store_with_link,
+    remove_tree,
+)
 from sprout.task import SetupFailed, Task, TaskError
 from sprout.tasks import base_checkpoint, solution_checkpoint
 from sprout.tree import Attempt
@@ -326,7 +332,7 @@ def _owner_gone(folder: Path, me: dict[str, object]) -> bool:
     running = process_start(pid)
     if running is not None:  # a process with that pid: the owner unless it started later
         return owner.get("start") is not None and running != owner.get("start")
-    return not alive(pid)  # no /proc/PID/stat to read: is there a process at all?
+    return not process_alive(pid)  # no /proc/PID/stat to read: is there a process at all?
 
 
 def remove_abandoned(parent: Path) -> list[Path]:
@@ -365,7 +371,7 @@ def _remove_scratch(folder: Path) -> None:
     """Remove a temporary run folder, its owner file last: interrupted half-way, what is
     left still says whose it was, for the next check to finish the job."""
     with contextlib.suppress(OSError):
-        store_owners.remove_with_link(folder / "run" / "layers")  # on sprout's store filesystem
+        remove_store_with_link(folder / "run" / "layers")  # on sprout's store filesystem
         for entry in sorted(folder.iterdir(), key=lambda entry: entry.name == OWNER_FILE):
             if entry.is_dir() and not entry.is_symlink():
                 remove_tree(str(entry))

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sprout.sandbox.errors import UnknownCheckpoint
-from sprout.sandbox.layers import LayerStore
+from sprout.sandbox.layers.store import LayerStore
 from sprout.sandbox.sandbox import Sandbox
 
 
@@ -83,7 +83,7 @@ def rebuild(
     return Rebuilt(ran, differed, None)
 
 
-def holds(store: LayerStore) -> Callable[[str], bool]:
+def sealed_in(store: LayerStore) -> Callable[[str], bool]:
     """`have` for a rebuild in `store` alone: whether it holds a checkpoint sealed."""
 
     def have(checkpoint: str) -> bool:

@@ -7,14 +7,16 @@ import os
 import shutil
 from types import TracebackType
 
-from sprout.sandbox.allowlist import Network, check_network
-from sprout.sandbox.backends import Backend, backend_for
-from sprout.sandbox.changes import diff_layers
+from sprout.sandbox.backends import backend_for
+from sprout.sandbox.backends.process import encode_command
+from sprout.sandbox.backends.protocol import Backend
 from sprout.sandbox.errors import BadArgument, SandboxError
-from sprout.sandbox.layerfmt import is_empty
-from sprout.sandbox.layers import LayerStore
-from sprout.sandbox.output import encode_command
-from sprout.sandbox.types import Change, Limits, Observation, RunAs, SandboxConfig
+from sprout.sandbox.layers.changes import diff_layers
+from sprout.sandbox.layers.store import LayerStore
+from sprout.sandbox.layers.whiteouts import is_empty
+from sprout.sandbox.network.policy import Network, check_network
+from sprout.sandbox.types import Limits, Observation, RunAs, SandboxConfig
+from sprout.workspace import Change
 
 FORBIDDEN_IN_PATHS = (":", ",", "\n")
 """Characters that overlayfs's option string cannot carry in a layer path."""

@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sprout.sandbox.allowlist import Network
-from sprout.workspace import Change as Change  # re-exported: the sandbox's public type
-from sprout.workspace import ChangeKind as ChangeKind
+from sprout.sandbox.network.policy import Network
 
 
 @dataclass(frozen=True)

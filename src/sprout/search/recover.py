@@ -15,7 +15,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from sprout.sandbox.replay import Rebuilt, ReplayCall, ReplayTurn
+from sprout.sandbox import Rebuilt, ReplayCall, ReplayTurn
 from sprout.tree import Attempt, RolloutTree
 
 if TYPE_CHECKING:

@@ -13,8 +13,7 @@ import threading
 from collections.abc import Sequence
 from typing import Protocol
 
-from sprout.sandbox import LayerStore, SandboxWorkspace
-from sprout.sandbox.replay import Rebuilt, ReplayTurn, holds, rebuild
+from sprout.sandbox import LayerStore, Rebuilt, ReplayTurn, SandboxWorkspace, rebuild, sealed_in
 from sprout.task import Task
 from sprout.tasks import base_checkpoint, solution_checkpoint
 from sprout.verify import Verdict, run_verifier
@@ -85,7 +84,7 @@ class LocalSandboxes:
         one lost path must not make a layer twice). Nothing frees a running run's layers on
         one machine, so only a store changed by hand ever asks for this."""
         with self._rebuilding:
-            return rebuild(self.layers, base, old_base, turns, timeout, holds(self.layers))
+            return rebuild(self.layers, base, old_base, turns, timeout, sealed_in(self.layers))
 
     def moves(self, task: Task) -> int:
         """Never: this machine is the run's."""

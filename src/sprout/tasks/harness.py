@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
-from sprout.sandbox.allowlist import AllowedHost, Network
+from sprout.sandbox import AllowedHost, Network
 
 PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
 """A finite number above 0; `strict` refuses `true` and "60", which are no numbers."""

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-from sprout.sandbox.allowlist import Network
+from sprout.sandbox import Network
 from sprout.task import ResultsFormat, SetupStep, Stage, Task, TaskError
 from sprout.tasks.compose import read_compose
 from sprout.tasks.dockerfile import DockerfilePlan, plan_dockerfile

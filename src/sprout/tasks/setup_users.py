@@ -9,8 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from sprout.sandbox import LayerStore, Sandbox
-from sprout.sandbox.types import RunAs
+from sprout.sandbox import LayerStore, RunAs, Sandbox
 from sprout.task import Task, TaskError
 from sprout.tasks.dockerfile_state import is_root
 

@@ -9,9 +9,7 @@ from typing import Any
 
 from sprout.edits import is_noise
 from sprout.runfolder import RunFolder, RunFolderError
-from sprout.sandbox import LayerStore
-from sprout.sandbox.changes import checkpoint_changes
-from sprout.sandbox.errors import SandboxError
+from sprout.sandbox import LayerStore, SandboxError, checkpoint_changes
 from sprout.tree import Attempt, CallRecord, Change, TreeError, Turn
 from sprout.verify.runner import file_diff
 from sprout.viewer.data import ViewerError

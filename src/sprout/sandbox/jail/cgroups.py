@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
 
-from sprout.sandbox.processes import alive
+from sprout.sandbox.jail.processes import process_alive
 
 CONTROLLERS = ("memory", "pids", "cpu")
 CPU_PERIOD_US = 100_000
@@ -187,7 +187,7 @@ def sweep_stale(parent: str) -> None:
     with contextlib.suppress(OSError):
         for name in os.listdir(parent):
             match = NAME_PATTERN.match(name)
-            if match and not alive(int(match.group(1))):
+            if match and not process_alive(int(match.group(1))):
                 with contextlib.suppress(OSError):
                     os.rmdir(os.path.join(parent, name))
 

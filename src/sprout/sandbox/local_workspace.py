@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sprout.sandbox.changes import checkpoint_changes
 from sprout.sandbox.errors import BadArgument, SandboxError
-from sprout.sandbox.layers import LayerStore
+from sprout.sandbox.layers.changes import checkpoint_changes
+from sprout.sandbox.layers.store import LayerStore
 from sprout.sandbox.sandbox import Sandbox
 from sprout.sandbox.types import Observation
 from sprout.workspace import Sealed

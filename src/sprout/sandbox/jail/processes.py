@@ -17,7 +17,7 @@ def process_start(pid: int | str) -> str | None:
         return None
 
 
-def alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     """Whether a process with this pid exists (one of another user's counts)."""
     try:
         os.kill(pid, 0)

@@ -35,8 +35,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from sprout.sandbox.idmap import IdRange
-from sprout.sandbox.layerfmt import LayerFormat
+from sprout.sandbox.jail.idmap import IdRange
+from sprout.sandbox.layers.whiteouts import LayerFormat
 
 SHOWN = ("bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "opt", "var")
 """Top-level directories of the host that the image shows."""

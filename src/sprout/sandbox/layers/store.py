@@ -12,12 +12,12 @@ the whole lower-layer list in one mount option of at most one page):
     r/NAME            a named checkpoint (e.g. a task's cached base layer), kept by GC
     lock              flocked shared by every process that claims the store (a run folder's
                       users), exclusively by GC: GC refuses while a claim is held
-    v/DIGEST/         the mask that decides what the `host` image shows (sprout.sandbox.hostview)
+    v/DIGEST/         the mask that decides what the `host` image shows (layers/hostview.py)
     s/ID/u, s/ID/w    where layers can be capped (btrfs with quotas): a subvolume per layer
                       holding its files and its overlay workdir; l/ID links to s/ID/u
                       (l/ID may also link to a layer of another store: see `adopt`)
 
-The store's path may be a link into sprout's store filesystem (sprout.sandbox.store_fs).
+The store's path may be a link into sprout's store filesystem (sprout.sandbox.storefs.btrfs).
 
 A checkpoint id is a layer id. Sealing writes the metadata last, atomically,
 so a process killed mid-turn leaves at worst an unsealed directory (and its
@@ -26,8 +26,8 @@ unsealed layer has a hold naming its owner (pid and start time): debris is
 what a dead owner left, and nothing of a live process is ever swept.
 
 `LayerStore` opens the store and finds, seals and discards layers; each other job has
-its module: `store_format` (store.json), `layer_meta` (m/), `holds` (h/), `refs` (r/),
-`squash` (deep stacks), `layer_share` (`adopt`), `layer_export` (`export`), `layer_gc` (GC).
+its module here: `store_json`, `meta` (m/), `holds` (h/), `refs` (r/), `squash`, `share`
+(`adopt`), `export` and `gc`; those that take the store back see a `view.StoreView`.
 """
 
 from __future__ import annotations
@@ -40,31 +40,30 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from sprout.durable import HeldLock, flush_tree, hold_lock
-from sprout.sandbox import layer_gc, layer_share
 from sprout.sandbox.errors import BadArgument, UnknownCheckpoint
-from sprout.sandbox.files import disk_usage, remove_tree
-from sprout.sandbox.holds import read_holds, write_hold
-from sprout.sandbox.hostview import HostMask
-from sprout.sandbox.idmap import give_to
-from sprout.sandbox.layer_export import export_path
-from sprout.sandbox.layer_gc import Freed
-from sprout.sandbox.layer_gc import StoreInUse as StoreInUse  # re-exported: callers import it here
-from sprout.sandbox.layer_meta import Layer, meta_path, read_meta, sealed_ids, write_meta
-from sprout.sandbox.layerfmt import (
+from sprout.sandbox.jail.idmap import give_to
+from sprout.sandbox.jail.modes import MODES, StoreMode
+from sprout.sandbox.layers import gc as layer_gc
+from sprout.sandbox.layers import share as layer_share
+from sprout.sandbox.layers.export import export_path
+from sprout.sandbox.layers.gc import Freed
+from sprout.sandbox.layers.holds import read_holds, write_hold
+from sprout.sandbox.layers.hostview import HostMask
+from sprout.sandbox.layers.meta import Layer, meta_path, read_meta, sealed_ids, write_meta
+from sprout.sandbox.layers.refs import read_ref, ref_name, write_ref
+from sprout.sandbox.layers.squash import squash
+from sprout.sandbox.layers.store_json import open_store_format
+from sprout.sandbox.layers.whiteouts import (
     LayerFormat,
     MarkerFormat,
     OverlayFormat,
     read_regular_file,
     resolve,
 )
-from sprout.sandbox.quota import create_subvolume, disk_cap_support, limit_exclusive_bytes
-from sprout.sandbox.refs import read_ref, ref_name, write_ref
-from sprout.sandbox.squash import squash
-from sprout.sandbox.store_format import MODES, StoreMode, open_store_format
-from sprout.sandbox.store_format import (  # re-exported: callers import them here
-    current_user_mode as current_user_mode,
-)
-from sprout.sandbox.store_fs import keep_room, settle
+from sprout.sandbox.storefs.btrfs import keep_room, settle
+from sprout.sandbox.storefs.extents import disk_usage
+from sprout.sandbox.storefs.files import remove_tree
+from sprout.sandbox.storefs.quota import create_subvolume, disk_cap_support, limit_exclusive_bytes
 from sprout.sandbox.types import SandboxConfig
 
 
@@ -77,7 +76,7 @@ class LayerStore:
     layer; ids stay valid, since the squashed copy is only used for mounting.
     `hide` names host paths (task folders, say) that the `host` image must never
     show, besides the store itself and the folder it lives in (a run's folder).
-    `place=False` keeps a new store at `path`, not where a run's goes (`store_fs.place`).
+    `place=False` keeps a new store at `path`, not where a run's goes (`storefs.btrfs.place_store`).
     """
 
     def __init__(
@@ -100,18 +99,18 @@ class LayerStore:
         self.placement, self.store_fs = settle(self.path, new=place and mode != "copy")
         """Where a new store went (None: it existed, `place` was False, or a copy store),
         and the mount point of sprout's store filesystem holding it (None: a plain store)."""
-        self._meta = os.path.join(self.path, "m")
-        """Sealed layers' metadata (see sprout.sandbox.layer_meta)."""
-        self.refs_dir = os.path.join(self.path, "r")  # named checkpoints: sprout.sandbox.refs
+        self.meta_dir = os.path.join(self.path, "m")
+        """Sealed layers' metadata (layers.meta)."""
+        self.refs_dir = os.path.join(self.path, "r")  # named checkpoints (layers.refs)
         self._cache: dict[str, Layer] = {}
         self._claim: HeldLock | None = None
         for sub in ("l", "m", "w", "h", "r"):
             os.makedirs(os.path.join(self.path, sub), exist_ok=True)
         self.mode, self.ids = open_store_format(os.path.join(self.path, "store.json"), mode)
         """The store's mode, and as root the host ids that sandbox ids 0.. are (see
-        sprout.sandbox.idmap)."""
+        sprout.sandbox.jail.idmap)."""
         self.capped = self.mode == "root" and disk_cap_support(self.path).enforced
-        """Layers are subvolumes whose bytes the kernel caps (see sprout.sandbox.quota)."""
+        """Layers are subvolumes whose bytes the kernel caps (see sprout.sandbox.storefs.quota)."""
         self.format: LayerFormat = (
             MarkerFormat()
             if self.mode == "copy"
@@ -121,7 +120,7 @@ class LayerStore:
         hidden = (self.path, os.path.dirname(self.path), *on_store_fs)
         self.host = HostMask(os.path.join(self.path, "v"), hidden, self.format)
         self.host.hide(hide)
-        """What the `host` image hides from this store's sandboxes (sprout.sandbox.hostview)."""
+        """What the `host` image hides from this store's sandboxes (layers.hostview)."""
 
     def image_root(self, config: SandboxConfig) -> str | None:
         """The directory under a stack's bottom layer (None: the copy backend has none)."""
@@ -175,7 +174,7 @@ class LayerStore:
             return cached
         if not isinstance(layer_id, str) or not layer_id.isalnum():
             raise UnknownCheckpoint(str(layer_id), self.path)
-        found = read_meta(self._meta, layer_id)
+        found = read_meta(self.meta_dir, layer_id)
         if found is None:
             raise UnknownCheckpoint(layer_id, self.path)
         self._cache[layer_id] = found
@@ -291,7 +290,7 @@ class LayerStore:
 
     def discard(self, layer_id: str) -> None:
         """Drop an unsealed layer, its scratch and hold (a sealed layer's files are GC's)."""
-        if not os.path.exists(meta_path(self._meta, layer_id)):
+        if not os.path.exists(meta_path(self.meta_dir, layer_id)):
             self._remove_files(layer_id)
         remove_tree(self.scratch_dir(layer_id))
         with contextlib.suppress(FileNotFoundError):
@@ -309,20 +308,20 @@ class LayerStore:
             flush_tree(diff)
         depth = 1 if parent is None else self.layer(parent).depth + 1
         sealed = Layer(layer_id, parent, disk_usage(diff), depth, time.time(), config)
-        self._write_meta(sealed)
+        self.save_meta(sealed)
         if len(self.stack(layer_id)) > self.max_stack:
             sealed = squash(self, sealed)
         return sealed
 
-    def _write_meta(self, layer: Layer) -> None:
-        write_meta(self._meta, layer, self.durable)
+    def save_meta(self, layer: Layer) -> None:
+        write_meta(self.meta_dir, layer, self.durable)
         self._cache[layer.id] = layer
 
     def free(self, layer_id: str) -> None:
         """Remove sealed layer `layer_id`, its metadata first (it is no checkpoint from then
         on): GC's last step, once it has made sure that nothing stacks on the layer."""
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(meta_path(self._meta, layer_id))
+            os.unlink(meta_path(self.meta_dir, layer_id))
         self._cache.pop(layer_id, None)
         self.discard(layer_id)
 
@@ -332,7 +331,7 @@ class LayerStore:
 
     def sealed_ids(self) -> list[str]:
         """The ids of every sealed layer."""
-        return sealed_ids(self._meta)
+        return sealed_ids(self.meta_dir)
 
     def layers(self) -> list[Layer]:
         """Every sealed layer, with its reference count filled in."""

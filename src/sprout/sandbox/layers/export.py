@@ -11,8 +11,8 @@ import os
 import stat
 from collections.abc import Sequence
 
-from sprout.sandbox.files import copy_dir_attributes, place_file
-from sprout.sandbox.layerfmt import LayerFormat, lookup, names_below, resolve
+from sprout.sandbox.layers.whiteouts import LayerFormat, lookup, names_below, resolve
+from sprout.sandbox.storefs.files import copy_dir_attributes, place_file
 
 
 def export_path(

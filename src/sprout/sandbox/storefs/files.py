@@ -1,7 +1,7 @@
 """Plain file operations on the store's disk: placing a layer's entries (hard links, reflink
 clones, special files recreated), copying, and removing trees overlayfs left mode-000 (the
 bytes a tree owns are `extents`'). Nothing here knows how a layer marks deletions
-(`layerfmt` does)."""
+(`layers.whiteouts` does)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ import fcntl
 import os
 import shutil
 import stat
-
-from sprout.sandbox.extents import disk_usage as disk_usage  # re-exported: callers import it here
 
 
 def remove_tree(path: str) -> None:

@@ -41,10 +41,10 @@ import threading
 from dataclasses import dataclass
 from typing import Literal
 
-from sprout.sandbox.allowlist import REFUSED_V4, Allowlist, Network
-from sprout.sandbox.dns_filter import LISTEN, DnsFilter, nft_allow
 from sprout.sandbox.errors import SandboxSetupFailed, SandboxUnavailable
-from sprout.sandbox.system_tools import system_tool
+from sprout.sandbox.jail.system_tools import system_tool
+from sprout.sandbox.network.dns_filter import LISTEN, DnsFilter, nft_allow
+from sprout.sandbox.network.policy import REFUSED_V4, Allowlist, Network
 
 Policy = Literal["none", "public", "allowlist"]
 STACK = "slirp4netns"
@@ -99,7 +99,7 @@ def host_addresses() -> list[str]:
     return found
 
 
-def refuse(addresses: list[str]) -> None:
+def refuse_addresses(addresses: list[str]) -> None:
     """Add `addresses` to REFUSE_ENV, for every sandbox this process opens from now on."""
     known = [a for a in os.environ.get(REFUSE_ENV, "").split(",") if a]
     os.environ[REFUSE_ENV] = ",".join(dict.fromkeys([*known, *addresses]))

@@ -12,7 +12,7 @@ import json
 import os
 
 from sprout.durable import write_atomically
-from sprout.sandbox.processes import process_start
+from sprout.sandbox.jail.processes import process_start
 
 
 def write_hold(hold_dir: str, layer_id: str, parent: str | None) -> None:

@@ -9,21 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Literal, cast
+from typing import cast
 
 from sprout.durable import write_atomically
 from sprout.sandbox.errors import StoreModeMismatch
-from sprout.sandbox.idmap import IdRange, check_unclaimed, configured_range
+from sprout.sandbox.jail.idmap import IdRange, check_unclaimed, configured_range
+from sprout.sandbox.jail.modes import MODES, StoreMode, current_user_mode, default_mode
 
-StoreMode = Literal["root", "rootless", "copy"]
 STORE_FORMAT = 2
 """2: sandboxes of root stores run in a user namespace, and their layers hold mapped ids."""
-MODES: tuple[StoreMode, ...] = ("root", "rootless", "copy")
-
-
-def current_user_mode() -> StoreMode:
-    """The overlay mode this process can use: root mounts directly, others need a user namespace."""
-    return "root" if os.geteuid() == 0 else "rootless"
 
 
 def open_store_format(
@@ -61,8 +55,6 @@ def open_store_format(
 def _create(meta_path: str, requested: StoreMode | None) -> tuple[StoreMode, IdRange | None]:
     """A new store's `store.json`; as root, it claims the configured id range."""
     if requested is None:
-        from sprout.sandbox.backends import default_mode  # backends import the layer store
-
         requested = default_mode()
     meta: dict[str, object] = {"format": STORE_FORMAT, "mode": requested}
     ids = None

@@ -22,10 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from sprout.sandbox.files import copy_dir_attributes, place_file, remove_entry
-from sprout.sandbox.files import (
-    remove_tree as remove_tree,  # re-exported: pipeline.task_check imports it here
-)
+from sprout.sandbox.storefs.files import copy_dir_attributes, place_file, remove_entry
 
 EntryKind = Literal["whiteout", "dir", "opaque", "other"]
 

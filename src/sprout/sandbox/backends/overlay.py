@@ -11,15 +11,15 @@ import stat
 import subprocess
 import threading
 
-from sprout.sandbox import cgroups
-from sprout.sandbox.backends import BASE_ENV, OpenLayer, shell_for
+from sprout.sandbox.backends.process import command_script, run_captured
+from sprout.sandbox.backends.protocol import BASE_ENV, OpenLayer, shell_for
 from sprout.sandbox.errors import BadArgument, SandboxSetupFailed, SandboxUnavailable
-from sprout.sandbox.files import replace_with_copy
-from sprout.sandbox.helper import helper_build
-from sprout.sandbox.layerfmt import lookup, resolve
-from sprout.sandbox.layers import LayerStore
-from sprout.sandbox.network import SandboxNetwork
-from sprout.sandbox.output import command_script, run_captured
+from sprout.sandbox.jail import cgroups
+from sprout.sandbox.jail.helper import helper_build
+from sprout.sandbox.layers.store import LayerStore
+from sprout.sandbox.layers.whiteouts import lookup, resolve
+from sprout.sandbox.network.namespace import SandboxNetwork
+from sprout.sandbox.storefs.files import replace_with_copy
 from sprout.sandbox.types import Observation, SandboxConfig
 
 SETUP_FAILED = 125

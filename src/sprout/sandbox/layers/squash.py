@@ -18,15 +18,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sprout.durable import flush_tree
-from sprout.sandbox.files import disk_usage
-from sprout.sandbox.layer_meta import Layer
-from sprout.sandbox.layerfmt import merge
+from sprout.sandbox.layers.meta import Layer
+from sprout.sandbox.layers.whiteouts import merge
+from sprout.sandbox.storefs.extents import disk_usage
 
 if TYPE_CHECKING:
-    from sprout.sandbox.layers import LayerStore
+    from sprout.sandbox.layers.view import StoreView
 
 
-def squash(store: LayerStore, layer: Layer) -> Layer:
+def squash(store: StoreView, layer: Layer) -> Layer:
     """Merge the stack under sealed `layer` into one new layer, and return `layer` with
     that flat copy recorded."""
     flat_id = secrets.token_hex(5)
@@ -46,7 +46,7 @@ def squash(store: LayerStore, layer: Layer) -> Layer:
     flat = Layer(
         flat_id, None, disk_usage(flat_dir), 1, time.time(), layer.config, squash_of=layer.id
     )
-    store._write_meta(flat)
+    store.save_meta(flat)
     updated = replace(layer, flat=flat_id)
-    store._write_meta(updated)
+    store.save_meta(updated)
     return updated

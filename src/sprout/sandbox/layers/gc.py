@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 from sprout.durable import describe_processes, lock_holders, try_lock
 from sprout.sandbox.errors import SandboxError, UnknownCheckpoint
-from sprout.sandbox.extents import bytes_freed_by_removing
-from sprout.sandbox.processes import alive
-from sprout.sandbox.refs import drop_ref, ref_names
+from sprout.sandbox.jail.processes import process_alive
+from sprout.sandbox.layers.refs import drop_ref, ref_names
+from sprout.sandbox.storefs.extents import bytes_freed_by_removing
 
 if TYPE_CHECKING:
-    from sprout.sandbox.layers import LayerStore
+    from sprout.sandbox.layers.view import StoreView
 
 
 class StoreInUse(SandboxError):
@@ -55,7 +55,7 @@ class Freed:
 
 
 @contextlib.contextmanager
-def _collecting(store: LayerStore) -> Iterator[None]:
+def _collecting(store: StoreView) -> Iterator[None]:
     """Held while GC runs: no other process has the store claimed, none can claim it."""
     path = os.path.join(store.path, "lock")
     try:
@@ -77,7 +77,7 @@ def _collecting(store: LayerStore) -> Iterator[None]:
 
 
 def collect(
-    store: LayerStore,
+    store: StoreView,
     keep: Iterable[str] = (),
     *,
     references: Callable[[], Iterable[str]] | None = None,
@@ -120,7 +120,7 @@ def collect(
     return freed
 
 
-def sweep(store: LayerStore, *, dry_run: bool = False) -> Freed:
+def sweep(store: StoreView, *, dry_run: bool = False) -> Freed:
     """`LayerStore.sweep`: the debris of dead processes, nothing of a live one."""
     sealed = set(store.sealed_ids())
     entries = _entries(store)
@@ -134,7 +134,7 @@ def sweep(store: LayerStore, *, dry_run: bool = False) -> Freed:
     return freed
 
 
-def _is_sealed(store: LayerStore, layer_id: str) -> bool:
+def _is_sealed(store: StoreView, layer_id: str) -> bool:
     try:
         store.layer(layer_id)
     except UnknownCheckpoint:
@@ -142,7 +142,7 @@ def _is_sealed(store: LayerStore, layer_id: str) -> bool:
     return True
 
 
-def _reachable(store: LayerStore, roots: list[str], missing: list[str]) -> set[str]:
+def _reachable(store: StoreView, roots: list[str], missing: list[str]) -> set[str]:
     """Every layer the checkpoints `roots` stack on, with squashed copies; a parent whose
     metadata is gone ends its chain (and is added to `missing`)."""
     reachable: set[str] = set()
@@ -161,7 +161,7 @@ def _reachable(store: LayerStore, roots: list[str], missing: list[str]) -> set[s
     return reachable
 
 
-def _entries(store: LayerStore) -> set[str]:
+def _entries(store: StoreView) -> set[str]:
     """Ids with files, scratch or a subvolume in the store (unsealed ones among them)."""
     found: set[str] = set()
     for sub in ("l", "w", "s"):
@@ -171,7 +171,7 @@ def _entries(store: LayerStore) -> set[str]:
 
 
 def _debris(
-    store: LayerStore, sealed: set[str], entries: set[str], live: dict[str, str | None]
+    store: StoreView, sealed: set[str], entries: set[str], live: dict[str, str | None]
 ) -> list[str]:
     """Ids whose unsealed files or scratch no live process owns.
 
@@ -189,7 +189,7 @@ def _debris(
     )
 
 
-def _remove_debris(store: LayerStore, debris: list[str], dead: list[str]) -> None:
+def _remove_debris(store: StoreView, debris: list[str], dead: list[str]) -> None:
     """Remove what `_debris` found and the holds of dead processes, sealed files excepted
     (`discard` checks again: a layer sealed since it was listed has its metadata by now,
     as sealing precedes dropping the hold)."""
@@ -199,7 +199,7 @@ def _remove_debris(store: LayerStore, debris: list[str], dead: list[str]) -> Non
     _remove_stale_temporaries(store)
 
 
-def _remove_stale_temporaries(store: LayerStore) -> None:
+def _remove_stale_temporaries(store: StoreView) -> None:
     """Half-written metadata, holds and names (`write_atomically`'s NAME.PID-TID.tmp)
     of dead processes."""
     for sub in ("h", "m", "r"):
@@ -208,13 +208,13 @@ def _remove_stale_temporaries(store: LayerStore) -> None:
             if not name.endswith(".tmp"):
                 continue
             owner = name.rsplit(".", 2)[-2].split("-")[0]
-            if owner.isdigit() and not alive(int(owner)):
+            if owner.isdigit() and not process_alive(int(owner)):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(os.path.join(folder, name))
 
 
 def _disk_paths(
-    store: LayerStore, layer_ids: list[str], *, sealed: set[str] | None = None
+    store: StoreView, layer_ids: list[str], *, sealed: set[str] | None = None
 ) -> list[str]:
     """What holds the bytes of `layer_ids` here: their files (or subvolumes) and scratch,
     only the scratch of those in `sealed`; a layer linked from another store (`adopt`)
@@ -234,7 +234,7 @@ def _disk_paths(
     return paths
 
 
-def _layer_folders(store: LayerStore) -> list[str]:
+def _layer_folders(store: StoreView) -> list[str]:
     """Where files that may share extents with the layers GC removes are: every layer's
     files here (the kept ones among them), and those of layers adopted from another
     store (a turn's copy-up clones the base layer it adopted)."""

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sprout.sandbox.allowlist import Allowlist
 from sprout.sandbox.errors import SandboxSetupFailed
+from sprout.sandbox.network.policy import Allowlist
 
 RESOLV_CONF = Path("/etc/resolv.conf")
 UPSTREAM_TIMEOUT_S = 3.0

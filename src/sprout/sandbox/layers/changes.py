@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from sprout.sandbox.errors import BadArgument
-from sprout.sandbox.layerfmt import LayerFormat, lookup, names_below, walk
-from sprout.sandbox.types import Change
+from sprout.sandbox.layers.whiteouts import LayerFormat, lookup, names_below, walk
+from sprout.workspace import Change
 
 if TYPE_CHECKING:
-    from sprout.sandbox.layers import LayerStore
+    from sprout.sandbox.layers.store import LayerStore
 
 
 def diff_layers(

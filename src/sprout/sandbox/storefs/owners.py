@@ -1,6 +1,6 @@
 """Which link uses each store of sprout's store filesystem, and the stores no link does.
 
-A store folder `mnt/stores/ID` of the store filesystem (`sprout.sandbox.store_fs`)
+A store folder `mnt/stores/ID` of the store filesystem (`sprout.sandbox.storefs.btrfs`)
 is reached through a link, a run folder's `layers/` say; beside it, `ID.owner`
 names that link. It is how `sprout gc` finds the run of a store given by its real
 path, and the stores whose link is gone (a run folder deleted, or moved and not
@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 
 from sprout.durable import try_lock, write_atomically
-from sprout.sandbox.extents import bytes_freed_by_removing
-from sprout.sandbox.files import remove_tree
+from sprout.sandbox.storefs.extents import bytes_freed_by_removing
+from sprout.sandbox.storefs.files import remove_tree
 
 LINKED = re.compile(r"^(/.*/storefs/mnt)/stores/[0-9a-f]+$")
 """What a store's link into a store filesystem looks like: the mount point, then the store."""
@@ -34,8 +34,8 @@ class Orphan:
     bytes: int
 
 
-def orphans(root: str) -> list[Orphan]:
-    """The stores of the (mounted) store filesystem under `root` (`store_fs.root_dir()`)
+def orphan_stores(root: str) -> list[Orphan]:
+    """The stores of the (mounted) store filesystem under `root` (`btrfs.store_fs_root()`)
     whose owning link no longer leads to them. A store without an owner note is kept."""
     mount_point = os.path.join(root, "mnt")
     stores = os.path.join(mount_point, "stores")
@@ -53,7 +53,7 @@ def orphans(root: str) -> list[Orphan]:
     return found
 
 
-def owner_of(path: str | os.PathLike[str]) -> str | None:
+def store_owner(path: str | os.PathLike[str]) -> str | None:
     """The link that uses the store at `path` (a store folder of a store filesystem, given
     by its real path or through any link), when the owner note names one that still leads
     to it; None for a plain store, or one whose link is gone (deleted, or moved with its run
@@ -80,13 +80,13 @@ def note_owner(link: str) -> None:
     its owner when the noted one no longer leads to it (its run folder was moved): so
     `sprout gc` finds the run beside it again and never takes the store for an orphan."""
     target = os.path.realpath(link)
-    if os.geteuid() != 0 or owner_of(target) is not None:
+    if os.geteuid() != 0 or store_owner(target) is not None:
         return
     with contextlib.suppress(OSError):
         write_atomically(f"{target}{OWNER}", link, durable=True)
 
 
-def remove_orphan(orphan: Orphan) -> bool:
+def remove_orphan_store(orphan: Orphan) -> bool:
     """Delete an orphaned store unless a process has it open (its lock held); True when
     deleted."""
     lock = try_lock(os.path.join(orphan.path, "lock"))
@@ -100,16 +100,16 @@ def remove_orphan(orphan: Orphan) -> bool:
     return True
 
 
-def remove_with_link(link: str | os.PathLike[str]) -> bool:
+def remove_store_with_link(link: str | os.PathLike[str]) -> bool:
     """Delete the link `link` and the store of a store filesystem it owns: a temporary run
     folder's layers go with it, instead of waiting as an orphan for `sprout gc --orphan`.
     False (and nothing touched) when `link` owns no such store."""
     link = os.path.abspath(link)
-    if owner_of(link) != link:
+    if store_owner(link) != link:
         return False
     target = os.path.realpath(link)
     os.unlink(link)
-    return remove_orphan(Orphan(target, link, 0))
+    return remove_orphan_store(Orphan(target, link, 0))
 
 
 def write_owner(target: str, link: str) -> None:

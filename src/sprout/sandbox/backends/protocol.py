@@ -1,11 +1,11 @@
-"""Where a sandbox's calls run: one protocol, chosen by the store's mode."""
+"""What a backend is: the protocol every way of running a sandbox's calls implements."""
 
 from __future__ import annotations
 
 import os
 from typing import Protocol
 
-from sprout.sandbox.layers import LayerStore, StoreMode, current_user_mode
+from sprout.sandbox.layers.store import LayerStore
 from sprout.sandbox.types import Observation, SandboxConfig
 
 BASE_ENV = {
@@ -59,47 +59,6 @@ class Backend(Protocol):
     def close(self, sandbox: OpenLayer) -> None:
         """Release what `open` prepared."""
         ...
-
-
-def overlay_unavailable_reason() -> str | None:
-    """Why the overlay backend cannot run here, or None when it can."""
-    try:
-        with open("/proc/filesystems", encoding="ascii") as handle:
-            if "overlay" not in handle.read():
-                return "the kernel has no overlayfs (modprobe overlay)"
-    except OSError:
-        return "no /proc/filesystems: not a Linux kernel"
-    if current_user_mode() == "rootless":
-        try:
-            with open("/proc/sys/user/max_user_namespaces", encoding="ascii") as handle:
-                if int(handle.read()) == 0:
-                    return "unprivileged user namespaces are disabled (user.max_user_namespaces=0)"
-        except OSError:
-            return "the kernel has no user namespaces"
-    from sprout.sandbox.errors import SandboxUnavailable
-    from sprout.sandbox.helper import helper_path
-
-    try:
-        helper_path()
-    except SandboxUnavailable as error:
-        return str(error)
-    return None
-
-
-def default_mode() -> StoreMode:
-    """The mode a new store gets: overlay when the machine allows it, else the copy fallback."""
-    return "copy" if overlay_unavailable_reason() else current_user_mode()
-
-
-def backend_for(store: LayerStore) -> Backend:
-    """The backend that runs calls over `store`'s layers."""
-    if store.mode == "copy":
-        from sprout.sandbox.copy_backend import CopyBackend
-
-        return CopyBackend()
-    from sprout.sandbox.overlay_backend import OverlayBackend
-
-    return OverlayBackend(store)
 
 
 def shell_for(root: str) -> str:

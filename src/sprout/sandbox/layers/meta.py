@@ -1,7 +1,7 @@
 """A sealed layer's metadata (`m/ID.json` in a layer store): its id, parent, size and depth.
 
 Written last when a layer is sealed, so a layer with metadata is a checkpoint and one
-without is a turn's unfinished writes (see `sprout.sandbox.layers`).
+without is a turn's unfinished writes (see `sprout.sandbox.layers.store`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class Layer:
     size: int
     """Bytes on disk the layer owned when it was sealed: each inode once, only blocks no
     other layer shares (a copy-up's clone of a lower file counts what the turn wrote;
-    see `sprout.sandbox.extents`)."""
+    see `sprout.sandbox.storefs.extents`)."""
     depth: int
     """Layers from the base layer (which has depth 1)."""
     created: float

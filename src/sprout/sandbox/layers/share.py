@@ -11,14 +11,14 @@ import os
 from typing import TYPE_CHECKING
 
 from sprout.sandbox.errors import BadArgument
-from sprout.sandbox.layer_meta import meta_path
+from sprout.sandbox.layers.meta import meta_path
 
 if TYPE_CHECKING:
-    from sprout.sandbox.layer_meta import Layer
-    from sprout.sandbox.layers import LayerStore
+    from sprout.sandbox.layers.meta import Layer
+    from sprout.sandbox.layers.view import StoreView
 
 
-def chain(source: LayerStore, layer_id: str) -> list[str]:
+def needed_layers(source: StoreView, layer_id: str) -> list[str]:
     """The layers checkpoint `layer_id` needs (its ancestry and their squashed copies),
     bottom first: the order in which another store can take them, each after its parent."""
     wanted: list[str] = []
@@ -30,26 +30,26 @@ def chain(source: LayerStore, layer_id: str) -> list[str]:
     return wanted[::-1]
 
 
-def take(store: LayerStore, layer: Layer, files: str) -> None:
+def take_shipped_layer(store: StoreView, layer: Layer, files: str) -> None:
     """Make sealed `layer` of another store one of `store`'s, its files already unpacked at
     `files` (a directory on `store`'s filesystem, moved into place): what a store that
     cannot link the other store's layers (another machine's) does with shipped ones."""
     os.rename(files, store.diff_dir(layer.id))
-    store._write_meta(layer)
+    store.save_meta(layer)
 
 
-def adopt(store: LayerStore, source: LayerStore, layer_id: str) -> str:
+def adopt(store: StoreView, source: StoreView, layer_id: str) -> str:
     """Make checkpoint `layer_id` of `source` one of `store`'s (see `LayerStore.adopt`)."""
     if store.mode == "copy" or (source.mode, source.ids) != (store.mode, store.ids):
         raise BadArgument(
             "source", f"{source.path}: layers of a {source.mode} store with ids "
             f"{source.ids} cannot be shared with a {store.mode} store with ids {store.ids}"
         )  # fmt: skip
-    for shared in chain(source, layer_id):
-        if os.path.exists(meta_path(store._meta, shared)):
+    for shared in needed_layers(source, layer_id):
+        if os.path.exists(meta_path(store.meta_dir, shared)):
             continue
         link = store.diff_dir(shared)
         if not os.path.lexists(link):
             os.symlink(os.path.realpath(source.diff_dir(shared)), link)
-        store._write_meta(source.layer(shared))
+        store.save_meta(source.layer(shared))
     return layer_id

@@ -19,7 +19,7 @@ and the store's own path (RUN/layers, SPROUT_CACHE/bases/KEY, SPROUT_CACHE/image
 link to mnt/stores/ID, so every reader of the run folder finds its layers where they were.
 Run stores and the cache's base-layer stores share one filesystem, so adopting a
 base layer stays a link, and each sandbox's layer is a subvolume whose qgroup caps
-its bytes (sprout.sandbox.quota). Settings (environment):
+its bytes (sprout.sandbox.storefs.quota). Settings (environment):
 
     SPROUT_STORE_FS     auto (the default) or off (layers stay where the store is)
     SPROUT_STORE_SIZE   the image's size when made (e.g. 64G; default: the free space
@@ -45,9 +45,9 @@ from dataclasses import dataclass
 
 from sprout.durable import cache_dir, file_lock
 from sprout.sandbox.errors import BadArgument, SandboxError
-from sprout.sandbox.files import FICLONE
-from sprout.sandbox.quota import DiskCapSupport, disk_cap_support, mount_of
-from sprout.sandbox.store_owners import LINKED, note_owner, write_owner
+from sprout.sandbox.storefs.files import FICLONE
+from sprout.sandbox.storefs.owners import LINKED, note_owner, write_owner
+from sprout.sandbox.storefs.quota import DiskCapSupport, disk_cap_support, mount_of
 
 SWITCH = "SPROUT_STORE_FS"
 SIZE = "SPROUT_STORE_SIZE"
@@ -150,7 +150,7 @@ def plan(path: str | os.PathLike[str]) -> Placement:
         clone,
         True,
         f"{COST} there, so as root sprout keeps layers on its own btrfs store filesystem "
-        f"({root_dir()}/btrfs.img, quotas on; {SWITCH}=off keeps them there)",
+        f"({store_fs_root()}/btrfs.img, quotas on; {SWITCH}=off keeps them there)",
     )
 
 
@@ -180,14 +180,14 @@ def home_of(path: str | os.PathLike[str]) -> StoreHome:
     placement = plan(path)
     if not placement.own_fs:
         return StoreHome(placement, disk_cap_support(path))
-    mount_point = os.path.join(root_dir(), "mnt")
+    mount_point = os.path.join(store_fs_root(), "mnt")
     if os.path.ismount(mount_point):
         cap = disk_cap_support(mount_point)
     elif shutil.which("mkfs.btrfs") is None or not _kernel_has_btrfs():
         cap = DiskCapSupport(False, "sprout's store filesystem needs btrfs-progs and btrfs")
     else:
         cap = DiskCapSupport(
-            True, f"btrfs qgroups on sprout's store filesystem ({root_dir()}/btrfs.img, made "
+            True, f"btrfs qgroups on sprout's store filesystem ({store_fs_root()}/btrfs.img, made "
             "by the first run that needs it)"
         )  # fmt: skip
     return StoreHome(placement, cap)
@@ -219,7 +219,7 @@ def say_cost_once(placement: Placement | None, say: Callable[[str], None]) -> No
     say(f"{placement.clone.detail}: {placement.note}")
 
 
-def place(path: str | os.PathLike[str]) -> Placement | None:
+def place_store(path: str | os.PathLike[str]) -> Placement | None:
     """Decide where a store about to be made at `path` keeps its layers; on sprout's
     store filesystem, `path` becomes a link to a new store folder there. None when a
     store (or anything) is at `path` already."""
@@ -249,7 +249,7 @@ def settle(path: str, *, new: bool) -> tuple[Placement | None, str | None]:
     Python API's stores; a run folder prints it); (its placement, None when it was there
     already, and the mount point of the store filesystem holding its layers, None for a
     plain store). A store opened through a new link notes that link as its owner."""
-    placement = place(path) if new else None
+    placement = place_store(path) if new else None
     say_cost_once(placement, lambda cost: warnings.warn(f"sprout: {cost}", RuntimeWarning, 4))
     mount_point = mount_point_of(path)
     if mount_point is not None and os.path.islink(path):
@@ -265,7 +265,7 @@ def move_command(path: str | os.PathLike[str]) -> str | None:
     path = os.path.abspath(path)
     if os.path.islink(path) or not os.path.isdir(path) or not plan(path).own_fs:
         return None
-    mount_point = os.path.join(root_dir(), "mnt")
+    mount_point = os.path.join(store_fs_root(), "mnt")
     target = os.path.join(mount_point, "stores", os.path.basename(path))
     point, stores, old = (shlex.quote(p) for p in (mount_point, os.path.dirname(target), path))
     new, aside = shlex.quote(target), shlex.quote(f"{path}.plain")
@@ -275,7 +275,7 @@ def move_command(path: str | os.PathLike[str]) -> str | None:
     )
 
 
-def root_dir() -> str:
+def store_fs_root() -> str:
     """The folder of the machine's store filesystem (see the module's docstring)."""
     return os.path.join(cache_dir(), "storefs")
 
@@ -283,7 +283,7 @@ def root_dir() -> str:
 def mount(root: str | None = None) -> str:
     """Make (once), mount (when it is not) and return the mount point of the store
     filesystem under `root` (default: the machine cache's)."""
-    root = root or root_dir()
+    root = root or store_fs_root()
     mount_point = os.path.join(root, "mnt")
     if os.path.ismount(mount_point):
         return mount_point

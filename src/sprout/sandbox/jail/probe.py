@@ -18,15 +18,14 @@ import subprocess
 import tempfile
 from dataclasses import asdict, dataclass
 
-from sprout.sandbox import cgroups
-from sprout.sandbox.backends import overlay_unavailable_reason
 from sprout.sandbox.errors import SandboxError
-from sprout.sandbox.helper import helper_build
-from sprout.sandbox.idmap import check_unclaimed, configured_range
-from sprout.sandbox.layers import LayerStore
-from sprout.sandbox.network import STACK, missing_tools
-from sprout.sandbox.store_format import StoreMode, current_user_mode
-from sprout.sandbox.store_fs import home_of
+from sprout.sandbox.jail import cgroups
+from sprout.sandbox.jail.helper import helper_build
+from sprout.sandbox.jail.idmap import check_unclaimed, configured_range
+from sprout.sandbox.jail.modes import StoreMode, current_user_mode, overlay_unavailable_reason
+from sprout.sandbox.layers.store import LayerStore
+from sprout.sandbox.network.namespace import STACK, missing_tools
+from sprout.sandbox.storefs.btrfs import home_of
 
 DEFAULT_CAPABILITIES = "00000000a80425fb"
 """CapEff of a container engine's default set (Docker's 14 capabilities)."""
@@ -274,7 +273,7 @@ def probe_isolation(
     mode: StoreMode | None = None, store_path: str | None = None
 ) -> IsolationReport:
     """The report for stores of `mode` (default: what this process would get) whose layers
-    live (or will: a new store's place, see `store_fs.home_of`) at `store_path` (default:
+    live (or will: a new store's place, see `storefs.btrfs.home_of`) at `store_path` (default:
     a new store in the current directory), for the disk cap."""
     mode = mode or current_user_mode()
     if mode == "copy":

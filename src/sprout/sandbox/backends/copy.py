@@ -19,11 +19,11 @@ import stat
 import subprocess
 import warnings
 
-from sprout.sandbox.backends import BASE_ENV, OpenLayer
+from sprout.sandbox.backends.process import command_script, run_captured, script_path
+from sprout.sandbox.backends.protocol import BASE_ENV, OpenLayer
 from sprout.sandbox.errors import BadArgument
-from sprout.sandbox.files import place_file, remove_tree, replace_with_copy
-from sprout.sandbox.layerfmt import MarkerFormat, merge
-from sprout.sandbox.output import command_script, run_captured, script_path
+from sprout.sandbox.layers.whiteouts import MarkerFormat, merge
+from sprout.sandbox.storefs.files import place_file, remove_tree, replace_with_copy
 from sprout.sandbox.types import Observation
 
 Fingerprint = tuple[int, int, int, int, int, int, str]
