@@ -15,8 +15,7 @@ from sprout.models.fingerprint import TOKENIZER_META
 from sprout.runfolder import RunFolder
 from sprout.train.credit import Credit
 from sprout.train.export import FORMATS, ExportError, Format, meta_path, write_records
-from sprout.train.groups import GroupReport
-from sprout.train.samples import Overlong, build_samples
+from sprout.train.samples import GroupReport, Overlong, build_samples
 
 
 def export_run(

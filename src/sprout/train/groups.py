@@ -1,4 +1,4 @@
-"""GRPO groups of a run, and the report of a batch made from them.
+"""GRPO groups of a run: what a batch is made from.
 
 A group is one task's rollouts under one method (for `train-rollouts`: its
 roots and their children). It is finished when none of its attempts is still
@@ -12,13 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from sprout.train.credit import Leaf, zero_variance
 from sprout.tree import Attempt, RolloutTree
-
-if TYPE_CHECKING:
-    from sprout.train.samples import Sample
 
 
 @dataclass(frozen=True)
@@ -83,68 +79,3 @@ def finished_groups(
             if verified:
                 groups.append(Group(task_id, method, verified))
     return groups, unfinished
-
-
-@dataclass(frozen=True)
-class GroupReport:
-    """What a batch holds: the figures a GRPO user checks before trusting a step."""
-
-    groups: int
-    zero_variance_groups: int
-    samples: int
-    tokens_trained: int
-    """Tokens with loss mask 1: each produced token once."""
-    tokens_in_batch: int
-    """Every token of every sample: what the model reads, retained prefixes included."""
-    unfinished: tuple[str, ...] = ()
-    """Groups left out because some attempt was still running or unverified."""
-    dropped: tuple[str, ...] = ()
-    """Samples left out as longer than `max_length` (with `overlong="drop"`)."""
-
-    @property
-    def zero_variance_fraction(self) -> float:
-        return self.zero_variance_groups / self.groups if self.groups else 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "groups": self.groups,
-            "zero_variance_groups": self.zero_variance_groups,
-            "zero_variance_fraction": self.zero_variance_fraction,
-            "samples": self.samples,
-            "tokens_trained": self.tokens_trained,
-            "tokens_in_batch": self.tokens_in_batch,
-            "unfinished": list(self.unfinished),
-            "dropped": list(self.dropped),
-        }
-
-    def describe(self) -> str:
-        """One line for a log."""
-        line = (
-            f"{self.groups} groups ({self.zero_variance_groups} with zero variance, "
-            f"{100 * self.zero_variance_fraction:.0f}%), {self.samples} samples, "
-            f"{self.tokens_trained:,} of {self.tokens_in_batch:,} tokens trained"
-        )
-        if self.unfinished:
-            line += f"; {len(self.unfinished)} unfinished groups skipped"
-        if self.dropped:
-            line += f"; {len(self.dropped)} samples dropped as too long"
-        return line
-
-
-def report(
-    groups: Sequence[Group],
-    samples: Sequence[Sample],
-    *,
-    unfinished: Sequence[str] = (),
-    dropped: Sequence[str] = (),
-) -> GroupReport:
-    """The report of a batch of `samples` made from `groups`."""
-    return GroupReport(
-        groups=len(groups),
-        zero_variance_groups=sum(group.zero_variance for group in groups),
-        samples=len(samples),
-        tokens_trained=sum(sum(sample.loss_mask) for sample in samples),
-        tokens_in_batch=sum(len(sample.input_ids) for sample in samples),
-        unfinished=tuple(unfinished),
-        dropped=tuple(dropped),
-    )

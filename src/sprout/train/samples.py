@@ -17,17 +17,20 @@ The analysis and the reviewer's prompt and reasons never enter a sample: samples
 are built from turns only, and `check_role_text` refuses, with `RoleTextError`,
 a turn that is not an actor reply or a branch's own starting turn, or any turn or
 decoded sample that holds a stored analysis or review text.
+
+A batch's `GroupReport` counts what its samples hold, so it lives with them: groups know
+nothing of samples.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from sprout.roles import Analysis, Review
 from sprout.train.credit import EPSILON, Credit, GroupCredit
-from sprout.train.groups import Group, GroupReport, finished_groups, report
+from sprout.train.groups import Group, finished_groups
 from sprout.tree import Attempt, RolloutTree, TreeError, Turn
 
 Overlong = Literal["error", "drop"]
@@ -73,6 +76,71 @@ class Sample:
     """Seconds its own turns spent before their calls ran: asking the model, parsing."""
     tool_s: float = 0.0
     """Seconds its own turns' shell calls ran."""
+
+
+@dataclass(frozen=True)
+class GroupReport:
+    """What a batch holds: the figures a GRPO user checks before trusting a step."""
+
+    groups: int
+    zero_variance_groups: int
+    samples: int
+    tokens_trained: int
+    """Tokens with loss mask 1: each produced token once."""
+    tokens_in_batch: int
+    """Every token of every sample: what the model reads, retained prefixes included."""
+    unfinished: tuple[str, ...] = ()
+    """Groups left out because some attempt was still running or unverified."""
+    dropped: tuple[str, ...] = ()
+    """Samples left out as longer than `max_length` (with `overlong="drop"`)."""
+
+    @property
+    def zero_variance_fraction(self) -> float:
+        return self.zero_variance_groups / self.groups if self.groups else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "groups": self.groups,
+            "zero_variance_groups": self.zero_variance_groups,
+            "zero_variance_fraction": self.zero_variance_fraction,
+            "samples": self.samples,
+            "tokens_trained": self.tokens_trained,
+            "tokens_in_batch": self.tokens_in_batch,
+            "unfinished": list(self.unfinished),
+            "dropped": list(self.dropped),
+        }
+
+    def describe(self) -> str:
+        """One line for a log."""
+        line = (
+            f"{self.groups} groups ({self.zero_variance_groups} with zero variance, "
+            f"{100 * self.zero_variance_fraction:.0f}%), {self.samples} samples, "
+            f"{self.tokens_trained:,} of {self.tokens_in_batch:,} tokens trained"
+        )
+        if self.unfinished:
+            line += f"; {len(self.unfinished)} unfinished groups skipped"
+        if self.dropped:
+            line += f"; {len(self.dropped)} samples dropped as too long"
+        return line
+
+
+def report(
+    groups: Sequence[Group],
+    samples: Sequence[Sample],
+    *,
+    unfinished: Sequence[str] = (),
+    dropped: Sequence[str] = (),
+) -> GroupReport:
+    """The report of a batch of `samples` made from `groups`."""
+    return GroupReport(
+        groups=len(groups),
+        zero_variance_groups=sum(group.zero_variance for group in groups),
+        samples=len(samples),
+        tokens_trained=sum(sum(sample.loss_mask) for sample in samples),
+        tokens_in_batch=sum(len(sample.input_ids) for sample in samples),
+        unfinished=tuple(unfinished),
+        dropped=tuple(dropped),
+    )
 
 
 @dataclass(frozen=True)
