@@ -13,19 +13,37 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from sprout.agent import Actor
 from sprout.sandbox import Rebuilt, ReplayCall, ReplayTurn
-from sprout.tree import Attempt, RolloutTree
-
-if TYPE_CHECKING:
-    from sprout.search.play import Search
+from sprout.search.methods import Method
+from sprout.search.progress import Progress
+from sprout.search.sandboxes import TaskSandboxes
+from sprout.task import Task
+from sprout.tree import Attempt, Message, RolloutTree
 
 REBUILT_META = "rebuilt"
 _recording = threading.Lock()
 
 
-def rebuild(search: Search, attempt: Attempt) -> Rebuilt:
+class SearchState(Protocol):
+    """What a recovery reads of the search it runs in (`sprout.search.play.Search` is one): a
+    protocol, so that recover stays below play, which calls it."""
+
+    task: Task
+    method: Method
+    tree: RolloutTree
+    sandboxes: TaskSandboxes
+    actor: Actor
+    base: str
+    """Checkpoint 0: where a rebuild replays from and a restarted root starts."""
+    prefix: list[Message]
+    """What a restarted root's context starts with."""
+    progress: Progress
+
+
+def rebuild(search: SearchState, attempt: Attempt) -> Rebuilt:
     """Rebuild `attempt`'s path in its task's sandboxes, said and recorded."""
     tree = search.tree
     old_base = tree.root_of(attempt).base_checkpoint
@@ -58,7 +76,7 @@ def rebuild(search: Search, attempt: Attempt) -> Rebuilt:
     return rebuilt
 
 
-def recover(search: Search, lost: Attempt) -> Attempt:
+def recover(search: SearchState, lost: Attempt) -> Attempt:
     """The attempt to go on with in place of `lost`: itself, running again on its rebuilt
     checkpoint; a new root when a root's could not be rebuilt; else `lost`, still an error
     whose reason says why the rebuild failed."""
@@ -73,7 +91,7 @@ def recover(search: Search, lost: Attempt) -> Attempt:
     return search.tree.attempt(lost.id)
 
 
-def restart(search: Search, lost: Attempt) -> Attempt:
+def restart(search: SearchState, lost: Attempt) -> Attempt:
     """A new root in place of `lost`, from checkpoint 0: the lost root's turns stay in the
     tree as they were recorded, and its outcome is said once."""
     search.progress.attempt_done(lost, len(search.tree.own_turns(lost)))
