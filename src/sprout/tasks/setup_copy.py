@@ -26,10 +26,10 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from sprout.sandbox import LayerStore, Sandbox
-from sprout.task import SetupStep, TaskError
+from sprout.sandbox import LayerStore, Observation, Sandbox
+from sprout.task import SetupStep, Task, TaskError
 from sprout.tasks.buildcontext import (
     Ignore,
     clean_source,
@@ -44,9 +44,6 @@ from sprout.tasks.buildcontext import (
 from sprout.tasks.dockerfile_state import is_root
 from sprout.tasks.files import os_problem
 from sprout.tasks.setup_users import resolve_owner
-
-if TYPE_CHECKING:
-    from sprout.tasks.setup_steps import Build
 
 DOWNLOAD_TIMEOUT_S = 300.0
 ARCHIVE_FLAGS = {b"\x1f\x8b": "z", b"BZh": "j", b"\xfd7zXZ\x00": "J"}
@@ -80,6 +77,24 @@ sprout_file() {
 `sprout_file FILE DEST [dir]`: FILE into DEST when that is a directory, else at DEST."""
 
 
+class CopyBuild(Protocol):
+    """What a copy step uses of the build it runs in (`sprout.tasks.setup_steps.Build` is
+    one): a protocol, so that setup_copy stays below setup_steps, which runs it."""
+
+    task: Task
+    layers: LayerStore
+    timeout: float
+    """Seconds one step may take."""
+
+    def stage(self, index: int) -> str:
+        """The checkpoint of stage `index` with all its steps run."""
+        ...
+
+    def check(self, label: str, what: str, observation: Observation) -> None:
+        """TaskError when a step's command failed."""
+        ...
+
+
 @dataclass(frozen=True)
 class _Entry:
     """One thing a copy step places: a directory's contents, a file, or an archive."""
@@ -90,7 +105,7 @@ class _Entry:
     name: str
 
 
-def run_copy(build: Build, sandbox: Sandbox, step: SetupStep, label: str) -> None:
+def run_copy(build: CopyBuild, sandbox: Sandbox, step: SetupStep, label: str) -> None:
     """Run copy step `step` (COPY or ADD) in `sandbox`; TaskError names the task, `label`
     and the instruction."""
     keyword = "ADD" if step.unpack or "://" in step.source else "COPY"
@@ -105,7 +120,7 @@ def run_copy(build: Build, sandbox: Sandbox, step: SetupStep, label: str) -> Non
 
 
 def _place(
-    build: Build,
+    build: CopyBuild,
     sandbox: Sandbox,
     step: SetupStep,
     label: str,
@@ -157,7 +172,7 @@ def _compression(archive: Path) -> str:
     return next((flag for magic, flag in ARCHIVE_FLAGS.items() if head.startswith(magic)), "")
 
 
-def _gather(build: Build, step: SetupStep, staging: Path, where: str) -> Iterator[_Entry]:
+def _gather(build: CopyBuild, step: SetupStep, staging: Path, where: str) -> Iterator[_Entry]:
     """What a copy step places, as host paths: staged copies where a source needs one."""
     name = step.source.rstrip("/").rsplit("/", 1)[-1] or "__unnamed__"
     if step.content is not None:
