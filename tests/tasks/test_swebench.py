@@ -13,7 +13,8 @@ import pytest
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task, TaskError
 from sprout.tasks import base_checkpoint, load_swebench
-from sprout.tasks.swebench import COPIED_CLONE, apply_command, patch_files
+from sprout.tasks.swebench import COPIED_CLONE, patch_files
+from sprout.tasks.swebench_rows import apply_command
 from tests.conftest import _shared_libraries, build_rootfs
 
 GIT = [

@@ -14,7 +14,6 @@ as `pip install -e .`) and the pytest command, for every line (`[sprout]`) or pe
 
 from __future__ import annotations
 
-import base64
 import json
 import shlex
 from collections.abc import Mapping
@@ -27,7 +26,12 @@ from sprout.config import only_tables, validate_table
 from sprout.task import SetupStep, SolutionStep, Task, TaskError
 from sprout.tasks.files import naming_task, not_utf8, read_toml
 from sprout.tasks.imageref import task_image
-from sprout.tasks.swebench_rows import SweBenchInstance, image_row_task, is_image_row
+from sprout.tasks.swebench_rows import (
+    SweBenchInstance,
+    apply_command,
+    image_row_task,
+    is_image_row,
+)
 
 WORKDIR = "/testbed"
 COPIED_CLONE = "/tmp/sprout-clone.git"
@@ -175,20 +179,6 @@ def verifier_script(record: SweBenchRecord, pytest: str) -> str:
         f"{pytest} -rA --rootdir={WORKDIR} -p no:cacheprovider {_words(run)}".rstrip(),
     ]
     return "\n".join(lines) + "\n"
-
-
-def apply_command(patch: str) -> str:
-    """A shell command that applies `patch` in the workdir: a quoted here-document, or base64
-    when a line looks like a Markdown fence (the oracle's reply puts commands in fences)."""
-    text = patch if patch.endswith("\n") else patch + "\n"
-    lines = text.splitlines()
-    if any(line.strip().startswith("```") for line in lines):
-        encoded = base64.b64encode(text.encode()).decode()
-        return f"echo {encoded} | base64 -d | git apply --verbose"
-    marker = "SPROUT_PATCH"
-    while marker in lines:
-        marker += "_"
-    return f"git apply --verbose <<'{marker}'\n{text}{marker}"
 
 
 def _checkout_steps(record: SweBenchRecord, clone: Path) -> list[SetupStep]:

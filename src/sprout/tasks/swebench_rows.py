@@ -9,11 +9,13 @@ Such a row needs no clone and no sidecar: its image is its own field (`image`,
 the name the harness derives for its instance id, with the repository at
 /testbed as the image has it. The eval script is the hidden test: it reaches only
 the verifier's fork, whose log the package's parser reads
-(`sprout.verify.swebench_grading`).
+(`sprout.verify.swebench_grading`). A row's gold patch is the oracle's one turn
+(`apply_command`), here for both kinds of rows: `sprout.tasks.swebench` builds on this module.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -60,6 +62,20 @@ class SweBenchInstance(BaseModel):
     @classmethod
     def _version_text(cls, value: object) -> object:
         return None if value is None else str(value)
+
+
+def apply_command(patch: str) -> str:
+    """A shell command that applies `patch` in the workdir: a quoted here-document, or base64
+    when a line looks like a Markdown fence (the oracle's reply puts commands in fences)."""
+    text = patch if patch.endswith("\n") else patch + "\n"
+    lines = text.splitlines()
+    if any(line.strip().startswith("```") for line in lines):
+        encoded = base64.b64encode(text.encode()).decode()
+        return f"echo {encoded} | base64 -d | git apply --verbose"
+    marker = "SPROUT_PATCH"
+    while marker in lines:
+        marker += "_"
+    return f"git apply --verbose <<'{marker}'\n{text}{marker}"
 
 
 class SweBenchRow(SweBenchInstance):
@@ -123,8 +139,6 @@ def image_row_task(data: dict[str, Any], where: str, path: Path, label: str) -> 
         fail_to_pass=tuple(row.FAIL_TO_PASS),
         pass_to_pass=tuple(row.PASS_TO_PASS),
     )
-    from sprout.tasks.swebench import apply_command
-
     return Task(
         id=row.instance_id,
         path=path,
