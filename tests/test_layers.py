@@ -18,22 +18,25 @@ import pytest
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "sprout"
 EVERYTHING = {
-    "agent", "cli", "commands", "config", "dist", "durable", "edits", "fences", "images", "models",
-    "pipeline", "records", "roles", "runfolder", "sandbox", "search", "store", "task",
+    "agent", "cli", "commands", "config", "dist", "durable", "edits", "errors", "fences",
+    "images", "models", "pipeline", "records", "roles", "runfolder", "sandbox", "search", "store",
+    "task",
     "tasks", "templating", "train", "tree", "verify", "viewer", "workspace",
 }  # fmt: skip
 ABOVE_TASKS = {"agent", "models", "roles", "search", "train", "viewer", "store", "tree", "verify"}
-NEUTRAL = {"durable", "workspace"}
+NEUTRAL = {"durable", "workspace", "errors"}
 """Leaves under every layer (durable writes and file locks; the actor's workspace protocol,
-which the sandbox implements): they import nothing of sprout."""
+which the sandbox implements; the one base of sprout's errors): they import nothing of
+sprout but the error base."""
 TREE_ONLY = {"models", "agent", "roles", "search", "train", "viewer", "verify", "tasks", "sandbox"}
 """What the rollout tree, its records and its store never import."""
 FORBIDDEN: dict[str, set[str]] = {
-    "durable": EVERYTHING - {"durable"},
-    "workspace": EVERYTHING - {"workspace"},
+    "errors": EVERYTHING - {"errors"},
+    "durable": EVERYTHING - {"durable", "errors"},
+    "workspace": EVERYTHING - {"workspace", "errors"},
     "sandbox": EVERYTHING - {"sandbox"} - NEUTRAL,  # nothing of sprout above it
     "images": EVERYTHING - {"images", "sandbox"} - NEUTRAL,  # nothing about tasks or tests
-    "task": EVERYTHING - {"task"},
+    "task": EVERYTHING - {"task", "errors"},
     "tasks": ABOVE_TASKS | {"pipeline", "runfolder"},  # tasks run nothing of a run
     "models": {"sandbox", "tasks", "agent", "tree", "store", "search", "roles", "verify"},
     # the tree's verbs, not the store; a Workspace, not the sandbox

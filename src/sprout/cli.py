@@ -16,15 +16,9 @@ from sprout.commands import run as run_command
 from sprout.commands import shell as shell_command
 from sprout.commands import tasks as tasks_commands
 from sprout.commands import train as train_commands
-from sprout.commands.common import BAD_INPUT, UsageError
+from sprout.commands.common import UsageError
 from sprout.commands.interrupt import INTERRUPTED
-from sprout.images import ImageError
-from sprout.models import ModelError
-from sprout.runfolder import RunFolderError
-from sprout.sandbox import SandboxError
-from sprout.store import StoreError
-from sprout.task import TaskError
-from sprout.tree import TreeError
+from sprout.errors import SproutError
 
 
 def _benchmarks_dir() -> Path:
@@ -126,18 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (
-        UsageError,
-        ImageError,
-        SandboxError,
-        TreeError,
-        RunFolderError,
-        StoreError,
-        TaskError,
-        ModelError,
-    ) as error:
+    except SproutError as error:
         print(f"sprout {getattr(args, 'name', args.command)}: {error}", file=sys.stderr)
-        return BAD_INPUT
+        return error.exit_code
     except KeyboardInterrupt:
         print(f"\nsprout {args.command}: interrupted", file=sys.stderr)
         return INTERRUPTED

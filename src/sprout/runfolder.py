@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sprout.durable import HeldLock, describe_processes, lock_holders, try_lock
+from sprout.errors import SproutError
 from sprout.sandbox import (
     Change,
     Freed,
@@ -47,7 +48,7 @@ _writers: dict[str, _Writer] = {}
 _writers_lock = threading.Lock()
 
 
-class RunFolderError(ValueError):
+class RunFolderError(SproutError, ValueError):
     """A path that is not a run folder, or an `ATTEMPT:k` that names nothing in it."""
 
 

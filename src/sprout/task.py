@@ -7,10 +7,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from sprout.errors import SproutError
+
 ResultsFormat = Literal["auto", "reward", "ctrf", "junit", "pytest", "tap", "exit-code", "swebench"]
 
 
-class TaskError(ValueError):
+class TaskError(SproutError, ValueError):
     """A task that cannot be read; the message names the task, the file and the field."""
 
 

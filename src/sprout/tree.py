@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sprout.errors import SproutError
 from sprout.records import (
     Attempt,
     AttemptStatus,
@@ -60,7 +61,7 @@ ChangeReader = Callable[[str, str], Sequence[Change] | None]
 layers (None when they cannot say): for turns stored before their changes were recorded."""
 
 
-class TreeError(ValueError):
+class TreeError(SproutError, ValueError):
     """A reference into the tree that does not exist (unknown attempt, boundary out of range)."""
 
 

@@ -13,10 +13,12 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from sprout.errors import SproutError
+
 ChangeKind = Literal["added", "modified", "deleted"]
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(SproutError):
     """The workspace failed, not the model (a mount refused, a full disk): the actor ends
     the attempt `error` with fault `sandbox`, and `--resume` continues it."""
 

@@ -9,16 +9,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sprout.errors import SproutError
 from sprout.tasks import LoadedTasks
 
 if TYPE_CHECKING:
     from sprout.images.names import ImageMode
     from sprout.sandbox import IsolationReport
 
-BAD_INPUT = 2
 
-
-class UsageError(Exception):
+class UsageError(SproutError):
     """Bad input found after parsing: printed as one line, exit code 2."""
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sprout.commands.common import (
-    BAD_INPUT,
     UsageError,
     add_isolation_argument,
     add_task_source_arguments,
@@ -21,6 +20,7 @@ from sprout.commands.common import (
 )
 from sprout.commands.interrupt import INTERRUPTED, halting_on_ctrl_c
 from sprout.commands.ray_options import add_ray_arguments, check_ray, on_cluster, ray_sandboxes
+from sprout.errors import BAD_INPUT
 from sprout.runfolder import RunFolder
 
 if TYPE_CHECKING:
@@ -140,15 +140,6 @@ def _add_schedule_arguments(run: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from sprout.search import MethodError, RunSettingsError
-
-    try:
-        return _run(args)
-    except (MethodError, RunSettingsError) as error:
-        raise UsageError(str(error)) from None
-
-
-def _run(args: argparse.Namespace) -> int:
     """Play every method on every task into --out and print the table; the run folder is
     closed (and its report written) whatever stops the run, before the exit code is told."""
     from sprout.search import Progress, open_run, run_tasks, table

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from sprout.commands import train_step
 from sprout.commands.common import (
-    BAD_INPUT,
     UsageError,
     add_isolation_argument,
     add_task_source_arguments,
@@ -21,6 +20,7 @@ from sprout.commands.common import (
 )
 from sprout.commands.interrupt import INTERRUPTED, halting_on_ctrl_c
 from sprout.commands.ray_options import add_ray_arguments, check_ray, on_cluster, ray_sandboxes
+from sprout.errors import BAD_INPUT
 from sprout.runfolder import RunFolder
 from sprout.train.batching import LearnerError
 from sprout.train.credit import CREDITS
@@ -99,23 +99,17 @@ def add_parsers(commands: Any) -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from sprout.pipeline.export import export_run
-    from sprout.train.credit import CreditError
-    from sprout.train.export import ExportError
-    from sprout.train.samples import SampleError
 
-    try:
-        path, report = export_run(
-            args.run,
-            args.format,
-            args.out,
-            methods=args.method or None,
-            credit=args.credit,
-            train_starting_turn=not args.no_starting_turn,
-            max_length=args.max_length,
-            overlong="drop" if args.drop_overlong else "error",
-        )
-    except (SampleError, ExportError, CreditError) as error:
-        raise UsageError(str(error)) from None
+    path, report = export_run(
+        args.run,
+        args.format,
+        args.out,
+        methods=args.method or None,
+        credit=args.credit,
+        train_starting_turn=not args.no_starting_turn,
+        max_length=args.max_length,
+        overlong="drop" if args.drop_overlong else "error",
+    )
     print(f"{report.describe()}\n{args.format} records: {path}")
     for line in (*report.unfinished, *report.dropped):
         print(f"  left out: {line}", file=sys.stderr)
@@ -123,17 +117,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from sprout.search import MethodError
-    from sprout.train.samples import SampleError
-
     if args.model is None or args.tasks is None or args.out is None:
         raise UsageError(
             "give --model hf/PATH --tasks TASKS --steps N --out DIR, or a subcommand: step"
         )
-    try:
-        return _train(args)
-    except (LearnerError, SampleError, MethodError) as error:
-        raise UsageError(str(error)) from None
+    return _train(args)
 
 
 def _train(args: argparse.Namespace) -> int:

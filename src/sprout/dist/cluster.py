@@ -9,8 +9,10 @@ import tempfile
 
 import ray
 
+from sprout.errors import SproutError
 
-class ClusterError(ValueError):
+
+class ClusterError(SproutError, ValueError):
     """A cluster that cannot be joined: the address is wrong, or nothing runs there."""
 
 

@@ -18,6 +18,7 @@ import ray
 from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from sprout.errors import SproutError
 from sprout.sandbox import LayerStore, SandboxError
 from sprout.sandbox import Layer
 from sprout.sandbox import needed_layers, take_shipped_layer
@@ -29,7 +30,7 @@ Shipment = list[tuple[Layer, bytes]]
 """The layers one checkpoint needs, bottom first, each with its files as a tar stream."""
 
 
-class ShipError(RuntimeError):
+class ShipError(SproutError, RuntimeError):
     """Layers that could not be packed or unpacked: the tar command's own line."""
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from sprout.durable import cache_dir, file_lock, write_atomically
+from sprout.errors import SproutError
 from sprout.sandbox import disk_usage, place_store
 
 STORES = "stores"
@@ -43,7 +44,7 @@ Fill = Callable[[Path], "dict[str, Any] | None"]
 """What fills a new image's root filesystem, and may add to what its source records."""
 
 
-class ImageError(ValueError):
+class ImageError(SproutError, ValueError):
     """An image that cannot be built, imported or found; the message names it."""
 
 

@@ -23,11 +23,12 @@ from pathlib import Path
 from types import TracebackType
 
 from sprout.durable import cache_dir
+from sprout.errors import SproutError
 
 START_TIMEOUT_S = 180.0
 
 
-class ServerError(RuntimeError):
+class ServerError(SproutError, RuntimeError):
     """A llama-server that cannot be found, started, or that died."""
 
 

@@ -7,11 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+from sprout.errors import SproutError
+
 Message = dict[str, Any]
 """One chat message as the OpenAI chat-completions protocol shapes it."""
 
 
-class ModelError(Exception):
+class ModelError(SproutError):
     """A model call that cannot succeed as asked: bad key, unknown model, malformed reply.
 
     `kind` lets callers record a failure reason instead of crashing a run.

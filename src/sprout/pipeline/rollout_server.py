@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from sprout.errors import SproutError
 from sprout.models.http_json import JsonServer
 from sprout.models.llamacpp import LlamaCppServer
 from sprout.models.llamacpp_process import LlamaServer, ServerError, convert_to_gguf
@@ -43,7 +44,7 @@ PROBE = [
 must turn into the same ids."""
 
 
-class RolloutServerError(ValueError):
+class RolloutServerError(SproutError, ValueError):
     """A rollout server that cannot serve the step's weights, or serves another vocabulary."""
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sprout.agent import ActorConfig
+from sprout.errors import SproutError
 from sprout.models.config import ModelConfig
 from sprout.models.fingerprint import TOKENIZER_META
 from sprout.pipeline.rollout_server import RolloutServer
@@ -77,7 +78,7 @@ def policy_path(out: Path, step: int) -> Path:
     return out / "policy" / f"step-{step}"
 
 
-class TrainResumeError(ValueError):
+class TrainResumeError(SproutError, ValueError):
     """A `--resume` whose settings differ from those the run was started with."""
 
 

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from sprout.errors import SproutError
 from sprout.fences import fenced_blocks
 
 MAX_REPLY_CHARS = 60_000
@@ -23,7 +24,7 @@ MAX_PROBLEMS = 4
 Schema = TypeVar("Schema", bound=BaseModel)
 
 
-class OutputError(ValueError):
+class OutputError(SproutError, ValueError):
     """A reply that breaks the output contract; the message tells the model what to fix."""
 
 

@@ -11,11 +11,13 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
+from sprout.errors import SproutError
+
 Source = Literal["model", "heuristic"]
 """`model`: the role's model wrote it; `heuristic`: the fallback did (see `fallback_reason`)."""
 
 
-class RoleError(ValueError):
+class RoleError(SproutError, ValueError):
     """A role was asked something it cannot answer (a running attempt, no candidates, a
     stored body that does not read back); the message names the input to fix."""
 

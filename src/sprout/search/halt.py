@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 
+from sprout.errors import SproutError
 from sprout.tree import Attempt
 
 FAULTS_TO_HALT = 3
@@ -21,7 +22,7 @@ class Halted(Exception):
     """Raised out of a schedule when the run is halting; the pair is left unfinished."""
 
 
-class AttemptFault(Exception):
+class AttemptFault(SproutError):
     """Attempts of a pair ended `error` (the model server, the sandbox, a crash of sprout):
     the pair is recorded with this error, and `--resume` retries the model and sandbox
     faults. `count` is what the progress line says, the reason having been told."""

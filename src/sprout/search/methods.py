@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from sprout.errors import SproutError
+
 DEFAULT_ROUNDS = (4, 3)
 TRAINING_ROOTS = 2
 TRAINING_CHILDREN = 3
@@ -24,7 +26,7 @@ Selector = Literal["reviewer", "heuristic", "uniform", "entropy"]
 SELECTORS: tuple[Selector, ...] = ("reviewer", "heuristic", "uniform", "entropy")
 
 
-class MethodError(ValueError):
+class MethodError(SproutError, ValueError):
     """A `--method` (or its settings) that names no schedule sprout has."""
 
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from sprout.agent import Actor, ActorConfig
 from sprout.agent.actor import crash_reason
-from sprout.models import Model, ModelError
+from sprout.errors import SproutError
+from sprout.models import Model
 from sprout.models.config import ModelConfig
 from sprout.models.oracle import Step
 from sprout.models.resolve import resolve_model, spec_capabilities
@@ -29,7 +30,6 @@ from sprout.search.play import Search
 from sprout.search.progress import Progress
 from sprout.search.sandboxes import LocalSandboxes, TaskSandboxes
 from sprout.search.schedules import (
-    SearchError,
     run_entropy,
     run_pass_at_k,
     run_shepherd,
@@ -38,16 +38,14 @@ from sprout.search.schedules import (
 from sprout.search.summary import results, write_results
 from sprout.search.training import run_training
 from sprout.task import Task, TaskError
-from sprout.tree import StoreError, TreeError
-from sprout.verify import ResultsError
-from sprout.workspace import WorkspaceError
+from sprout.tree import StoreError
 
 RETRIED_FAULTS = ("model", "sandbox")
 """Faults a resumed pair retries (its attempts continue from their last turn); a crash of
 sprout itself is kept as it was recorded, so a resume never replays it."""
 
 
-class RunSettingsError(ValueError):
+class RunSettingsError(SproutError, ValueError):
     """Settings that contradict each other or the run folder being resumed."""
 
 
@@ -262,15 +260,7 @@ def _play_pair(context: _RunContext, task: Task, method: Method) -> bool:
     except AttemptFault as error:
         tree.finish_schedule(task.id, method.name, resolved=None, error=str(error))
         progress.event(task.id, method.name, f"ERROR: {error.count} (reason above)")
-    except (
-        TaskError,
-        SandboxError,
-        WorkspaceError,
-        ModelError,
-        SearchError,
-        TreeError,
-        ResultsError,
-    ) as error:
+    except SproutError as error:  # the task, the sandbox, the model server, the verifier...
         tree.finish_schedule(task.id, method.name, resolved=None, error=str(error))
         progress.event(task.id, method.name, f"ERROR: {error}")
     except Exception as error:  # a bug of sprout's ends this pair, not the run

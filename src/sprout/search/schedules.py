@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from sprout.errors import SproutError
 from sprout.roles import Analysis, Analyst, BranchPlan, Reviewer
 from sprout.search.play import Search, failed
 from sprout.search.rounds import play_rounds, roots
 from sprout.tree import Attempt
 
 
-class SearchError(RuntimeError):
+class SearchError(SproutError, RuntimeError):
     """A schedule that cannot go on (no log-probabilities for entropy, say)."""
 
 

@@ -11,12 +11,13 @@ import sqlite3
 from pathlib import Path
 
 from sprout.durable import describe_processes, lock_holders
+from sprout.errors import SproutError
 
 WAL_WRITE_LOCK = 120
 """The byte of the -shm file that SQLite's WAL writer locks: whoever holds it is writing."""
 
 
-class StoreError(Exception):
+class StoreError(SproutError):
     """The database file cannot be used (newer schema, not a sprout store, a folder, read-only,
     locked by another process); the message names the file and what would fix it."""
 

@@ -17,11 +17,13 @@ import fnmatch
 import re
 from collections.abc import Mapping
 
+from sprout.errors import SproutError
+
 NAME_START = re.compile(r"[A-Za-z_]")
 NAME_CHAR = re.compile(r"[A-Za-z0-9_]")
 
 
-class ExpansionError(ValueError):
+class ExpansionError(SproutError, ValueError):
     """A word Docker would refuse: an unterminated quote, a bad `${...}`, a `${X:?message}`."""
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sprout.errors import SproutError
 from sprout.records import shares_prefix
 from sprout.train.credit import zero_variance
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from sprout.train.samples import Sample
 
 
-class LearnerError(Exception):
+class LearnerError(SproutError):
     """Input the learner cannot train on (or a model it cannot load): one line, naming it."""
 
 

@@ -42,6 +42,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from sprout.errors import SproutError
+
 Credit = Literal["grpo", "drgrpo", "tree", "sibling"]
 CREDITS: tuple[Credit, ...] = ("grpo", "drgrpo", "tree", "sibling")
 EPSILON = 1e-6
@@ -53,7 +55,7 @@ def zero_variance(rewards: Sequence[float]) -> bool:
     return len(set(rewards)) <= 1
 
 
-class CreditError(ValueError):
+class CreditError(SproutError, ValueError):
     """A credit mode sprout does not have, or a group that cannot be credited."""
 
 

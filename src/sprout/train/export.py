@@ -32,13 +32,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sprout.durable import write_atomically
+from sprout.errors import SproutError
 from sprout.train.samples import Sample
 
 Format = Literal["jsonl", "verl", "trl"]
 FORMATS: tuple[Format, ...] = ("jsonl", "verl", "trl")
 
 
-class ExportError(ValueError):
+class ExportError(SproutError, ValueError):
     """Samples a format cannot hold, a format sprout does not write, or a file that does not
     read back as the records of a format."""
 

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sprout.errors import SproutError
 from sprout.roles import Analysis, Review
 from sprout.train.credit import EPSILON, Credit, GroupCredit
 from sprout.train.groups import Group, finished_groups
@@ -41,7 +42,7 @@ ROLE_TEXT_MIN_CHARS = 40
 """Shorter analysis or review texts ("Nothing.") could occur anywhere by chance: not checked."""
 
 
-class SampleError(ValueError):
+class SampleError(SproutError, ValueError):
     """A run that gives no trainable samples, or a rollout that cannot become one."""
 
 

@@ -6,11 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, cast
 
+from sprout.errors import SproutError
+
 Outcome = Literal["passed", "failed", "error", "skipped"]
 OUTCOMES: tuple[Outcome, ...] = ("passed", "failed", "error", "skipped")
 
 
-class ResultsError(ValueError):
+class ResultsError(SproutError, ValueError):
     """Verifier output or settings that cannot be read; the message names the file or field."""
 
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from sprout.errors import SproutError
 from sprout.runfolder import RunFolder
 from sprout.search.summary import results
 from sprout.tree import Attempt, RolloutTree, Turn
 
 
-class ViewerError(ValueError):
+class ViewerError(SproutError, ValueError):
     """An id the run does not hold (task, attempt, turn); the message names the run folder
     and the id, so a server can show it as is instead of a stack trace."""
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from sprout.errors import SproutError
 from sprout.runfolder import RunFolder, RunFolderError
 from sprout.tree import StoreError
 from sprout.viewer.data import ViewerError, run_summary, task_tree
@@ -32,7 +33,7 @@ STATIC = {
 }
 
 
-class BadRequest(ValueError):
+class BadRequest(SproutError, ValueError):
     """A request the API cannot answer as asked (a malformed id): a 400."""
 
 

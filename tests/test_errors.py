@@ -1,0 +1,70 @@
+"""One base for sprout's errors: the command line and the runner catch `SproutError`, so an
+error class that does not derive from it would surface as a traceback (a "bug of sprout's")
+instead of its one line and exit code 2."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+from sprout.cli import main
+from sprout.errors import BAD_INPUT, SproutError
+
+SOURCE = Path(__file__).resolve().parents[1] / "src" / "sprout"
+SIGNALS = {
+    "sprout.agent.actor.AttemptEnded",
+    "sprout.agent.actor.Interrupted",
+    "sprout.agent.parse.FormatError",
+    "sprout.models.retrying.Retryable",
+    "sprout.roles.ask.Refused",
+    "sprout.search.halt.Halted",
+}
+"""Exceptions that steer control flow inside sprout (the reply is told back to the model, a
+call is retried, a role falls back, a run halts): never shown to a user as an error."""
+
+
+def exception_classes() -> list[str]:
+    """Every class in src/sprout whose name or bases say it is an exception."""
+    found = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        module = ".".join(path.relative_to(SOURCE.parent).with_suffix("").parts)
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef):
+                bases = {ast.unparse(base) for base in node.bases}
+                if any(b.endswith(("Error", "Exception", "Failed", "Unavailable")) for b in bases):
+                    found.append(f"{module}.{node.name}")
+    return found
+
+
+@pytest.mark.parametrize("name", exception_classes())
+def test_every_error_derives_from_the_one_base(name: str):
+    module, _, attribute = name.rpartition(".")
+    cls = getattr(importlib.import_module(module), attribute)
+    if name in SIGNALS:
+        assert not issubclass(cls, SproutError), f"{name} is control flow, not an error"
+    else:
+        assert issubclass(cls, SproutError), f"{name} does not derive from SproutError"
+
+
+def test_the_scan_finds_the_errors():
+    names = exception_classes()
+    assert "sprout.sandbox.errors.BadArgument" in names and SIGNALS <= set(names)
+    assert len(names) > 40
+
+
+def test_an_error_of_any_layer_ends_a_command_with_its_one_line(tmp_path, capsys):
+    """A learner's bad configuration (`train step --config`), a run folder that is not one
+    (`export`): each ends in one line naming the input, and exit code 2."""
+    config = tmp_path / "learner.toml"
+    config.write_text("[learner]\nlr = 'fast'\n")
+    step = ["train", "step", "--config", str(config), "--samples", "x", "--model", "m"]
+    assert main([*step, "--out", str(tmp_path / "out")]) == BAD_INPUT
+    first = capsys.readouterr().err
+    assert first.startswith("sprout train step: ") and first.count("\n") == 1
+    export = ["export", str(tmp_path / "nothing"), "--format", "jsonl"]
+    assert main([*export, "--out", str(tmp_path / "o.jsonl")]) == BAD_INPUT
+    second = capsys.readouterr().err
+    assert str(tmp_path / "nothing") in second and second.count("\n") == 1
