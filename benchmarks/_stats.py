@@ -1,4 +1,4 @@
-"""Small helpers shared by the benchmarks: percentiles, timing, units, machine facts.
+"""Small helpers shared by the benchmarks: percentiles, timing, units, tables, machine facts.
 
 No third-party dependencies: the benchmarks run from a bare checkout.
 """
@@ -11,7 +11,7 @@ import os
 import platform
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -79,17 +79,72 @@ def fmt_ratio(r: float) -> str:
     return f"1/{1 / r:,.0f}"
 
 
-def render_table(rows: Sequence[Sequence[str]], *, markdown: bool = False) -> str:
+def p50(found: Mapping[str, Any]) -> float:
+    """The median of a `summary`, in milliseconds: what a table row and a target read."""
+    return float(found["p50_ms"])
+
+
+def p90(found: Mapping[str, Any]) -> float:
+    """The 90th percentile of a `summary`, in milliseconds."""
+    return float(found["p90_ms"])
+
+
+def utc_now() -> str:
+    """This moment in UTC to the second, as the benchmarks' JSON documents date a run."""
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def _section_starts(sections: Sequence[str] | None, count: int) -> list[str | None]:
+    """For each of `count` rows, the section it opens (its name where it differs from the
+    row before's), else None; no sections: no row opens one."""
+    if sections is None:
+        return [None] * count
+    if len(sections) != count:
+        raise ValueError(f"{len(sections)} sections for {count} rows")
+    return [name if i == 0 or sections[i - 1] != name else None for i, name in enumerate(sections)]
+
+
+def render_table(
+    rows: Sequence[Sequence[str]],
+    *,
+    markdown: bool = False,
+    sections: Sequence[str] | None = None,
+    max_width: int | None = None,
+) -> str:
     """`rows` (the first one the header) as aligned columns, or as a Markdown table for
-    docs/benchmarks.md."""
+    docs/benchmarks.md.
+
+    `sections` names, for each row after the header, the section it belongs to: where the
+    name changes, a heading opens it (a `-- name` line; in Markdown, a row with the name in
+    bold), so that a long table reads in parts. `max_width` bounds the first column's
+    padding: a longer figure overhangs its row rather than widening the whole table.
+    """
+    header, body = list(rows[0]), [list(row) for row in rows[1:]]
+    starts = _section_starts(sections, len(body))
     if markdown:
-        lines = ["| " + " | ".join(row) + " |" for row in rows]
-        lines.insert(1, "|" + "---|" * len(rows[0]))
+
+        def cells(row: Sequence[str]) -> str:
+            return "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
+
+        lines = [cells(header), "|" + "---|" * len(header)]
+        for start, row in zip(starts, body, strict=True):
+            if start is not None:
+                lines.append(f"| **{start}** |" + " |" * (len(header) - 1))
+            lines.append(cells(row))
         return "\n".join(lines)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows
-    )
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+    if max_width is not None:
+        widths[0] = min(widths[0], max_width)
+
+    def aligned(row: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+
+    lines = [aligned(header)]
+    for start, row in zip(starts, body, strict=True):
+        if start is not None:
+            lines.append(f"-- {start}")
+        lines.append(aligned(row))
+    return "\n".join(lines)
 
 
 def _unescape_mount_path(text: str) -> str:
@@ -176,7 +231,7 @@ def write_results(path: str | Path, name: str, store_dir: str, settings: Any, **
     namespace) and its figures."""
     document: dict[str, object] = {
         "benchmark": name,
-        "when": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "when": utc_now(),
         "machine": machine_facts(store_dir),
         "settings": {key: str(value) for key, value in vars(settings).items()},
         **data,
