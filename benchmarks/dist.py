@@ -18,7 +18,7 @@ included. Turns per second are the turns stored in the run's `sprout.db` over
 that time; medians over `--repeats`, the setups alternated.
 
 Then the cost of shipping layers between nodes' stores (`--ship-mb` MB in
-`--ship-layers` layers of random bytes, `sprout.dist.ship_cost`: packed by a
+`--ship-layers` layers of random bytes, `sprout.cluster.ship_cost`: packed by a
 Ray task pinned to the node, through Ray's object store, unpacked into a
 second store; both stores on this machine's disk, so no network is in it).
 `--part` runs one half alone. Results go to a table on stdout and to JSON
@@ -114,8 +114,8 @@ def ship(scratch: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     """`--repeats` timed shipments on a one-node cluster this process joins."""
     from ray import cluster_utils
 
-    from sprout.dist import join, leave
-    from sprout.dist.ship_cost import ship_cost
+    from sprout.cluster import join, leave
+    from sprout.cluster.ship_cost import ship_cost
 
     cluster = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     found = []

@@ -2,7 +2,7 @@
 machine: it frees a copy nobody used for --keep-days, keeps one used since and one a live
 process holds (however old), says why each stays, and with --dry-run frees nothing.
 
-Copies are taken as `sprout.dist.task_ship.unpack` takes them (`shipped.taking`), by
+Copies are taken as `sprout.cluster.task_ship.unpack` takes them (`shipped.taking`), by
 processes of their own, so that this test's process holds none of them; no Ray needed."""
 
 from __future__ import annotations

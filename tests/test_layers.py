@@ -18,7 +18,7 @@ import pytest
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "sprout"
 EVERYTHING = {
-    "agent", "cli", "commands", "config", "dist", "durable", "edits", "errors", "fences",
+    "agent", "cli", "commands", "cluster", "config", "durable", "edits", "errors", "fences",
     "images", "models", "pipeline", "records", "roles", "runfolder", "sandbox", "search", "store",
     "task",
     "tasks", "templating", "train", "tree", "verify", "viewer", "workspace",
@@ -48,9 +48,9 @@ FORBIDDEN: dict[str, set[str]] = {
     "tree": TREE_ONLY,
     "store": TREE_ONLY | {"tree"},  # the tree calls the store, never the other way
     # schedules do not parse model text; the cluster's sandboxes are handed to search
-    "search": {"dist", "fences", "train", "viewer"},
+    "search": {"cluster", "fences", "train", "viewer"},
     # a task's sandboxes on a node: the filesystem half, never the tree, models or search
-    "dist": EVERYTHING - {"dist", "sandbox", "tasks", "verify", "task", "images"} - NEUTRAL,
+    "cluster": EVERYTHING - {"cluster", "sandbox", "tasks", "verify", "task", "images"} - NEUTRAL,
     # no sandbox, no rollouts: it learns from the tree (the pipeline plays the rollouts)
     "train": {"viewer", "verify", "tasks", "sandbox", "store", "search", "runfolder"},
 }
@@ -68,7 +68,7 @@ NEVER_REACHED["models"] |= {"sandbox"}
 NEVER_REACHED["roles"] |= {"sandbox"}  # what a turn changed is read from the tree
 NEVER_REACHED["train"] |= {"sandbox"}  # it learns from the tree; it runs nothing
 CONTEXT_HALF = {"models", "agent", "roles", "train", "tree", "store", "records"}
-FILESYSTEM_HALF = {"sandbox", "images", "tasks", "verify", "dist"}
+FILESYSTEM_HALF = {"sandbox", "images", "tasks", "verify", "cluster"}
 """docs/architecture.md's two halves of a checkpoint: they meet only above both (search,
 the run folder, the pipeline, the command line); the actor reaches a sandbox through the
 `Workspace` protocol alone."""

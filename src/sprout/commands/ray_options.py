@@ -103,9 +103,9 @@ def on_cluster(args: argparse.Namespace) -> Iterator[None]:
 
 @contextmanager
 def joined(address: str) -> Iterator[None]:
-    """On the cluster at `address` for the block (`sprout.dist.join`'s addresses); one that
+    """On the cluster at `address` for the block (`sprout.cluster.join`'s addresses); one that
     cannot be joined is a UsageError."""
-    from sprout.dist import ClusterError, join, leave
+    from sprout.cluster import ClusterError, join, leave
 
     try:
         join(address)
@@ -125,7 +125,7 @@ def ray_sandboxes(args: argparse.Namespace, run: RunFolder) -> Iterator[TaskSand
     if args.ray is None:
         yield None
         return
-    from sprout.dist import RaySandboxes, default_store
+    from sprout.cluster import RaySandboxes, default_store
 
     def record(placements: list[dict[str, Any]]) -> None:
         run.tree.set_meta("ray", {"address": args.ray, "placements": placements})

@@ -3,7 +3,7 @@
 A `--ray` run's checkpoints are in its nodes' stores. Where this machine can read one
 (it is the node, or the stores are on a shared filesystem) the shell forks there; where
 it cannot, `--ray ADDRESS` ships the checkpoint's layers from the node that holds them
-into the run folder's own store, as a moved task's layers are shipped (`sprout.dist.ship`).
+into the run folder's own store, as a moved task's layers are shipped (`sprout.cluster.ship`).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def checkpoint_store(run: RunFolder, task_id: str, checkpoint: str, ray: str | N
         if ray is None:
             raise UsageError(f"{error}; give --ray ADDRESS to ship it here from its node") from None
         unreadable = str(error)
-    from sprout.dist import fetch
+    from sprout.cluster import fetch
 
     with joined(ray):
         for placement in reversed(run.placements(task_id)):

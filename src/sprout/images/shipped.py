@@ -9,7 +9,7 @@ each process that uses a copy, and `sprout gc` freeing the copies nobody uses.
 A copy is taken (found or unpacked, then held) only under the shared `.collecting` lock,
 and gc removes a copy, and its lock file, only under the exclusive one and the copy's own:
 so no process can wait on a lock file gc deletes, nor find a copy gc is deleting. The
-copies are opaque folders here (`sprout.dist.task_ship` packs and reads them); this module
+copies are opaque folders here (`sprout.cluster.task_ship` packs and reads them); this module
 needs no Ray, so `sprout gc` runs where Ray is not installed.
 """
 

@@ -2,7 +2,7 @@
 
 `sprout run` plays schedules, keeps the tree and writes `sprout.db` in one process;
 the sandbox work of each task can happen elsewhere. `LocalSandboxes` does it in the
-run folder's own layer store, on this machine; `sprout.dist.RaySandboxes` does it
+run folder's own layer store, on this machine; `sprout.cluster.RaySandboxes` does it
 on a node of a Ray cluster. Search only knows this protocol, so it never imports
 the cluster's code.
 """

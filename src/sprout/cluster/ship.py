@@ -19,9 +19,7 @@ from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from sprout.errors import SproutError
-from sprout.sandbox import LayerStore, SandboxError
-from sprout.sandbox import Layer
-from sprout.sandbox import needed_layers, take_shipped_layer
+from sprout.sandbox import Layer, LayerStore, SandboxError, needed_layers, take_shipped_layer
 
 TAR = ("tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "--acls")
 """Every attribute a layer's files carry that overlayfs or the sandbox reads."""

@@ -25,11 +25,11 @@ from sprout.workspace import WorkspaceError
 from tests.conftest import require_host_image
 from tests.taskfolders import TWO_EDITS_TEST, two_edits_task
 
-ray = pytest.importorskip("ray", reason="sprout.dist needs Ray: pip install 'sprout-rl[dist]'")
-from sprout.dist import task_ship  # noqa: E402  (after the skip: it needs Ray)
-from sprout.dist.host import TaskHost  # noqa: E402
-from sprout.dist.sandboxes import RaySandboxes  # noqa: E402
-from sprout.dist.task_ship import (  # noqa: E402
+ray = pytest.importorskip("ray", reason="sprout.cluster needs Ray: pip install 'sprout-rl[dist]'")
+from sprout.cluster import task_ship  # noqa: E402  (after the skip: it needs Ray)
+from sprout.cluster.host import TaskHost  # noqa: E402
+from sprout.cluster.sandboxes import RaySandboxes  # noqa: E402
+from sprout.cluster.task_ship import (  # noqa: E402
     ShippedFolder,
     folder_digest,
     folder_here,
@@ -37,7 +37,7 @@ from sprout.dist.task_ship import (  # noqa: E402
     relocated,
     unpack,
 )
-from tests.dist.test_ray_runs import TASKS, shape  # noqa: E402
+from tests.cluster.test_ray_runs import TASKS, shape  # noqa: E402
 
 ENTRIES = [".", "run.sh", "data", "data/x.txt", "latest"]
 CANARY = "a harmless canary, 7f3a\n"

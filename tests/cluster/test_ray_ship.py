@@ -14,11 +14,11 @@ import pytest
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.workspace import WorkspaceError
 
-ray = pytest.importorskip("ray", reason="sprout.dist needs Ray: pip install 'sprout-rl[dist]'")
+ray = pytest.importorskip("ray", reason="sprout.cluster needs Ray: pip install 'sprout-rl[dist]'")
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: E402
 
-from sprout.dist.sandboxes import _HostActor  # noqa: E402
-from tests.dist.test_ship import files_of  # noqa: E402
+from sprout.cluster.sandboxes import _HostActor  # noqa: E402
+from tests.cluster.test_ship import files_of  # noqa: E402
 
 
 def workers(cluster: Any) -> list[Any]:

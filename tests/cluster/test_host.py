@@ -11,8 +11,8 @@ from sprout.sandbox import LayerStore, Sandbox
 from sprout.workspace import WorkspaceError
 from tests.conftest import require_host_image
 
-pytest.importorskip("ray", reason="sprout.dist needs Ray: pip install 'sprout-rl[dist]'")
-from sprout.dist.host import TaskHost  # after the skip: it needs Ray
+pytest.importorskip("ray", reason="sprout.cluster needs Ray: pip install 'sprout-rl[dist]'")
+from sprout.cluster.host import TaskHost  # after the skip: it needs Ray
 
 
 def sealed_elsewhere(path: Path) -> str:

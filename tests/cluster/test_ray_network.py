@@ -11,8 +11,8 @@ import pytest
 
 from sprout.sandbox.network.namespace import REFUSE_ENV, refused_by_run
 
-ray = pytest.importorskip("ray", reason="sprout.dist needs Ray: pip install 'sprout-rl[dist]'")
-from sprout.dist import sandboxes  # noqa: E402
+ray = pytest.importorskip("ray", reason="sprout.cluster needs Ray: pip install 'sprout-rl[dist]'")
+from sprout.cluster import sandboxes  # noqa: E402
 
 MODEL_SERVER = "198.51.100.99"
 """A documentation address: the driver's model server on another machine, say."""

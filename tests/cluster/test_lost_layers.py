@@ -24,8 +24,8 @@ from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.tasks import load_native
 from tests.taskfolders import two_edits_task
 
-ray = pytest.importorskip("ray", reason="sprout.dist needs Ray: pip install 'sprout-rl[dist]'")
-from sprout.dist import RaySandboxes  # noqa: E402
+ray = pytest.importorskip("ray", reason="sprout.cluster needs Ray: pip install 'sprout-rl[dist]'")
+from sprout.cluster import RaySandboxes  # noqa: E402
 
 
 @pytest.mark.sandbox

@@ -4,12 +4,12 @@ The unit of placement is a task's tree: its base layer, its attempts' forks and
 seals and its verifier runs all happen in one `TaskHost` actor, so every checkpoint
 of the task is in that node's store and a fork stays a mount. Ray places the actor
 (it reserves cores and memory for it, so a node holds no more tasks than it has cores
-and memory for: Ray's scheduling and backpressure, not ours; `sprout.dist.reservation`).
+and memory for: Ray's scheduling and backpressure, not ours; `sprout.cluster.reservation`).
 When the node dies, the task gets a new actor wherever Ray puts it, which adopts the
 dead node's layers when it can read them; the driver counts the move (`moves`) and
 plays the pairs it broke again. Each task's folder is packed once, on its first
 placement, and travels to its actors through Ray's object store, so nodes need no copy
-of the task folders (`sprout.dist.task_ship`).
+of the task folders (`sprout.cluster.task_ship`).
 """
 
 from __future__ import annotations
@@ -23,13 +23,12 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError
 
-from sprout.dist.host import TaskHost
-from sprout.dist.place import Place
-from sprout.dist.reservation import Reservation, check_fits, reservation
-from sprout.dist.task_ship import ShippedFolder, ship
-from sprout.dist.workspace import RemoteWorkspace
-from sprout.sandbox import refuse_addresses, refused_by_run
-from sprout.sandbox import Rebuilt, ReplayTurn
+from sprout.cluster.host import TaskHost
+from sprout.cluster.place import Place
+from sprout.cluster.remote_workspace import RemoteWorkspace
+from sprout.cluster.reservation import Reservation, check_fits, reservation
+from sprout.cluster.task_ship import ShippedFolder, ship
+from sprout.sandbox import Rebuilt, ReplayTurn, refuse_addresses, refused_by_run
 from sprout.task import Task
 from sprout.verify import Verdict
 from sprout.workspace import Workspace, WorkspaceError

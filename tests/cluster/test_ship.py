@@ -1,4 +1,4 @@
-"""Shipping layers as tar streams (`sprout.dist.ship`), without Ray: what a store on
+"""Shipping layers as tar streams (`sprout.cluster.ship`), without Ray: what a store on
 another machine receives is the same checkpoint, file for file, byte for byte, with the
 whiteouts and opaque directories that hide what lies below."""
 
@@ -13,8 +13,8 @@ import pytest
 from sprout.sandbox import LayerStore, Sandbox
 from tests.conftest import require_host_image
 
-pytest.importorskip("ray", reason="sprout.dist needs Ray: pip install 'sprout-rl[dist]'")
-from sprout.dist.ship import pack, unpack  # after the skip: it needs Ray
+pytest.importorskip("ray", reason="sprout.cluster needs Ray: pip install 'sprout-rl[dist]'")
+from sprout.cluster.ship import pack, unpack  # after the skip: it needs Ray
 
 
 def files_of(store: LayerStore, layer_id: str) -> dict[str, tuple[int, int, int, str]]:

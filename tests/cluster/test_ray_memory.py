@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
+from sprout.cluster.reservation import Reservation, check_fits, reservation
 from sprout.commands.ray_options import ray_memory
-from sprout.dist.reservation import Reservation, check_fits, reservation
 from sprout.runfolder import RunFolder
 from sprout.task import Task
 from sprout.workspace import WorkspaceError
-from tests.dist.conftest import GIB, cluster_of
-from tests.dist.test_ray_runs import EXAMPLES, SPROUT, finished, placements
+from tests.cluster.conftest import GIB, cluster_of
+from tests.cluster.test_ray_runs import EXAMPLES, SPROUT, finished, placements
 
 pytest.importorskip("ray.cluster_utils", reason="--ray needs Ray: pip install 'sprout-rl[dist]'")
 

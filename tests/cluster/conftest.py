@@ -1,4 +1,4 @@
-"""The Ray clusters the tests of `sprout.dist` run on: a head and two worker nodes on this
+"""The Ray clusters the tests of `sprout.cluster` run on: a head and two worker nodes on this
 machine (`ray.cluster_utils.Cluster`). Tests that leave the nodes alone share one
 (`shared_cluster`, made once per test process); a test that kills or removes a node gets
 its own (`cluster`), shut down after it."""

@@ -5,9 +5,9 @@ mount) and the task's live forks; the driver reaches them by id. A checkpoint th
 is not in the store yet was sealed on another node the task lived on before: it is
 adopted (linked, never copied) from that node's store when this node can read it (a
 shared filesystem, or nodes on one machine), else shipped from that node while it lives
-(`sprout.dist.ship`), so the attempt continues from its last turn. The task's folder is
+(`sprout.cluster.ship`), so the attempt continues from its last turn. The task's folder is
 the one at its path when this node has it, else the copy the driver shipped
-(`sprout.dist.task_ship`).
+(`sprout.cluster.task_ship`).
 """
 
 from __future__ import annotations
@@ -19,12 +19,19 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
-from sprout.dist.ship import fetch
-from sprout.dist.task_ship import ShippedFolder, cache_root, folder_here, relocated
+from sprout.cluster.ship import fetch
+from sprout.cluster.task_ship import ShippedFolder, cache_root, folder_here, relocated
 from sprout.durable import hold_lock
-from sprout.sandbox import LayerStore, Observation, SandboxError, SandboxWorkspace
-from sprout.sandbox import Rebuilt, ReplayTurn, rebuild
-from sprout.sandbox import SandboxFork
+from sprout.sandbox import (
+    LayerStore,
+    Observation,
+    Rebuilt,
+    ReplayTurn,
+    SandboxError,
+    SandboxFork,
+    SandboxWorkspace,
+    rebuild,
+)
 from sprout.task import Task
 from sprout.tasks import base_checkpoint, solution_checkpoint
 from sprout.verify import Verdict, run_verifier

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from sprout.dist.place import Place
+from sprout.cluster.place import Place
 from sprout.sandbox import Observation
 from sprout.workspace import Sealed, WorkspaceError
 

@@ -19,7 +19,7 @@ import pytest
 
 from sprout.cli import main
 from sprout.runfolder import RunFolder
-from tests.dist.test_ray_runs import placements, sealed_in
+from tests.cluster.test_ray_runs import placements, sealed_in
 from tests.taskfolders import two_edits_task
 from tests.train.conftest import tiny_model_path
 from tests.train.test_train_loop import COIN

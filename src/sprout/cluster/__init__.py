@@ -2,9 +2,9 @@
 placed by Ray, holding the task's layers on its node; the driver keeps the schedules, the
 tree and the one writer of `sprout.db`."""
 
-from sprout.dist.cluster import ClusterError, default_store, join, leave
-from sprout.dist.sandboxes import Placement, RaySandboxes
-from sprout.dist.ship import fetch
+from sprout.cluster.joining import ClusterError, default_store, join, leave
+from sprout.cluster.sandboxes import Placement, RaySandboxes
+from sprout.cluster.ship import fetch
 
 __all__ = [
     "ClusterError",

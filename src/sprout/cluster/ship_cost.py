@@ -1,5 +1,5 @@
 """What shipping layers costs per MB: a chain of layers of random bytes, sealed in a
-store on this node, shipped by `sprout.dist.ship.fetch` (packed by a task pinned to the
+store on this node, shipped by `sprout.cluster.ship.fetch` (packed by a task pinned to the
 node, through Ray's object store, unpacked into a second store) and timed."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import ray
 
-from sprout.dist.ship import fetch
+from sprout.cluster.ship import fetch
 from sprout.sandbox import LayerStore, Sandbox
 
 
@@ -30,9 +30,9 @@ class ShipCost:
 def ship_cost(work: str, megabytes: int = 100, layers: int = 10) -> ShipCost:
     """Seal `layers` turns writing `megabytes` MB of random bytes in all in a store under
     `work` (a new folder), then time shipping the chain to a second store there. Needs a
-    joined cluster (`sprout.dist.join`); the layers are packed on the driver's node."""
+    joined cluster (`sprout.cluster.join`); the layers are packed on the driver's node."""
     if not ray.is_initialized():
-        raise RuntimeError("ship_cost: join a Ray cluster first (sprout.dist.join)")
+        raise RuntimeError("ship_cost: join a Ray cluster first (sprout.cluster.join)")
     if megabytes < 1 or layers < 1:
         raise ValueError(f"ship_cost: megabytes and layers must be >= 1, got {megabytes}, {layers}")
     os.makedirs(work)

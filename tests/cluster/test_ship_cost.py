@@ -9,9 +9,9 @@ import pytest
 from sprout.sandbox import LayerStore
 from tests.conftest import require_host_image
 
-ray = pytest.importorskip("ray", reason="sprout.dist needs Ray: pip install 'sprout-rl[dist]'")
-from sprout.dist import join, leave  # noqa: E402  after the skip: it needs Ray
-from sprout.dist.ship_cost import ship_cost  # noqa: E402
+ray = pytest.importorskip("ray", reason="sprout.cluster needs Ray: pip install 'sprout-rl[dist]'")
+from sprout.cluster import join, leave  # noqa: E402  after the skip: it needs Ray
+from sprout.cluster.ship_cost import ship_cost  # noqa: E402
 
 
 @pytest.mark.sandbox
