@@ -1,7 +1,7 @@
 """Viewer benchmark: how long the episode viewer takes on runs of 5,000 turns.
 
 Run it with `sprout bench viewer [options]`. Two synthetic runs are written straight
-into a RunStore (no sandbox, no model): their turns carry made-up checkpoint ids, so
+into a RunDatabase (no sandbox, no model): their turns carry made-up checkpoint ids, so
 a turn's detail reports a `files_error` instead of files (the rest of the turn shows,
 as it does for a run whose layers were collected). Each is shaped like a search:
 roots, branches at turn boundaries whose first turn is the reviewer's starting

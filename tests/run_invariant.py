@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sprout.rundb import RunDatabaseError
 from sprout.runfolder import RunFolder, RunFolderError
 from sprout.sandbox import SandboxError
-from sprout.store import StoreError
 
 DEPTH = 3
 """How deep under a test's temporary folder run folders are looked for."""
@@ -38,7 +38,7 @@ def unopened_checkpoints(folder: Path) -> list[str]:
     a folder whose database cannot be read (a test of bad files) has none to check."""
     try:
         run = RunFolder.open(folder)
-    except (StoreError, RunFolderError):
+    except (RunDatabaseError, RunFolderError):
         return []
     try:
         problems = []

@@ -19,11 +19,10 @@ import pytest
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "sprout"
 EVERYTHING = {
     "agent", "cli", "commands", "cluster", "config", "durable", "edits", "errors", "fences",
-    "images", "models", "pipeline", "records", "roles", "runfolder", "sandbox", "search", "store",
-    "task",
-    "tasks", "templating", "train", "tree", "verify", "viewer", "workspace",
+    "images", "models", "pipeline", "records", "roles", "rundb", "runfolder", "sandbox",
+    "search", "task", "tasks", "templating", "train", "tree", "verify", "viewer", "workspace",
 }  # fmt: skip
-ABOVE_TASKS = {"agent", "models", "roles", "search", "train", "viewer", "store", "tree", "verify"}
+ABOVE_TASKS = {"agent", "models", "roles", "search", "train", "viewer", "rundb", "tree", "verify"}
 NEUTRAL = {"durable", "workspace", "errors"}
 """Leaves under every layer (durable writes and file locks; the actor's workspace protocol,
 which the sandbox implements; the one base of sprout's errors): they import nothing of
@@ -38,21 +37,21 @@ FORBIDDEN: dict[str, set[str]] = {
     "images": EVERYTHING - {"images", "sandbox"} - NEUTRAL,  # nothing about tasks or tests
     "task": EVERYTHING - {"task", "errors"},
     "tasks": ABOVE_TASKS | {"pipeline", "runfolder"},  # tasks run nothing of a run
-    "models": {"sandbox", "tasks", "agent", "tree", "store", "search", "roles", "verify"},
+    "models": {"sandbox", "tasks", "agent", "tree", "rundb", "search", "roles", "verify"},
     # the tree's verbs, not the store; a Workspace, not the sandbox
-    "agent": {"store", "sandbox", "search", "roles", "train", "viewer"},
+    "agent": {"rundb", "sandbox", "search", "roles", "train", "viewer"},
     "verify": {"search", "roles", "agent", "models", "train", "viewer"},  # no search policy
     # no solution, no hidden tests, no commands: what a turn changed comes from the tree
-    "roles": {"tasks", "verify", "search", "train", "viewer", "sandbox", "store"},
+    "roles": {"tasks", "verify", "search", "train", "viewer", "sandbox", "rundb"},
     "records": EVERYTHING - {"records", "workspace"},
     "tree": TREE_ONLY,
-    "store": TREE_ONLY | {"tree"},  # the tree calls the store, never the other way
+    "rundb": TREE_ONLY | {"tree"},  # the tree calls the store, never the other way
     # schedules do not parse model text; the cluster's sandboxes are handed to search
     "search": {"cluster", "fences", "train", "viewer"},
     # a task's sandboxes on a node: the filesystem half, never the tree, models or search
     "cluster": EVERYTHING - {"cluster", "sandbox", "tasks", "verify", "task", "images"} - NEUTRAL,
     # no sandbox, no rollouts: it learns from the tree (the pipeline plays the rollouts)
-    "train": {"viewer", "verify", "tasks", "sandbox", "store", "search", "runfolder"},
+    "train": {"viewer", "verify", "tasks", "sandbox", "rundb", "search", "runfolder"},
 }
 """Package (or top-level module) -> the sprout packages it must not import."""
 ONLY_FROM_THE_COMMAND_LINE = {"cli", "commands"}
@@ -67,7 +66,7 @@ NEVER_REACHED["sandbox"] |= EVERYTHING - {"sandbox"} - NEUTRAL
 NEVER_REACHED["models"] |= {"sandbox"}
 NEVER_REACHED["roles"] |= {"sandbox"}  # what a turn changed is read from the tree
 NEVER_REACHED["train"] |= {"sandbox"}  # it learns from the tree; it runs nothing
-CONTEXT_HALF = {"models", "agent", "roles", "train", "tree", "store", "records"}
+CONTEXT_HALF = {"models", "agent", "roles", "train", "tree", "rundb", "records"}
 FILESYSTEM_HALF = {"sandbox", "images", "tasks", "verify", "cluster"}
 """docs/architecture.md's two halves of a checkpoint: they meet only above both (search,
 the run folder, the pipeline, the command line); the actor reaches a sandbox through the
@@ -239,7 +238,7 @@ def test_the_tree_is_the_only_writer():
     holders = {
         path.relative_to(SOURCE).as_posix()
         for path in SOURCES
-        if ("sprout.store", "RunStore") in imports(path)
+        if ("sprout.rundb", "RunDatabase") in imports(path)
     }
     assert holders <= {"tree.py", "runfolder.py"}
     for path in SOURCES:
@@ -252,14 +251,14 @@ def test_the_tree_is_the_only_writer():
 
 
 def test_only_the_tree_and_the_run_folder_import_the_store():
-    """Below the command line, the store is the tree's (the run folder opens it and hands it
-    over): search, the viewer and the rest reach the run, and the store's `StoreError`, only
-    through the tree, so the store's schema can change under one caller."""
+    """Below the command line, the run database is the tree's (the run folder opens it and
+    hands it over): search, the viewer and the rest reach the run, and its
+    `RunDatabaseError`, only through the tree, so its schema can change under one caller."""
     importers = {
         path.relative_to(SOURCE).as_posix()
         for path in SOURCES
-        if unit(path) not in ONLY_FROM_THE_COMMAND_LINE | {"store"}
-        and any(module.split(".")[1] == "store" for module, _ in imports(path))
+        if unit(path) not in ONLY_FROM_THE_COMMAND_LINE | {"rundb"}
+        and any(module.split(".")[1] == "rundb" for module, _ in imports(path))
     }
     assert importers == {"tree.py", "runfolder.py"}
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from sprout.cli import main
+from sprout.rundb import RunDatabaseError
 from sprout.runfolder import RunFolder, RunFolderError
-from sprout.store import StoreError
 from tests.taskfolders import two_edits_task
 
 
@@ -245,7 +245,7 @@ def test_a_store_error_mid_run_keeps_what_was_committed(tmp_path: Path) -> None:
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
-        with pytest.raises(StoreError, match="locked"):
+        with pytest.raises(RunDatabaseError, match="locked"):
             run.tree.set_meta("late", 1)
     finally:
         holder.kill()

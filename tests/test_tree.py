@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from sprout.store import RunStore
+from sprout.rundb import RunDatabase
 from sprout.tree import Change, ModelCallRecord, RolloutTree, TreeError, Turn
 from tests.agent.helpers import (
     LISTING,
@@ -301,7 +301,7 @@ def fake_turn(attempt_id: int, index: int) -> Turn:
 
 
 def test_references_out_of_the_tree_are_tree_errors_naming_them(tmp_path):
-    store = RunStore(tmp_path / "sprout.db")
+    store = RunDatabase(tmp_path / "sprout.db")
     store.add_task("t1", {})
     tree = RolloutTree(store)
     root = tree.root("t1", [{"role": "system", "content": "s"}], "base0")
@@ -333,7 +333,7 @@ def test_references_out_of_the_tree_are_tree_errors_naming_them(tmp_path):
 
 
 def test_messages_are_a_private_copy(tmp_path):
-    store = RunStore(tmp_path / "sprout.db")
+    store = RunDatabase(tmp_path / "sprout.db")
     store.add_task("t1", {})
     tree = RolloutTree(store)
     root = tree.root("t1", [{"role": "system", "content": "s"}], "base0")
@@ -355,7 +355,7 @@ def test_what_a_turn_changed_is_read_from_the_tree(tmp_path):
         asked.append((since, checkpoint))
         return None if checkpoint == "layer3" else [Change("/w/old", "modified", 3)]
 
-    tree = RolloutTree(RunStore(tmp_path / "sprout.db"), read_changes=read_changes)
+    tree = RolloutTree(RunDatabase(tmp_path / "sprout.db"), read_changes=read_changes)
     tree.add_task("t1", {})
     root = tree.root("t1", [{"role": "system", "content": "s"}], "base0")
     recorded = (Change("/w/new", "added", 12), Change("/w/gone", "deleted", 0))
@@ -372,4 +372,4 @@ def test_what_a_turn_changed_is_read_from_the_tree(tmp_path):
         4: (),
     }
     assert asked == [("layer1", "layer2"), ("layer2", "layer3")]
-    assert RolloutTree(RunStore(tmp_path / "sprout.db")).changes(root)[2] is None, "no reader"
+    assert RolloutTree(RunDatabase(tmp_path / "sprout.db")).changes(root)[2] is None, "no reader"

@@ -19,6 +19,7 @@ from typing import Any
 
 from sprout.durable import HeldLock, describe_processes, lock_holders, try_lock
 from sprout.errors import SproutError
+from sprout.rundb import RunDatabase
 from sprout.sandbox import (
     Change,
     Freed,
@@ -29,7 +30,6 @@ from sprout.sandbox import (
     say_cost_once,
     store_owner,
 )
-from sprout.store import RunStore
 from sprout.tree import RolloutTree
 
 WRITER_LOCK = "sprout.lock"
@@ -67,7 +67,7 @@ class RunFolder:
     _closed: bool = field(default=False, repr=False)
 
     @classmethod
-    def _of(cls, path: Path, store: RunStore, layers: LayerStore, *, writer: bool) -> RunFolder:
+    def _of(cls, path: Path, store: RunDatabase, layers: LayerStore, *, writer: bool) -> RunFolder:
         """The folder over an open store and layer store; the tree reads what turns stored
         before sprout recorded their changes from the layers."""
 
@@ -88,7 +88,7 @@ class RunFolder:
     def create_new(cls, path: str | Path) -> RunFolder:
         """A new run folder; one that already holds a run is refused, so nothing is mixed."""
 
-        def refuse_a_run(store: RunStore) -> None:
+        def refuse_a_run(store: RunDatabase) -> None:
             if store.holds_run():
                 raise RunFolderError(
                     f"{path}: already holds a run (sprout.db); pass --resume to continue it, "
@@ -108,7 +108,7 @@ class RunFolder:
         if not (path / "sprout.db").exists():
             raise RunFolderError(f"{nothing} (no sprout.db); {fix}")
 
-        def need_a_run(store: RunStore) -> None:
+        def need_a_run(store: RunDatabase) -> None:
             if not store.holds_run():
                 raise RunFolderError(f"{nothing} (sprout.db holds no run); {fix}")
 
@@ -116,13 +116,13 @@ class RunFolder:
 
     @classmethod
     def _open_for_writing(
-        cls, path: Path, check: Callable[[RunStore], None] | None = None
+        cls, path: Path, check: Callable[[RunDatabase], None] | None = None
     ) -> RunFolder:
         _make_folder(path)
         _take_writer_lock(path)
-        store: RunStore | None = None
+        store: RunDatabase | None = None
         try:
-            store = RunStore(path / "sprout.db")
+            store = RunDatabase(path / "sprout.db")
             store.check_writable()
             if check is not None:
                 check(store)
@@ -151,7 +151,7 @@ class RunFolder:
             layers_path.is_dir() or layers_path.is_symlink()
         ):
             raise RunFolderError(f"{path}: not a run folder (needs sprout.db and layers/)")
-        store = RunStore(path / "sprout.db")
+        store = RunDatabase(path / "sprout.db")
         try:
             layers = LayerStore(layers_path)
             layers.claim()

@@ -7,9 +7,9 @@ list, is derived from the stored turns; nothing is ever re-executed to get it.
 
 The tree is the only writer of a run: the actor commits turns and model calls
 through its verbs, the schedules attempts, outcomes and their own bookkeeping,
-the roles analyses and reviews. The store under it (`sprout.store`) is private:
+the roles analyses and reviews. The store under it (`sprout.rundb`) is private:
 it is the only code that writes SQL, and the tree the only code that calls it. Its
-error (`StoreError`: the database file cannot be used) reaches the tree's callers, so the
+error (`RunDatabaseError`: the database file cannot be used) reaches the tree's callers, so the
 tree re-exports it for them.
 """
 
@@ -35,7 +35,7 @@ from sprout.records import (
     Turn,
     count_tokens,
 )
-from sprout.store import RunStore, StoreError
+from sprout.rundb import RunDatabase, RunDatabaseError
 from sprout.workspace import Change
 
 __all__ = [
@@ -50,7 +50,7 @@ __all__ = [
     "ModelCallRecord",
     "Role",
     "RolloutTree",
-    "StoreError",
+    "RunDatabaseError",
     "TokenTotals",
     "TreeError",
     "Turn",
@@ -73,7 +73,7 @@ class RolloutTree:
     before sprout recorded what each turn changed (see `changes`).
     """
 
-    def __init__(self, store: RunStore, *, read_changes: ChangeReader | None = None) -> None:
+    def __init__(self, store: RunDatabase, *, read_changes: ChangeReader | None = None) -> None:
         self._store = store
         self._read_changes = read_changes
 

@@ -17,8 +17,8 @@ from typing import Any
 from sprout.agent import Actor, ActorConfig
 from sprout.agent.state import Clock
 from sprout.models import Choice, Completion, Message, TokenLogprob, ToolCall
+from sprout.rundb import RunDatabase
 from sprout.sandbox import LayerStore, Limits, Sandbox, SandboxWorkspace
-from sprout.store import RunStore
 from sprout.tree import Attempt, RolloutTree
 
 SUBMIT = "SPROUT_SUBMIT"
@@ -120,7 +120,7 @@ class World:
     """One run's layer store, SQLite store and tree, with one task's untouched checkpoint."""
 
     layers: LayerStore
-    store: RunStore
+    store: RunDatabase
     tree: RolloutTree
     base: str
     task_id: str
@@ -168,7 +168,7 @@ def make_world(
         target.write_text(text)
     with Sandbox.create(layers, files=source, limits=limits) as sandbox:
         base = sandbox.parent
-    store = RunStore(path / "sprout.db")
+    store = RunDatabase(path / "sprout.db")
     tree = RolloutTree(store)
     tree.add_task(task_id, {"instruction": "Fix it."})
     return World(layers, store, tree, base, task_id)

@@ -16,7 +16,7 @@ import pytest
 
 from sprout.agent import Actor, ActorConfig
 from sprout.roles.touched import turn_files
-from sprout.store import RunStore
+from sprout.rundb import RunDatabase
 from sprout.tree import RolloutTree
 from sprout.workspace import Change, Sealed, WorkspaceError
 from tests.agent.helpers import ScriptedModel, bash, submit
@@ -98,7 +98,7 @@ class FakeWorkspace:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Iterator[RolloutTree]:
-    found = RolloutTree(RunStore(tmp_path / "sprout.db"))
+    found = RolloutTree(RunDatabase(tmp_path / "sprout.db"))
     found.add_task("t1", {"instruction": "Fix it."})
     yield found
     found.close()

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from sprout.agent import Actor
+from sprout.rundb import RunDatabase
 from sprout.sandbox import LayerStore, Sandbox, SandboxWorkspace
-from sprout.store import RunStore
 from sprout.tree import RolloutTree
 from tests.agent.helpers import ScriptedModel, World, bash, dumps, make_world, submit
 
@@ -27,7 +27,7 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from sprout.agent import Actor
 from sprout.sandbox import LayerStore, SandboxWorkspace
-from sprout.store import RunStore
+from sprout.rundb import RunDatabase
 from sprout.tree import RolloutTree
 from tests.agent.helpers import ScriptedModel, bash
 
@@ -41,7 +41,7 @@ model = ScriptedModel(
         bash("echo never >> log"),
     ]
 )
-tree = RolloutTree(RunStore(run + "/sprout.db"))
+tree = RolloutTree(RunDatabase(run + "/sprout.db"))
 Actor(model, tree, SandboxWorkspace(LayerStore(layers))).run(attempt_id)
 """
 
@@ -106,7 +106,7 @@ def test_a_killed_run_resumes_from_its_last_turn(overlay_store, tmp_path, procs,
     world.store.close()
 
     # resume in this process, on fresh handles to the same files
-    store = RunStore(tmp_path / "sprout.db")
+    store = RunDatabase(tmp_path / "sprout.db")
     layers = LayerStore(overlay_store.path)
     tree = RolloutTree(store)
     stored = tree.attempt(attempt.id)

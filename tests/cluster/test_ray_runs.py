@@ -22,7 +22,7 @@ from sprout.cli import main
 from sprout.commands.shell import checkpoint_store
 from sprout.runfolder import RunFolder, RunFolderError
 from sprout.sandbox import LayerStore, Sandbox
-from sprout.tree import StoreError
+from sprout.tree import RunDatabaseError
 from sprout.viewer.turns import turn_detail
 
 pytest.importorskip("ray.cluster_utils", reason="--ray needs Ray: pip install 'sprout-rl[dist]'")
@@ -347,7 +347,7 @@ def wait_for_a_turn_in_flight(
         assert process.poll() is None, "the run ended before any turn was in flight"
         try:
             found = in_flight(out)
-        except (RunFolderError, StoreError):  # the run is still making its folder
+        except (RunFolderError, RunDatabaseError):  # the run is still making its folder
             found = None
         if found is not None:
             return found

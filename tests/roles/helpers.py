@@ -62,7 +62,7 @@ def task_for(world: World, solution: tuple[str, ...] = ()) -> Task:
 
 
 def finish(world: World, attempt: Attempt, found: dict[str, Any] | None = None) -> Attempt:
-    """RunStore the verifier's outcome (reward 0) on an attempt the actor ended."""
+    """RunDatabase the verifier's outcome (reward 0) on an attempt the actor ended."""
     world.store.set_outcome(attempt.id, 0.0, found or diagnostics(), "--- a/x\n+++ b/x\n")
     return world.tree.attempt(attempt.id)
 

@@ -207,7 +207,7 @@ def test_a_killed_run_resumes_without_redoing_a_finished_turn(
 
 
 def _holds_run(out: Path) -> bool:
-    """Whether the run in `out` saved anything (as `RunStore.holds_run` reads it)."""
+    """Whether the run in `out` saved anything (as `RunDatabase.holds_run` reads it)."""
     if not (out / "sprout.db").exists():
         return False
     with sqlite3.connect(out / "sprout.db") as connection:

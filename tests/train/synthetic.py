@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sprout.store import RunStore
+from sprout.rundb import RunDatabase
 from sprout.tree import Attempt, RolloutTree, Turn
 
 TASK = "two-edits"
@@ -27,7 +27,7 @@ class TreeBuilder:
     """Adds attempts and turns with given ids to a fresh store."""
 
     def __init__(self, folder: Path, task: str = TASK) -> None:
-        self.store = RunStore(folder / "sprout.db")
+        self.store = RunDatabase(folder / "sprout.db")
         self.tree = RolloutTree(self.store)
         self.task = task
         self.store.add_task(task, {})

@@ -13,7 +13,7 @@ import pytest
 
 from sprout.agent import ActorConfig
 from sprout.models import ModelError
-from sprout.store import MIGRATIONS, SCHEMA_VERSION, RunStore
+from sprout.rundb import MIGRATIONS, SCHEMA_VERSION, RunDatabase
 from sprout.tree import RolloutTree, TreeError, Turn
 from tests.agent.helpers import make_world
 
@@ -74,7 +74,7 @@ def test_every_turn_stores_the_ids_its_call_was_given(overlay_store, tmp_path, r
     assert recorded.decode(path[1][0]).endswith("<|im_end|>\n<|im_start|>assistant\n")
     assert world.store.get_meta("tokenizer") == recorded.tokenizer_fingerprint()
     # what was stored reads back the same from a reopened store
-    again = RunStore(world.store.path)
+    again = RunDatabase(world.store.path)
     assert again.turns(root.id) == world.store.turns(root.id)
 
 
@@ -109,7 +109,7 @@ def test_a_branch_continues_from_its_parents_stored_ids(overlay_store, tmp_path,
 def test_a_run_whose_ids_another_tokenizer_made_is_refused(tmp_path, recorded):
     from sprout.agent import Actor
 
-    store = RunStore(tmp_path / "sprout.db")
+    store = RunDatabase(tmp_path / "sprout.db")
     tree = RolloutTree(store)
     Actor(recorded, tree, None)  # nothing recorded yet: accepted
     store.set_meta("tokenizer", {"sha256": "0" * 64, "model": "hf/elsewhere"})
@@ -122,7 +122,7 @@ def test_a_run_whose_ids_another_tokenizer_made_is_refused(tmp_path, recorded):
     Actor(recorded, tree, None)
 
 
-def grow(store: RunStore) -> tuple[int, int]:
+def grow(store: RunDatabase) -> tuple[int, int]:
     """A root with two turns (the second without ids) and a branch at boundary 1."""
     tree = RolloutTree(store)
     store.add_task("t1", {})
@@ -147,7 +147,7 @@ def grow(store: RunStore) -> tuple[int, int]:
 
 
 def test_token_path_reads_the_stored_ids_and_names_a_turn_without_them(tmp_path):
-    store = RunStore(tmp_path / "sprout.db")
+    store = RunDatabase(tmp_path / "sprout.db")
     root_id, branch_id = grow(store)
     tree = RolloutTree(store)
     root, branch = tree.attempt(root_id), tree.attempt(branch_id)
@@ -174,7 +174,7 @@ def test_migration_3_adds_the_id_columns_to_an_older_store(tmp_path):
             "INSERT INTO turns VALUES (1, 1, 'actor', 'a', '[]', '[]', 'l1', 3, 2, NULL, 0, "
             "NULL, 0.5, 1, 0)"
         )
-    store = RunStore(path)
+    store = RunDatabase(path)
     [turn] = store.turns(1)
     assert (turn.context_ids, turn.completion_ids, turn.completion_logprobs) == (None, None, None)
     with sqlite3.connect(path) as db:

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from sprout.cli import main
+from sprout.rundb import SCHEMA_VERSION
 from sprout.runfolder import RunFolder
-from sprout.store import SCHEMA_VERSION
 from sprout.viewer import run_summary, task_tree, turn_detail
 from sprout.viewer.report import write_report
 from tests.conftest import require_host_image

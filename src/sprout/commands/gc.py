@@ -179,13 +179,13 @@ def _references(
 ) -> set[str]:
     """Read once the store is locked: what every run folder's database references, and, in a
     store of the machine's cache, what run folders link."""
-    from sprout.store import StoreError, referenced_checkpoints
+    from sprout.rundb import RunDatabaseError, referenced_checkpoints
 
     found: set[str] = set()
     for database in databases:
         try:
             found |= referenced_checkpoints(database)
-        except StoreError as error:
+        except RunDatabaseError as error:
             raise UsageError(f"{error}; nothing was freed (gc keeps what it references)") from None
     if shared_users:
         from sprout.images.bases import linked_by_runs

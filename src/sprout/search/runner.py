@@ -38,7 +38,7 @@ from sprout.search.schedules import (
 from sprout.search.summary import results, write_results
 from sprout.search.training import run_training
 from sprout.task import Task, TaskError
-from sprout.tree import StoreError
+from sprout.tree import RunDatabaseError
 
 RETRIED_FAULTS = ("model", "sandbox")
 """Faults a resumed pair retries (its attempts continue from their last turn); a crash of
@@ -253,7 +253,7 @@ def _play_pair(context: _RunContext, task: Task, method: Method) -> bool:
     except Halted:
         progress.event(task.id, method.name, "interrupted: --resume continues it")
         return False
-    except StoreError as error:  # the run folder cannot be written: stop everything
+    except RunDatabaseError as error:  # the run folder cannot be written: stop everything
         if halt.stop(str(error)):
             progress.halting(str(error))
         return False

@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlsplit
 
 from sprout.errors import SproutError
 from sprout.runfolder import RunFolder, RunFolderError
-from sprout.tree import StoreError
+from sprout.tree import RunDatabaseError
 from sprout.viewer.data import ViewerError, run_summary, task_tree
 from sprout.viewer.turns import turn_detail
 
@@ -44,7 +44,7 @@ def static_text(name: str) -> str:
 
 def open_run(path: str | Path) -> RunFolder:
     """The run folder at `path`, checked: not a run, or a newer schema, is an error that
-    says so (RunFolderError, StoreError), raised before the server starts."""
+    says so (RunFolderError, RunDatabaseError), raised before the server starts."""
     return RunFolder.open(path)
 
 
@@ -68,7 +68,7 @@ def _int(text: str, what: str) -> int:
 def api(run_path: Path, path: str) -> Any:
     """The JSON answer to an API `path` (already split from its query), read fresh from
     the run folder. Raises ViewerError (404), BadRequest (400), or RunFolderError and
-    StoreError (the run went away or changed under the server: 404)."""
+    RunDatabaseError (the run went away or changed under the server: 404)."""
     parts = [unquote(p) for p in path.strip("/").split("/")]
     run = open_run(run_path)
     try:
@@ -112,7 +112,7 @@ def make_handler(run_path: Path) -> type[BaseHTTPRequestHandler]:
                 body = api(run_path, path)
             except BadRequest as error:
                 self._error(HTTPStatus.BAD_REQUEST, str(error))
-            except (ViewerError, RunFolderError, StoreError) as error:
+            except (ViewerError, RunFolderError, RunDatabaseError) as error:
                 self._error(HTTPStatus.NOT_FOUND, str(error))
             except Exception as error:  # a page shows a message, never a stack trace
                 self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(error).__name__}: {error}")

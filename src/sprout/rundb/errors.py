@@ -17,39 +17,39 @@ WAL_WRITE_LOCK = 120
 """The byte of the -shm file that SQLite's WAL writer locks: whoever holds it is writing."""
 
 
-class StoreError(SproutError):
+class RunDatabaseError(SproutError):
     """The database file cannot be used (newer schema, not a sprout store, a folder, read-only,
     locked by another process); the message names the file and what would fix it."""
 
 
-def explain(path: Path, error: sqlite3.Error) -> StoreError:
+def explain(path: Path, error: sqlite3.Error) -> RunDatabaseError:
     """`error`, met on the database `path`, as one line that names the file and says what
     to do."""
     name = getattr(error, "sqlite_errorname", "")
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return StoreError(f"{path}: {locked_by(path)}")
+        return RunDatabaseError(f"{path}: {locked_by(path)}")
     if name.startswith("SQLITE_READONLY") or (
         name.startswith("SQLITE_CANTOPEN")
         and path.parent.is_dir()
         and not os.access(path.parent, os.W_OK)
     ):
         where = path if path.exists() and not os.access(path, os.W_OK) else path.parent
-        return StoreError(
+        return RunDatabaseError(
             f"{path}: read-only ({where} cannot be written) and sprout needs to write it "
             "(every turn, and SQLite's journal beside it); make it writable, or copy the "
             "run folder somewhere writable"
         )
     if name.startswith("SQLITE_CANTOPEN"):
-        return StoreError(f"{path}: cannot be opened ({error})")
+        return RunDatabaseError(f"{path}: cannot be opened ({error})")
     if name.startswith("SQLITE_FULL"):
-        return StoreError(f"{path}: the disk is full; free space, then --resume")
+        return RunDatabaseError(f"{path}: the disk is full; free space, then --resume")
     if name.startswith("SQLITE_IOERR"):
-        return StoreError(f"{path}: the disk failed to read or write it ({error})")
+        return RunDatabaseError(f"{path}: the disk failed to read or write it ({error})")
     if name.startswith("SQLITE_NOTADB"):
-        return StoreError(
+        return RunDatabaseError(
             f"{path}: not a sprout store ({error}); move it away or choose another run folder"
         )
-    return StoreError(f"{path}: not a sprout store ({error})")
+    return RunDatabaseError(f"{path}: not a sprout store ({error})")
 
 
 def locked_by(path: Path) -> str:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sprout.store.database import Database
+from sprout.rundb.database import Database
 
 
 class ProgressTables(Database):

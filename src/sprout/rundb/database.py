@@ -1,8 +1,8 @@
 """The connection under a run's store: opening the file, its schema version, transactions.
 
-Every table of the store (`sprout.store.attempts`, `calls`, `progress`) writes through
+Every table of the store (`sprout.rundb.attempts`, `calls`, `progress`) writes through
 `Database.transaction`, so a write is committed whole or not at all, and a file that
-cannot be written says so in one line (`sprout.store.errors`) instead of a traceback.
+cannot be written says so in one line (`sprout.rundb.errors`) instead of a traceback.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sprout.store.errors import StoreError, explain, unwritable
-from sprout.store.schema import MIGRATIONS, SCHEMA_VERSION
+from sprout.rundb.errors import RunDatabaseError, explain, unwritable
+from sprout.rundb.schema import MIGRATIONS, SCHEMA_VERSION
 
 
 class Database:
@@ -30,12 +30,12 @@ class Database:
         self.version = 0
         """The schema version of the file (SCHEMA_VERSION once migrated)."""
         if self.path.is_dir():
-            raise StoreError(
+            raise RunDatabaseError(
                 f"{self.path}: a folder, not a SQLite file; move it away (or choose another "
                 "run folder)"
             )
         if readonly and not self.path.is_file():
-            raise StoreError(f"{self.path}: no such file")
+            raise RunDatabaseError(f"{self.path}: no such file")
         try:
             if readonly:
                 uri = f"{self.path.resolve().as_uri()}?mode=ro"
@@ -57,12 +57,12 @@ class Database:
         except sqlite3.Error as error:
             self._db.close()
             raise explain(self.path, error) from None
-        except StoreError:
+        except RunDatabaseError:
             self._db.close()
             raise
 
     def check_writable(self) -> None:
-        """Raise StoreError now, rather than at the first turn, when this process cannot
+        """Raise RunDatabaseError now, rather than at the first turn, when this process cannot
         write the store: read-only, or locked by another writer (after SQLite's 5 s wait)."""
         with self._lock:
             try:
@@ -87,9 +87,9 @@ class Database:
         self.version = version = self._db.execute("PRAGMA user_version").fetchone()[0]
         tables = self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if version == 0 and tables:
-            raise StoreError(f"{self.path}: not a sprout store (it holds other tables)")
+            raise RunDatabaseError(f"{self.path}: not a sprout store (it holds other tables)")
         if version > SCHEMA_VERSION:
-            raise StoreError(
+            raise RunDatabaseError(
                 f"{self.path}: schema version {version} is newer than this sprout "
                 f"({SCHEMA_VERSION}); upgrade sprout-rl to read it"
             )
@@ -108,7 +108,7 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One write, committed whole or not at all; a store that cannot be written (locked
-        by another process, read-only, a full disk) raises StoreError naming the file, and
+        by another process, read-only, a full disk) raises RunDatabaseError naming the file, and
         what was committed before stays."""
         with self._lock:
             try:

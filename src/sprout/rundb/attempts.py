@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from sprout.records import Attempt, Turn
-from sprout.store.database import Database
-from sprout.store.rows import attempt_from_row, json_changes, json_list, turn_from_row
+from sprout.rundb.database import Database
+from sprout.rundb.rows import attempt_from_row, json_changes, json_list, turn_from_row
 
 
 class AttemptTables(Database):

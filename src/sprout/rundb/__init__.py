@@ -12,16 +12,22 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from sprout.store.attempts import AttemptTables
-from sprout.store.calls import CallTables
-from sprout.store.errors import StoreError, explain
-from sprout.store.progress import ProgressTables
-from sprout.store.schema import MIGRATIONS, SCHEMA_VERSION
+from sprout.rundb.attempts import AttemptTables
+from sprout.rundb.calls import CallTables
+from sprout.rundb.errors import RunDatabaseError, explain
+from sprout.rundb.progress import ProgressTables
+from sprout.rundb.schema import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "RunStore", "StoreError", "referenced_checkpoints"]
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "RunDatabase",
+    "RunDatabaseError",
+    "referenced_checkpoints",
+]
 
 
-class RunStore(AttemptTables, CallTables, ProgressTables):
+class RunDatabase(AttemptTables, CallTables, ProgressTables):
     """One run's rollout tree in SQLite, safe to share between threads: every table on one
     connection (`Database`).
 
@@ -31,9 +37,9 @@ class RunStore(AttemptTables, CallTables, ProgressTables):
 
 
 def referenced_checkpoints(path: str | Path) -> set[str]:
-    """The checkpoints the run in database `path` references (`RunStore.checkpoints`), read
-    without writing the file; StoreError when it cannot be read."""
-    store = RunStore(path, readonly=True)
+    """The checkpoints the run in database `path` references (`RunDatabase.checkpoints`), read
+    without writing the file; RunDatabaseError when it cannot be read."""
+    store = RunDatabase(path, readonly=True)
     try:
         return store.checkpoints() if store.version else set()
     except sqlite3.Error as error:

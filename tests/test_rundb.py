@@ -7,11 +7,11 @@ import sqlite3
 
 import pytest
 
-from sprout.store import MIGRATIONS, SCHEMA_VERSION, RunStore, StoreError
+from sprout.rundb import MIGRATIONS, SCHEMA_VERSION, RunDatabase, RunDatabaseError
 from sprout.tree import CallRecord, ModelCallRecord, RolloutTree, Turn
 
 
-def grow(store: RunStore) -> tuple[int, int]:
+def grow(store: RunDatabase) -> tuple[int, int]:
     """A root with two turns and a guided branch with one; (root id, branch id)."""
     store.add_task("t1", {"instruction": "Fix it.", "tests": ["a", "b"]})
     tree = RolloutTree(store)
@@ -58,21 +58,21 @@ def grow(store: RunStore) -> tuple[int, int]:
 
 
 def test_a_new_store_has_the_current_schema_version(tmp_path):
-    RunStore(tmp_path / "sprout.db").close()
+    RunDatabase(tmp_path / "sprout.db").close()
     with sqlite3.connect(tmp_path / "sprout.db") as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_a_reopened_store_reads_what_was_written(tmp_path):
-    first = RunStore(tmp_path / "sprout.db")
+    first = RunDatabase(tmp_path / "sprout.db")
     root_id, branch_id = grow(first)
     attempts = first.attempts()
     turns = {a.id: first.turns(a.id) for a in attempts}
     calls = first.model_calls()
     first.close()
 
-    second = RunStore(tmp_path / "sprout.db")
+    second = RunDatabase(tmp_path / "sprout.db")
     assert second.attempts() == attempts
     assert {a.id: second.turns(a.id) for a in attempts} == turns
     assert second.model_calls() == calls
@@ -101,7 +101,7 @@ def test_a_reopened_store_reads_what_was_written(tmp_path):
 
 
 def test_rows_are_plain_json_not_pickles(tmp_path):
-    store = RunStore(tmp_path / "sprout.db")
+    store = RunDatabase(tmp_path / "sprout.db")
     root_id, _ = grow(store)
     store.close()
     with sqlite3.connect(tmp_path / "sprout.db") as db:
@@ -115,7 +115,7 @@ def test_rows_are_plain_json_not_pickles(tmp_path):
 
 
 def test_a_turn_is_committed_once(tmp_path):
-    store = RunStore(tmp_path / "sprout.db")
+    store = RunDatabase(tmp_path / "sprout.db")
     root_id, _ = grow(store)
     again = store.turns(root_id)[0]
     with pytest.raises(sqlite3.IntegrityError):
@@ -125,11 +125,11 @@ def test_a_turn_is_committed_once(tmp_path):
 
 def test_a_newer_schema_is_refused_naming_the_file(tmp_path):
     path = tmp_path / "sprout.db"
-    RunStore(path).close()
+    RunDatabase(path).close()
     with sqlite3.connect(path) as db:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    with pytest.raises(StoreError) as raised:
-        RunStore(path)
+    with pytest.raises(RunDatabaseError) as raised:
+        RunDatabase(path)
     assert str(path) in str(raised.value)
     assert str(SCHEMA_VERSION + 1) in str(raised.value)
     # and it was left as it was
@@ -148,11 +148,11 @@ def another_apps_database(path):
 
 @pytest.mark.parametrize("make", [not_sqlite, another_apps_database])
 def test_a_file_that_is_not_a_sprout_store_is_a_store_error_naming_it(tmp_path, make):
-    """StoreError: "The database file cannot be used (newer schema, not a sprout store)"."""
+    """RunDatabaseError: "The database file cannot be used (newer schema, not a sprout store)"."""
     path = tmp_path / "sprout.db"
     make(path)
-    with pytest.raises(StoreError) as raised:
-        RunStore(path)
+    with pytest.raises(RunDatabaseError) as raised:
+        RunDatabase(path)
     assert str(path) in str(raised.value)
 
 
@@ -164,12 +164,12 @@ def test_turns_stored_before_their_changes_were_recorded_read_as_unknown(tmp_pat
         for migration in MIGRATIONS[:4]:
             db.executescript(migration)
         db.execute("PRAGMA user_version = 4")
-    store = RunStore(path)
+    store = RunDatabase(path)
     root_id, _ = grow(store)
     store.close()
     with sqlite3.connect(path) as db:
         db.execute("UPDATE turns SET changes = NULL WHERE idx = 1")
         db.execute("UPDATE turns SET changes = '[]' WHERE idx = 2")
-    store = RunStore(path)
+    store = RunDatabase(path)
     assert [t.changes for t in store.turns(root_id)] == [None, ()]
     assert store.version == SCHEMA_VERSION

@@ -8,8 +8,8 @@ import time
 from typing import Any
 
 from sprout.records import ModelCallRecord
-from sprout.store.database import Database
-from sprout.store.rows import model_call_from_row
+from sprout.rundb.database import Database
+from sprout.rundb.rows import model_call_from_row
 
 
 class CallTables(Database):
