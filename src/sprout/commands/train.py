@@ -28,7 +28,7 @@ from sprout.train.export import FORMATS
 
 if TYPE_CHECKING:
     from sprout.pipeline.rollout_server import RolloutServer
-    from sprout.pipeline.training import TrainSettings
+    from sprout.pipeline.train_loop import TrainSettings
     from sprout.sandbox import IsolationReport
     from sprout.search.halt import Halt
     from sprout.task import Task
@@ -167,7 +167,7 @@ def _steps(
     and the sandboxes are closed whatever stops the steps. (The steps run now, whether
     Ctrl-C stopped them.)"""
     from sprout.pipeline.rollout_server import RolloutServerError
-    from sprout.pipeline.training import TrainResumeError, train
+    from sprout.pipeline.train_loop import TrainResumeError, train
     from sprout.search import Progress
 
     run = RunFolder.resume(args.out) if args.resume else RunFolder.create_new(args.out)
@@ -185,7 +185,7 @@ def _steps(
 def _train_settings(args: argparse.Namespace) -> TrainSettings:
     """`sprout train`'s settings from its arguments; UsageError naming a bad one."""
     from sprout.agent import ActorConfig
-    from sprout.pipeline.training import TrainSettings
+    from sprout.pipeline.train_loop import TrainSettings
 
     if not args.model.startswith("hf/"):
         raise UsageError(f"--model {args.model}: training needs a local model, hf/PATH")
