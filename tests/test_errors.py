@@ -15,8 +15,8 @@ from sprout.errors import BAD_INPUT, SproutError
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "sprout"
 SIGNALS = {
-    "sprout.agent.actor.AttemptEnded",
-    "sprout.agent.actor.Interrupted",
+    "sprout.agent.ending.AttemptEnded",
+    "sprout.agent.ending.Interrupted",
     "sprout.agent.parse.FormatError",
     "sprout.models.retrying.Retryable",
     "sprout.roles.ask.Refused",

@@ -102,8 +102,8 @@ class Attempt:
     actor's voice (reasoning, then shell calls); None for a root and an unguided branch.
     Its life: the reviewer writes it (`sprout.roles.reviewer`, `BranchPlan.starting_turn`),
     the tree stores it here (`RolloutTree.branch`), the actor plays its calls as the
-    branch's first turn, authored `reviewer`, and tokenises it as a reply
-    (`sprout.agent.actor`), and the learner trains it as an actor turn
+    branch's first turn, authored `reviewer` (`sprout.agent.actor`), and tokenises it as a
+    reply (`sprout.agent.token_ids`), and the learner trains it as an actor turn
     (`sprout.train.samples`, `train_starting_turn`)."""
     prefix: tuple[Message, ...] = ()
     """Roots only: the messages before the first turn (system prompt, task)."""

@@ -6,11 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from sprout.agent.token_ids import TurnIds, extend
 from sprout.models import Completion
 from sprout.tree import Attempt, Author, Message, Turn
-
-TurnIds = tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...] | None]
-"""A turn's (context_ids, completion_ids, completion_logprobs)."""
 
 Clock = Callable[[], float]
 """Seconds from an arbitrary origin that never goes back (`time.monotonic`): the actor times
@@ -53,12 +51,7 @@ class AttemptState:
         """Move on past `turn`, just committed, which added `messages` and `ids`."""
         self.messages.extend(messages)
         self.index = turn.index
-        self.ids = _extend(self.ids, ids)
+        self.ids = extend(self.ids, ids)
         self.elapsed += turn.duration_s
         if turn.prompt_tokens or turn.completion_tokens:
             self.context = turn.prompt_tokens + turn.completion_tokens
-
-
-def _extend(ids: list[int] | None, turn: TurnIds | None) -> list[int] | None:
-    """The stored context `ids` after a turn that added `turn`."""
-    return None if ids is None or turn is None else [*ids, *turn[0], *turn[1]]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sprout.agent import Actor, ActorConfig
-from sprout.agent.actor import crash_reason
+from sprout.agent.ending import crash_reason
 from sprout.errors import SproutError
 from sprout.models import Model
 from sprout.models.config import ModelConfig
