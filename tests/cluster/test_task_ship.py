@@ -21,6 +21,7 @@ from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.task import TaskError
 from sprout.tasks import load_native
+from sprout.tasks.digest import Digest, folder_entries
 from sprout.workspace import WorkspaceError
 from tests.conftest import require_host_image
 from tests.taskfolders import TWO_EDITS_TEST, two_edits_task
@@ -124,6 +125,18 @@ def test_a_changed_folder_has_a_new_digest(tmp_path: Path, change: Callable[[Pat
     change(folder)
     after = folder if folder.exists() else folder.with_name("u")
     assert folder_digest(after, "t") != before
+
+
+def test_the_digest_is_the_rule_of_every_task_digest_with_the_folders_name_first(
+    tmp_path: Path,
+):
+    """One rule (`sprout.tasks.digest`) for the shipped folder, the base layer's copies and
+    the solution: only the folder's name is added, since a copy is unpacked under it."""
+    folder = a_folder(tmp_path / "driver")
+    rule = Digest(b"t\0")
+    for entry in folder_entries(folder):
+        rule.add(entry)
+    assert folder_digest(folder, "t") == rule.hexdigest(32)
 
 
 def test_times_and_owners_are_not_the_content(tmp_path: Path):

@@ -3,7 +3,7 @@
 The driver packs a task's folder once (a tar stream: names, modes, owners, times and
 links inside the folder; a link that leads out of it is refused, since on a node it would
 lead to that node's file, not the driver's) and puts it in Ray's object store with a
-digest of its content. On a node, the task's actor works on the folder at the task's own
+digest of its content (`sprout.tasks.digest`'s rule, the folder's name first). On a node, the task's actor works on the folder at the task's own
 path when it is there with the same digest (a shared filesystem, the same checkout);
 otherwise on the shipped copy, unpacked once per digest into the machine's cache, which
 every sandbox's view of the host hides, as it hides the task folder itself. A process that
@@ -14,7 +14,6 @@ copies nobody uses (`sprout.images.shipped`).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import os
 import shutil
@@ -30,9 +29,13 @@ import ray
 
 from sprout.images.shipped import shipped_root, taking
 from sprout.task import Task, TaskError
+from sprout.tasks.digest import Digest, Entry, folder_entries
 from sprout.tasks.files import kind
 from sprout.workspace import WorkspaceError
 
+DIGEST_LENGTH = 32
+"""Hex digits of a shipped folder's digest: the name of its copy on a node
+(`sprout.images.shipped.DIGEST`)."""
 FOLDER_FIELDS = ("environment_dir", "solution_dir", "tests_dir")
 """The fields of a `Task` besides `path` that name folders the task reads on the driver."""
 
@@ -70,19 +73,20 @@ def pack(folder: Path, task_id: str) -> tuple[str, bytes]:
     digest = _named(folder)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for relative, path, status, data in _entries(folder, task_id):
-            _note(digest, relative, status, data)
-            info = tar.gettarinfo(path, arcname=relative)
-            tar.addfile(info, io.BytesIO(data) if stat.S_ISREG(status.st_mode) else None)
-    return digest.hexdigest()[:32], buffer.getvalue()
+        for entry in _entries(folder, task_id):
+            digest.add(entry)
+            info = tar.gettarinfo(entry.path, arcname=entry.relative)
+            regular = stat.S_ISREG(entry.status.st_mode)
+            tar.addfile(info, io.BytesIO(entry.data) if regular else None)
+    return digest.hexdigest(DIGEST_LENGTH), buffer.getvalue()
 
 
 def folder_digest(folder: Path, task_id: str) -> str:
     """The digest `pack` gives `folder`, without packing it."""
     digest = _named(folder)
-    for relative, _, status, data in _entries(folder, task_id):
-        _note(digest, relative, status, data)
-    return digest.hexdigest()[:32]
+    for entry in _entries(folder, task_id):
+        digest.add(entry)
+    return digest.hexdigest(DIGEST_LENGTH)
 
 
 def unpack(digest: str, name: str, stream: Callable[[], bytes], root: Path) -> Path:
@@ -138,50 +142,37 @@ def relocated(task: Task, path: Path) -> Task:
     return task.model_copy(update=update)
 
 
-def _entries(folder: Path, task_id: str) -> Iterator[tuple[str, Path, os.stat_result, bytes]]:
-    """(relative name, path, lstat, bytes) of everything under `folder`, in a fixed order:
-    a file's content, a link's target, nothing for a folder."""
-    yield ".", folder, os.lstat(folder), b""
-    for directory, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        for name in sorted((*dirnames, *filenames)):
-            path = Path(directory, name)
-            relative = path.relative_to(folder).as_posix()
-            status = os.lstat(path)
-            if stat.S_ISDIR(status.st_mode):
-                yield relative, path, status, b""
-            elif stat.S_ISLNK(status.st_mode):
-                yield relative, path, status, _link_inside(folder, path, task_id)
-            elif stat.S_ISREG(status.st_mode):
-                yield relative, path, status, path.read_bytes()
-            else:
-                raise TaskError(
-                    f"{task_id}: {path}: {kind(status.st_mode)}; a task shipped to a node "
-                    "carries only files, folders and links"
-                )
+def _entries(folder: Path, task_id: str) -> Iterator[Entry]:
+    """`folder_entries(folder)`, each below the folder checked to travel
+    (`_check_travels`)."""
+    for entry in folder_entries(folder):
+        if entry.relative != ".":
+            _check_travels(folder, entry, task_id)
+        yield entry
 
 
-def _link_inside(folder: Path, link: Path, task_id: str) -> bytes:
-    """The target of `link`, which must stay inside `folder` wherever the folder is."""
-    target = os.readlink(link)
-    resolved = os.path.normpath(os.path.join(link.parent, target))
-    if os.path.isabs(target) or not Path(resolved).is_relative_to(folder):
+def _check_travels(folder: Path, entry: Entry, task_id: str) -> None:
+    """TaskError unless `entry` is a file, a folder, or a link that stays inside `folder`
+    wherever the folder is."""
+    mode = entry.status.st_mode
+    if stat.S_ISLNK(mode):
+        target = os.fsdecode(entry.data)
+        resolved = os.path.normpath(os.path.join(entry.path.parent, target))
+        if os.path.isabs(target) or not Path(resolved).is_relative_to(folder):
+            raise TaskError(
+                f"{task_id}: {entry.path}: a link to {target}, outside the task folder; a task "
+                "shipped to a node carries only its own files (copy the file in, or link "
+                "within the folder)"
+            )
+    elif not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
         raise TaskError(
-            f"{task_id}: {link}: a link to {target}, outside the task folder; a task shipped "
-            "to a node carries only its own files (copy the file in, or link within the folder)"
+            f"{task_id}: {entry.path}: {kind(mode)}; a task shipped to a node "
+            "carries only files, folders and links"
         )
-    return os.fsencode(target)
 
 
-def _named(folder: Path) -> hashlib._Hash:
-    """A digest that starts with the folder's name: a task's id may be its folder's name,
-    so two folders of the same files under two names are two cache entries."""
-    return hashlib.sha256(os.fsencode(folder.name) + b"\0")
-
-
-def _note(digest: hashlib._Hash, relative: str, status: os.stat_result, data: bytes) -> None:
-    """Add one entry to `digest`: its name, kind and mode, and its bytes (times and owners
-    are left out: the same files checked out on a node have the same digest)."""
-    digest.update(os.fsencode(relative) + b"\0")
-    digest.update(f"{stat.S_IFMT(status.st_mode)}:{stat.S_IMODE(status.st_mode)}:".encode())
-    digest.update(f"{len(data)}\0".encode() + data)
+def _named(folder: Path) -> Digest:
+    """A digest (`sprout.tasks.digest`'s rule) that starts with the folder's name: a copy is
+    unpacked at DIGEST/NAME, and a task's id may be its folder's name, so two folders of the
+    same files under two names are two cache entries."""
+    return Digest(os.fsencode(folder.name) + b"\0")

@@ -19,6 +19,7 @@ from sprout.images.network import (
 from sprout.images.runstores import note_image
 from sprout.sandbox import LayerStore, Limits, Sandbox
 from sprout.task import Task, TaskError
+from sprout.tasks.digest import folder_digest
 from sprout.tasks.files import os_problem
 from sprout.tasks.imageref import RootFilesystem, image_rootfs
 from sprout.tasks.setup_steps import Build, context_inputs
@@ -27,6 +28,8 @@ from sprout.tasks.setup_users import with_task_users
 SETUP_TIMEOUT_S = 1800.0
 SETUP_ERROR_LINES = 20
 """How much of a failed set-up step's output its error carries."""
+SOLUTION_DIGEST_LENGTH = 12
+"""Hex digits of the solution folder's digest in its checkpoint's name."""
 
 
 def _digest(task: Task, image: str, machine: IndexSettings) -> str:
@@ -154,13 +157,15 @@ def _build_base(
 def solution_checkpoint(task: Task, layers: LayerStore, base: str) -> str:
     """Checkpoint 0 for the oracle models: `base` with the task's `solution/` folder at
     /solution and its `[solution] env` set, as Harbor's oracle agent has them. Only the
-    oracles start there; every other model, and every role, works from `base`."""
+    oracles start there; every other model, and every role, works from `base`. Its name
+    carries the folder's content digest (`sprout.tasks.digest`), modes and links too, since
+    the copy at /solution keeps them."""
     if task.solution_dir is None and not task.solution_env:
         return base
     try:
         name = f"{base}-solution"
         if task.solution_dir is not None:
-            name += f"-{_folder_digest(task.solution_dir)}"
+            name += f"-{folder_digest(task.solution_dir, SOLUTION_DIGEST_LENGTH)}"
         if task.solution_env:
             variables = json.dumps(task.solution_env, sort_keys=True).encode()
             name += f"-env-{hashlib.sha256(variables).hexdigest()[:12]}"
@@ -177,17 +182,3 @@ def solution_checkpoint(task: Task, layers: LayerStore, base: str) -> str:
         raise TaskError(f"{task.id}: {task.solution_dir}: not put at /solution: {why}") from None
     layers.set_ref(name, checkpoint)
     return checkpoint
-
-
-def _folder_digest(folder: os.PathLike[str]) -> str:
-    digest = hashlib.sha256()
-    root = os.fspath(folder)
-    for directory, dirnames, filenames in sorted(os.walk(root)):
-        dirnames.sort()
-        for name in sorted(filenames):
-            path = os.path.join(directory, name)
-            digest.update(os.fsencode(os.path.relpath(path, root)) + b"\0")
-            if os.path.isfile(path) and not os.path.islink(path):
-                with open(path, "rb") as handle:
-                    digest.update(handle.read())
-    return digest.hexdigest()[:12]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from sprout.sandbox import LayerStore, Observation, Sandbox
 from sprout.task import SetupFailed, SetupStep, Task, TaskError
@@ -26,6 +26,7 @@ from sprout.tasks.buildcontext import (
     matches,
     walk,
 )
+from sprout.tasks.digest import entry_bytes, read_entry
 from sprout.tasks.dockerfile_state import is_root
 from sprout.tasks.files import os_problem
 from sprout.tasks.imageref import image_rootfs
@@ -152,9 +153,11 @@ class Build:
 
 def context_inputs(task: Task) -> Iterator[bytes]:
     """What set-up reads besides the task's fields, for the base layer's hash: the stages'
-    images and every path (its bytes, or a link's target) that a copy takes from the build
-    context. A URL counts by itself: change it to fetch anew. A path that cannot be read
-    is a TaskError naming it."""
+    images and every path that a copy takes from the build context, by the one rule of
+    `sprout.tasks.digest` (a link's target, not what it leads to; modes too, which COPY
+    keeps). Only what a copy takes counts, `.dockerignore` applied: a change to any other
+    file of the context leaves the base layer as it was. A URL counts by itself: change it
+    to fetch anew. A path that cannot be read is a TaskError naming it."""
     try:
         yield from _context_inputs(task)
     except OSError as error:
@@ -174,18 +177,10 @@ def _context_inputs(task: Task) -> Iterator[bytes]:
             continue
         ignore = Ignore(step.ignore)
         for relative in matches(context, clean_source(step.source), ignore):
-            path = inside(context, relative)
+            path = inside(context, relative)  # a source that is a link is followed
             if path is None:
                 continue
-            yield from _path_bytes(relative, path)
+            yield entry_bytes(read_entry(relative, path))
             if path.is_dir():
                 for below in walk(context, relative, ignore):
-                    yield from _path_bytes(below, context / below)
-
-
-def _path_bytes(relative: str, path: Path) -> Iterator[bytes]:
-    yield os.fsencode(relative) + b"\0"  # names need not be UTF-8
-    if path.is_symlink():
-        yield os.fsencode(os.readlink(path))
-    elif path.is_file():
-        yield path.read_bytes()
+                    yield entry_bytes(read_entry(below, context / below))
