@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from sprout.models import CHAT, Capabilities, ModelError, capabilities, token_model
 from sprout.models.config import ModelConfig
 from sprout.models.oracle import OracleModel, OracleNoiseModel
-from sprout.models.resolve import resolve_model, spec_capabilities
+from sprout.models.resolve import MODELS, model_kind, resolve_model, spec_capabilities
 
 
 @pytest.mark.parametrize("spec", ["oracle", "oracle-noise", "oracle-noise:p=0.5,seed=2"])
@@ -51,3 +53,35 @@ def test_a_model_that_declares_nothing_is_a_plain_chat_model():
 def test_an_unknown_spec_has_no_capabilities():
     with pytest.raises(ModelError, match=r"'gpt-4'.*openai/<name>"):
         spec_capabilities("gpt-4")
+
+
+NEEDS_A_MODEL_FOLDER = {
+    "hf/": "hf/m: m is not a folder",
+    "sglang/": "as tokenizer in the [model] table",
+}
+"""Kinds whose client cannot be built without a model folder here: their own builder says
+what is missing (`hf/<path>` is tried for real in tests/train)."""
+
+
+@pytest.mark.parametrize("prefix", list(MODELS))
+def test_every_kind_of_model_builds_its_client_and_answers_its_capabilities(prefix: str):
+    """One entry per kind answers both: the client `resolve_model` builds is of the class
+    whose capabilities `spec_capabilities` gives, before anything is built."""
+    kind = MODELS[prefix]
+    spec = f"{prefix}m" if prefix.endswith("/") else prefix
+    assert model_kind(spec) is kind
+    assert spec_capabilities(spec) == kind.client().capabilities
+    given = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "steps": ["true"]}
+    if prefix in NEEDS_A_MODEL_FOLDER:
+        with pytest.raises(ModelError, match=re.escape(NEEDS_A_MODEL_FOLDER[prefix])):
+            resolve_model(spec, **given)
+        return
+    model = resolve_model(spec, **given)
+    assert isinstance(model, kind.client())
+    assert capabilities(model) == spec_capabilities(spec)
+
+
+@pytest.mark.parametrize("spec", ["openai", "vllm", "oracle:p=1", "oracle-noisy", "hf"])
+def test_a_spec_only_like_a_kind_is_none(spec: str):
+    with pytest.raises(ModelError, match=r"expected one of openai/<name>, vllm/<name>"):
+        spec_capabilities(spec)

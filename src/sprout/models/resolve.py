@@ -1,9 +1,17 @@
-"""Turning a `--model` string into a client: one small mapping of prefixes."""
+"""Turning a `--model` string into a client: one table of the kinds of model, by prefix.
+
+Each entry of `MODELS` both builds its client and names the client's class, whose
+`capabilities` answer what a spec can do before any client is built (`spec_capabilities`):
+the two can never disagree, and a new kind of model is one more entry. A client's module
+is imported only when its entry is used: the openai package, say, only for an `openai/`
+spec.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from sprout.models.config import ModelConfig
 from sprout.models.oracle import (
@@ -15,19 +23,38 @@ from sprout.models.oracle import (
 )
 from sprout.models.types import Capabilities, Model, ModelError
 
-PREFIXES = ("openai/", "vllm/", "sglang/", "llamacpp/", "hf/", "oracle-noise", "oracle")
-FORMS = (
-    "openai/<name>",
-    "vllm/<name>",
-    "sglang/<name>",
-    "llamacpp/<name>",
-    "hf/<path>",
-    "oracle",
-    f"oracle-noise[:{NOISE_OPTIONS}]",
-)
-TOKEN_SERVERS = ("vllm/", "sglang/", "llamacpp/")
-"""Servers sampled from token ids, whose rollouts are token-exact (`TokenServerModel`)."""
-"""What `--model` accepts, as the error for an unknown one lists it."""
+if TYPE_CHECKING:
+    from sprout.models.hf import HFModel
+    from sprout.models.http_json import JsonServer
+    from sprout.models.openai_client import OpenAIModel
+    from sprout.models.token_server import TokenServer, TokenServerModel
+
+
+@dataclass(frozen=True)
+class ModelArgs:
+    """What `resolve_model` is given besides the spec; each kind reads what it needs."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    steps: Sequence[Step | str] | None = None
+    hf_options: Mapping[str, Any] | None = None
+    options: ModelConfig | None = None
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    """One kind of `--model` string."""
+
+    form: str
+    """How the error for an unknown spec lists it."""
+    client: Callable[[], type[Model]]
+    """The class its clients are, imported only now: its `capabilities` are the spec's."""
+    build: Callable[[str, ModelArgs], Model]
+    """The client of a spec of this kind; ModelError ("bad_input") for one it cannot be."""
+    options: bool = False
+    """A bare name (no `/`) that may be followed by `:OPTIONS`."""
+    loads: bool = False
+    """Building it loads weights in-process: `sprout run` checks it as it loads, once."""
 
 
 def resolve_model(
@@ -50,101 +77,148 @@ def resolve_model(
     ``oracle`` and ``oracle-noise[:errors=..,p=..,q=..,seed=..]`` replay a task's reference
     solution, so they need its `steps` (`Step`s or plain command strings).
     """
-    if spec.startswith("openai/"):
-        from sprout.models.openai_client import OpenAIModel
-
-        return OpenAIModel(
-            spec.removeprefix("openai/"), base_url=base_url, api_key=api_key, options=options
-        )
-    if spec.startswith(TOKEN_SERVERS):
-        return _token_server(spec, base_url, api_key, options or ModelConfig())
-    if spec.startswith("hf/"):
-        path = spec.removeprefix("hf/")
-        if not path:
-            raise ModelError("bad_input", f"--model {spec}: expected hf/<path to a model folder>")
-        from sprout.models.hf import HFModel
-
-        return HFModel(path, **dict(hf_options or {}))
-    if _names_oracle(spec):
-        noise = None if spec == "oracle" else parse_noise_spec(spec)
-        if steps is None:
-            raise ModelError(
-                "bad_input", f"--model {spec}: needs a task's reference solution (steps)"
-            )
-        if noise is None:
-            return OracleModel(steps)
-        return OracleNoiseModel(steps, noise=noise)
-    raise ModelError("bad_input", f"--model {spec!r}: expected one of {', '.join(FORMS)}")
+    args = ModelArgs(base_url, api_key, steps, hf_options, options)
+    return model_kind(spec).build(spec, args)
 
 
 def spec_capabilities(spec: str) -> Capabilities:
     """What the model `spec` names can do, known before it is built (nothing is loaded or
     called): its client class's `capabilities`."""
-    if spec.startswith("openai/"):
-        from sprout.models.openai_client import OpenAIModel
-
-        return OpenAIModel.capabilities
-    if spec.startswith(TOKEN_SERVERS):
-        from sprout.models.token_server import TokenServerModel
-
-        return TokenServerModel.capabilities
-    if spec.startswith("hf/"):
-        from sprout.models.hf import HFModel
-
-        return HFModel.capabilities
-    if _names_oracle(spec):
-        return OracleNoiseModel.capabilities if spec != "oracle" else OracleModel.capabilities
-    raise ModelError("bad_input", f"--model {spec!r}: expected one of {', '.join(FORMS)}")
+    return model_kind(spec).client().capabilities
 
 
-def _names_oracle(spec: str) -> bool:
-    return spec == "oracle" or spec == "oracle-noise" or spec.startswith("oracle-noise:")
+def model_kind(spec: str) -> ModelKind:
+    """The entry of `MODELS` that names `spec`: a prefix ending in `/` names every spec that
+    starts with it, a bare name itself (and, with `options`, itself then `:OPTIONS`);
+    ModelError listing every form when none does."""
+    for prefix, kind in MODELS.items():
+        if spec.startswith(prefix) if prefix.endswith("/") else spec == prefix:
+            return kind
+        if kind.options and spec.startswith(f"{prefix}:"):
+            return kind
+    forms = ", ".join(kind.form for kind in MODELS.values())
+    raise ModelError("bad_input", f"--model {spec!r}: expected one of {forms}")
 
 
-def _token_server(
-    spec: str, base_url: str | None, api_key: str | None, options: ModelConfig
-) -> Model:
-    """The `TokenServerModel` of a ``vllm/``, ``sglang/`` or ``llamacpp/`` spec."""
-    from sprout.models.http_json import JsonServer
-    from sprout.models.token_server import TokenServer, TokenServerModel
+def _openai_client() -> type[OpenAIModel]:
+    from sprout.models.openai_client import OpenAIModel
 
-    kind, _, name = spec.partition("/")
-    if not name:
-        raise ModelError("bad_input", f"--model {spec}: expected {kind}/<model name>")
-    if not base_url:
-        raise ModelError(
-            "bad_input",
-            f"--model {spec}: needs --base-url, the server's address (http://HOST:PORT, "
-            "or several separated by commas)",
-        )
-    from sprout.models.servers import split_urls
+    return OpenAIModel
 
-    http = JsonServer(
-        ",".join(url.removesuffix("/v1") for url in split_urls(base_url)),
-        timeout_s=options.timeout_s,
-        retries=options.max_retries,
-        api_key=api_key,
+
+def _openai(spec: str, args: ModelArgs) -> Model:
+    model = spec.removeprefix("openai/")
+    return _openai_client()(
+        model, base_url=args.base_url, api_key=args.api_key, options=args.options
     )
-    server: TokenServer
-    if kind == "vllm":
-        from sprout.models.vllm import VLLMServer
 
-        server = VLLMServer(http, name)
-    elif kind == "sglang":
-        from pathlib import Path
 
-        from sprout.models.hf_tokenizer import HFTokenizer
-        from sprout.models.sglang import SGLangServer
+def _hf_client() -> type[HFModel]:
+    from sprout.models.hf import HFModel
 
-        if not options.tokenizer:
+    return HFModel
+
+
+def _hf(spec: str, args: ModelArgs) -> Model:
+    path = spec.removeprefix("hf/")
+    if not path:
+        raise ModelError("bad_input", f"--model {spec}: expected hf/<path to a model folder>")
+    return _hf_client()(path, **dict(args.hf_options or {}))
+
+
+def _oracle(spec: str, args: ModelArgs) -> Model:
+    return OracleModel(_solution_steps(spec, args))
+
+
+def _oracle_noise(spec: str, args: ModelArgs) -> Model:
+    noise = parse_noise_spec(spec)  # a bad option is told before missing steps
+    return OracleNoiseModel(_solution_steps(spec, args), noise=noise)
+
+
+def _solution_steps(spec: str, args: ModelArgs) -> Sequence[Step | str]:
+    if args.steps is None:
+        raise ModelError("bad_input", f"--model {spec}: needs a task's reference solution (steps)")
+    return args.steps
+
+
+def _token_server_client() -> type[TokenServerModel]:
+    from sprout.models.token_server import TokenServerModel
+
+    return TokenServerModel
+
+
+ServerMaker = Callable[["JsonServer", str, str, ModelConfig], "TokenServer"]
+"""(the server's HTTP client, the model's name, the spec, the `[model]` table) -> the
+server's token-in, token-out protocol."""
+
+
+def _token_server(make_server: ServerMaker) -> Callable[[str, ModelArgs], Model]:
+    """The builder of a `TokenServerModel` for a ``vllm/``, ``sglang/`` or ``llamacpp/``
+    spec, the server's own part made by `make_server`."""
+
+    def build(spec: str, args: ModelArgs) -> Model:
+        from sprout.models.http_json import JsonServer
+        from sprout.models.servers import split_urls
+
+        options = args.options or ModelConfig()
+        kind, _, name = spec.partition("/")
+        if not name:
+            raise ModelError("bad_input", f"--model {spec}: expected {kind}/<model name>")
+        if not args.base_url:
             raise ModelError(
                 "bad_input",
-                f"--model {spec}: SGLang's /generate takes token ids; name the model's local "
-                "folder (its tokenizer and chat template) as tokenizer in the [model] table",
+                f"--model {spec}: needs --base-url, the server's address (http://HOST:PORT, "
+                "or several separated by commas)",
             )
-        server = SGLangServer(http, HFTokenizer(Path(options.tokenizer), spec))
-    else:
-        from sprout.models.llamacpp import LlamaCppServer
+        http = JsonServer(
+            ",".join(url.removesuffix("/v1") for url in split_urls(args.base_url)),
+            timeout_s=options.timeout_s,
+            retries=options.max_retries,
+            api_key=args.api_key,
+        )
+        server = make_server(http, name, spec, options)
+        return _token_server_client()(spec, server, max_tokens=options.max_tokens)
 
-        server = LlamaCppServer(http)
-    return TokenServerModel(spec, server, max_tokens=options.max_tokens)
+    return build
+
+
+def _vllm(http: JsonServer, name: str, spec: str, options: ModelConfig) -> TokenServer:
+    from sprout.models.vllm import VLLMServer
+
+    return VLLMServer(http, name)
+
+
+def _sglang(http: JsonServer, name: str, spec: str, options: ModelConfig) -> TokenServer:
+    from pathlib import Path
+
+    from sprout.models.hf_tokenizer import HFTokenizer
+    from sprout.models.sglang import SGLangServer
+
+    if not options.tokenizer:
+        raise ModelError(
+            "bad_input",
+            f"--model {spec}: SGLang's /generate takes token ids; name the model's local "
+            "folder (its tokenizer and chat template) as tokenizer in the [model] table",
+        )
+    return SGLangServer(http, HFTokenizer(Path(options.tokenizer), spec))
+
+
+def _llamacpp(http: JsonServer, name: str, spec: str, options: ModelConfig) -> TokenServer:
+    from sprout.models.llamacpp import LlamaCppServer
+
+    return LlamaCppServer(http)
+
+
+MODELS: dict[str, ModelKind] = {
+    "openai/": ModelKind("openai/<name>", _openai_client, _openai),
+    "vllm/": ModelKind("vllm/<name>", _token_server_client, _token_server(_vllm)),
+    "sglang/": ModelKind("sglang/<name>", _token_server_client, _token_server(_sglang)),
+    "llamacpp/": ModelKind("llamacpp/<name>", _token_server_client, _token_server(_llamacpp)),
+    "hf/": ModelKind("hf/<path>", _hf_client, _hf, loads=True),
+    "oracle": ModelKind("oracle", lambda: OracleModel, _oracle),
+    "oracle-noise": ModelKind(
+        f"oracle-noise[:{NOISE_OPTIONS}]", lambda: OracleNoiseModel, _oracle_noise, options=True
+    ),
+}
+"""Every kind of `--model` string, by prefix, in the order the error for an unknown one
+lists them."""

@@ -20,7 +20,7 @@ from sprout.errors import SproutError
 from sprout.models import Model
 from sprout.models.config import ModelConfig
 from sprout.models.oracle import Step
-from sprout.models.resolve import resolve_model, spec_capabilities
+from sprout.models.resolve import model_kind, resolve_model, spec_capabilities
 from sprout.roles import Analyst, Reviewer, RolesConfig
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError
@@ -82,7 +82,7 @@ def check_settings(settings: RunSettings) -> None:
     """Refuse, before anything runs, what cannot work: entropy with a model with no log-probs."""
     if settings.workers < 1:
         raise RunSettingsError(f"--workers: expected at least 1, got {settings.workers}")
-    if not settings.model.startswith("hf/"):  # a local model is checked as it loads, once
+    if not model_kind(settings.model).loads:  # a local model is checked as it loads, once
         resolve_model(
             settings.model,
             base_url=settings.base_url,
