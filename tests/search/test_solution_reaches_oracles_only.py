@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sprout.search import runner
-from sprout.search.methods import parse_methods
+from sprout.search.registry import parse_methods
 from sprout.tasks import load_native
 from tests.taskfolders import calc_task
 

@@ -226,7 +226,9 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
     from sprout.search import Progress, RunSettings
     from sprout.search.halt import Halt
     from sprout.search.methods import training_method
-    from sprout.search.runner import _Bases, _RunContext, _schedule, _search
+    from sprout.search.registry import play
+    from sprout.search.runner import _Bases, _RunContext, _search
+    from sprout.search.schedule_roles import ScheduleRoles
     from sprout.tasks import load_native
     from tests.taskfolders import two_edits_task
 
@@ -247,7 +249,7 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
         bases=_Bases([task], run, slots, replays=False),
     )
     search = _search(context, task, method)
-    _schedule(method, search, settings)
+    play(method, search, ScheduleRoles(search, settings.actor, settings.roles))
     root = next(a for a in search.attempts() if a.kind == "root")
     guided = run.tree.branch(root, 1, STARTING, round=9, method=method.name)
     search.play([guided])

@@ -1,8 +1,10 @@
-"""Search schedules (`pass@k`, `sprout`, `entropy`), the training schedule (`train-rollouts`)
-and `sprout run` over many tasks."""
+"""Search schedules (`pass@k`, `sprout`, `entropy`, `shepherd`), the training schedule
+(`train-rollouts`), all by name in `sprout.search.registry`, and `sprout run` over many
+tasks."""
 
-from sprout.search.methods import Method, MethodError, parse_methods, parse_rounds
+from sprout.search.methods import Method, MethodError, parse_rounds
 from sprout.search.progress import Progress
+from sprout.search.registry import parse_methods
 from sprout.search.runner import RunSettings, RunSettingsError, open_run, run_tasks
 from sprout.search.schedules import SearchError
 from sprout.search.summary import results, table, write_results

@@ -3,12 +3,12 @@
 
 A method is a schedule plus its settings; its name is what the store records
 on every attempt and model call, so each method's tokens and turns are
-counted apart even when several run on the same task in one run.
+counted apart even when several run on the same task in one run. Which names
+`--method` takes, and the schedule each names, is `sprout.search.registry`'s table.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -51,12 +51,6 @@ class Method:
     """train-rollouts only: the seed of the `uniform` selector."""
 
     @property
-    def needs_logprobs(self) -> bool:
-        return self.schedule == "entropy" or (
-            self.schedule == "train-rollouts" and self.selector == "entropy"
-        )
-
-    @property
     def group_size(self) -> int:
         """Rollouts per task of pass@k and train-rollouts (a GRPO group); sprout and entropy
         add branches until one passes, so theirs varies."""
@@ -70,26 +64,6 @@ class Method:
             for key in ("children", "selector", "seed"):
                 data.pop(key)
         return data
-
-    def describe(self) -> str:
-        if self.schedule == "pass@k":
-            stop = "; stop at the first pass" if self.stop_at_pass else ""
-            return f"{self.roots} independent roots{stop}"
-        if self.schedule == "shepherd":
-            return (
-                f"{self.roots} root(s), then one round of {sum(self.rounds)} branches a "
-                "supervisor plans from the trace alone (no verifier); stop at the first pass"
-            )
-        if self.schedule == "train-rollouts":
-            return (
-                f"{self.roots} roots and {self.children} children per root (a group of "
-                f"{self.group_size}); guided children when every root fails, else unguided "
-                f"from {self.selector}-chosen boundaries"
-            )
-        rounds = ", ".join(str(size) for size in self.rounds)
-        stop = "stop at the first pass" if self.stop_at_pass else "run every round"
-        kind = "reviewer-guided" if self.schedule == "sprout" else "unguided, highest entropy"
-        return f"{self.roots} root(s), then rounds of {rounds} {kind} branches; {stop}"
 
 
 def training_method(
@@ -121,7 +95,8 @@ def training_method(
     children = TRAINING_CHILDREN if children is None else children
     if children < 1:
         raise MethodError(f"--children: expected at least 1, got {children}")
-    if selector not in SELECTORS:
+    known = next((s for s in SELECTORS if s == selector), None)
+    if known is None:
         raise MethodError(f"--selector {selector!r}: expected one of {', '.join(SELECTORS)}")
     return Method(
         name,
@@ -129,60 +104,9 @@ def training_method(
         roots=roots,
         stop_at_pass=False,
         children=children,
-        selector=selector,  # narrowed to a Selector by the check against SELECTORS
+        selector=known,
         seed=seed,
     )
-
-
-def parse_methods(
-    text: str,
-    *,
-    roots: int | None = None,
-    rounds: tuple[int, ...] = DEFAULT_ROUNDS,
-    stop_at_pass: bool = True,
-    children: int | None = None,
-    group_size: int | None = None,
-    selector: str = "reviewer",
-    seed: int = 0,
-) -> tuple[Method, ...]:
-    """`pass@4,sprout` as methods; `roots` (default 1), `rounds` and `stop_at_pass` set sprout
-    and entropy; `roots` (default 2), `children`, `group_size`, `selector` and `seed` set
-    train-rollouts."""
-    if roots is not None and roots < 1:
-        raise MethodError(f"--roots: expected at least 1, got {roots}")
-    if not rounds or any(size < 1 for size in rounds):
-        raise MethodError(f"--rounds: expected branch counts of at least 1, got {rounds}")
-    methods: list[Method] = []
-    for name in (part.strip() for part in text.split(",")):
-        if not name:
-            raise MethodError(f"--method {text!r}: an empty name; expected e.g. pass@4,sprout")
-        if match := re.fullmatch(r"pass@(\d+)(-first)?", name):
-            k = int(match.group(1))
-            if not 1 <= k <= MAX_K:
-                raise MethodError(f"--method {name}: K must be from 1 to {MAX_K}")
-            method = Method(name, "pass@k", roots=k, stop_at_pass=bool(match.group(2)))
-        elif name in ("sprout", "entropy"):
-            method = Method(name, name, roots=roots or 1, rounds=rounds, stop_at_pass=stop_at_pass)
-        elif name == "shepherd":
-            # Shepherd forks once, with the branch budget SPROUT's rounds add up to.
-            method = Method(name, "shepherd", roots=roots or 1, rounds=(sum(rounds),))
-        elif name == "train-rollouts":
-            method = training_method(
-                roots=roots or TRAINING_ROOTS,
-                children=children,
-                group_size=group_size,
-                selector=selector,
-                seed=seed,
-            )
-        else:
-            raise MethodError(
-                f"--method {name!r}: expected pass@K, pass@K-first, sprout, entropy or "
-                "shepherd (search), or train-rollouts (training)"
-            )
-        if any(known.name == name for known in methods):
-            raise MethodError(f"--method {text!r}: {name} is given twice")
-        methods.append(method)
-    return tuple(methods)
 
 
 def parse_rounds(text: str) -> tuple[int, ...]:

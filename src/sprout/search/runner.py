@@ -9,7 +9,7 @@ with its error and the others go on.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,26 +21,21 @@ from sprout.models import Model
 from sprout.models.config import ModelConfig
 from sprout.models.oracle import Step
 from sprout.models.resolve import model_kind, resolve_model, spec_capabilities
-from sprout.roles import Analyst, Reviewer, RolesConfig
+from sprout.roles import RolesConfig
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError
 from sprout.search.halt import AttemptFault, Halt, Halted
 from sprout.search.methods import Method
 from sprout.search.play import Search
 from sprout.search.progress import Progress
+from sprout.search.registry import describe, needs_logprobs, play
 from sprout.search.sandboxes import LocalSandboxes, TaskSandboxes
-from sprout.search.schedules import (
-    run_entropy,
-    run_pass_at_k,
-    run_shepherd,
-    run_sprout,
-)
+from sprout.search.schedule_roles import ScheduleRoles
 from sprout.search.summary import results, write_results
-from sprout.search.training import run_training
 from sprout.task import Task, TaskError
-from sprout.tree import RunDatabaseError
+from sprout.tree import Fault, RunDatabaseError
 
-RETRIED_FAULTS = ("model", "sandbox")
+RETRIED_FAULTS: tuple[Fault, ...] = ("model", "sandbox")
 """Faults a resumed pair retries (its attempts continue from their last turn); a crash of
 sprout itself is kept as it was recorded, so a resume never replays it."""
 
@@ -91,7 +86,7 @@ def check_settings(settings: RunSettings) -> None:
             options=settings.model_options,
         )
     for method in settings.methods:
-        if method.needs_logprobs and not spec_capabilities(settings.model).logprobs:
+        if needs_logprobs(method) and not spec_capabilities(settings.model).logprobs:
             raise RunSettingsError(
                 f"--method {method.name}: needs per-token log-probabilities, and --model "
                 f"{settings.model} has none; use an openai/ model whose server returns logprobs"
@@ -246,10 +241,11 @@ def _play_pair(context: _RunContext, task: Task, method: Method) -> bool:
     tree.start_schedule(task.id, method.name)
     retried = tree.reopen_attempts(task.id, method.name, RETRIED_FAULTS)
     again = f"; {retried} attempts that a fault ended are continued" if retried else ""
-    progress.event(task.id, method.name, f"start: {method.describe()}{again}")
+    progress.event(task.id, method.name, f"start: {describe(method)}{again}")
     try:
         search = _search(context, task, method)
-        _schedule(method, search, context.settings)
+        settings = context.settings
+        play(method, search, ScheduleRoles(search, settings.actor, settings.roles))
     except Halted:
         progress.event(task.id, method.name, "interrupted: --resume continues it")
         return False
@@ -314,7 +310,7 @@ def _search(context: _RunContext, task: Task, method: Method) -> Search:
     base = context.bases(task)
     model = context.shared if context.shared is not None else _model(settings, task)
     config = settings.actor
-    if method.needs_logprobs and not config.logprobs:
+    if needs_logprobs(method) and not config.logprobs:
         config = config.model_copy(update={"logprobs": True})
     sandboxes = context.bases.sandboxes
     actor = Actor(model, run.tree, sandboxes.workspace(task), config)
@@ -331,58 +327,3 @@ def _search(context: _RunContext, task: Task, method: Method) -> Search:
         progress=context.progress,
         halt=context.halt,
     )
-
-
-def _schedule(method: Method, search: Search, settings: RunSettings) -> None:
-    schedules: dict[str, Callable[[], None]] = {
-        "pass@k": lambda: run_pass_at_k(search),
-        "sprout": lambda: run_sprout(search, *_roles(search, settings)),
-        "entropy": lambda: run_entropy(search),
-        "shepherd": lambda: run_shepherd(search, _supervisor(search, settings)),
-        "train-rollouts": lambda: run_training(search, *_roles(search, settings)),
-    }
-    schedules[method.schedule]()
-
-
-def _reviewer(search: Search, settings: RunSettings, *, reads_verifier: bool) -> Reviewer:
-    """The reviewer of `search` on the actor's model; without the verifier, Shepherd's
-    supervisor."""
-    roles = settings.roles
-    return Reviewer(
-        search.actor.model,
-        search.tree,
-        call_format=settings.actor.call_format,
-        max_calls_per_turn=settings.actor.max_calls_per_turn,
-        max_retries=roles.max_retries,
-        template=roles.reviewer_template if reads_verifier else roles.supervisor_template,
-        reads_verifier=reads_verifier,
-        on_fallback=_tell_fallback(search, "reviewer" if reads_verifier else "supervisor"),
-    )
-
-
-def _supervisor(search: Search, settings: RunSettings) -> Reviewer:
-    return _reviewer(search, settings, reads_verifier=False)
-
-
-def _roles(search: Search, settings: RunSettings) -> tuple[Analyst, Reviewer]:
-    """The analyst and the reviewer of `search`, on the actor's model."""
-    analyst = Analyst(
-        search.actor.model,
-        search.tree,
-        call_format=settings.actor.call_format,
-        max_retries=settings.roles.max_retries,
-        template=settings.roles.analyst_template,
-        on_fallback=_tell_fallback(search, "analyst"),
-    )
-    return analyst, _reviewer(search, settings, reads_verifier=True)
-
-
-def _tell_fallback(search: Search, role: str) -> Callable[[str], None]:
-    """A progress line each time `role`'s heuristic answers for a model that could not."""
-
-    def tell(reason: str) -> None:
-        search.progress.event(
-            search.task.id, search.method.name, f"{role} fell back to the heuristic: {reason}"
-        )
-
-    return tell
