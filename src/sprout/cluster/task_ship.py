@@ -3,8 +3,9 @@
 The driver packs a task's folder once (a tar stream: names, modes, owners, times and
 links inside the folder; a link that leads out of it is refused, since on a node it would
 lead to that node's file, not the driver's) and puts it in Ray's object store with a
-digest of its content (`sprout.tasks.digest`'s rule, the folder's name first). On a node, the task's actor works on the folder at the task's own
-path when it is there with the same digest (a shared filesystem, the same checkout);
+digest of its content (`sprout.tasks.digest`'s rule, the folder's name first). On a
+node, the task's actor works on the folder at the task's own path when it is there with
+the same digest (a shared filesystem, the same checkout);
 otherwise on the shipped copy, unpacked once per digest into the machine's cache, which
 every sandbox's view of the host hides, as it hides the task folder itself. A process that
 uses a copy holds it while it lives, and notes when it took it, so `sprout gc` frees only

@@ -3,7 +3,7 @@
 Three names hang on a task's files: the base layer's (the build-context files its COPY and
 ADD steps read, `sprout.tasks.setup_steps.context_inputs`), the oracle's solution
 checkpoint's (the `solution/` folder put at /solution, `sprout.tasks.environment`) and a
-task folder shipped to a Ray node (`sprout.dist.task_ship`, whose copies on a node are kept
+task folder shipped to a Ray node (`sprout.cluster.task_ship`, whose copies on a node are kept
 per digest). Each hashes its entries by this one rule:
 
 - an entry's **name**, relative to its folder (as bytes: names need not be UTF-8);
