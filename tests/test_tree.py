@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from sprout.rundb import RunDatabase
-from sprout.tree import Change, ModelCallRecord, RolloutTree, TreeError, Turn
+from sprout.tree import Attempt, Change, ModelCallRecord, RolloutTree, TreeError, Turn, passes
 from tests.agent.helpers import (
     LISTING,
     ScriptedModel,
@@ -330,6 +330,24 @@ def test_references_out_of_the_tree_are_tree_errors_naming_them(tmp_path):
     assert [a.id for a in store.attempts()] == [root.id, branch.id]
     # and TreeError is a ValueError, so callers validating input can catch it as one
     assert issubclass(TreeError, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("status", "reward", "passed", "failed"),
+    [
+        ("submitted", 1.0, True, False),
+        ("submitted", 0.0, False, True),
+        ("limit", 0.5, False, True),  # partial credit is no pass
+        ("submitted", 2.0, False, False),  # a reward file may say more than a pass: neither
+        ("submitted", None, False, False),  # not verified yet
+        ("error", None, False, False),  # never verified
+        ("running", 0.0, False, False),  # not finished
+    ],
+)
+def test_passed_and_failed_are_read_off_the_attempt(status, reward, passed, failed):
+    attempt = Attempt(1, "t1", None, 0, "root", status=status, reward=reward)
+    assert (attempt.passed, attempt.failed) == (passed, failed)
+    assert passes(reward) == passed, "a verdict's reward reads the same"
 
 
 def test_messages_are_a_private_copy(tmp_path):

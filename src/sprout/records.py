@@ -8,6 +8,7 @@ Also the home of *prefix-once tokens*, the paper's way of counting a shared
 prefix once: `count_tokens` charges the model calls of a tree so (what
 `RolloutTree.tokens` reports), and `shares_prefix` is the test the learner uses
 to forward a branch's retained prefix once (`sprout.train.batching.families`).
+And of what a pass is: `passes`, behind `Attempt.passed` and `failed`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,15 @@ Fault = Literal["model", "sandbox", "lost", "harness"]
 sandbox failed, the checkpoint it was to continue from was lost with its node (no store
 holds it any more), or sprout itself crashed. The first two are retried by `--resume`; a
 lost root is restarted from checkpoint 0 by a new root (`Attempt.restarts`)."""
+PASS_REWARD = 1.0
+"""The reward of a pass. A verifier may score partial success (or more): only this counts
+as solving the task; anything below it, once verified, is a failure to branch from."""
+
+
+def passes(reward: float | None) -> bool:
+    """Whether a verifier's `reward` is a pass: the one test for an attempt's reward
+    (`Attempt.passed`) and for a verdict not yet stored on one."""
+    return reward == PASS_REWARD
 
 
 @dataclass(frozen=True)
@@ -116,6 +126,17 @@ class Attempt:
     diagnostics: dict[str, Any] | None = None
     patch: str | None = None
     created: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        """Verified, with the reward of a pass (`passes`)."""
+        return passes(self.reward)
+
+    @property
+    def failed(self) -> bool:
+        """Finished, verified and below a pass: what the analyst reads and branches start
+        from. An attempt that ended `error` is never verified, so it is never `failed`."""
+        return self.status != "running" and self.reward is not None and self.reward < PASS_REWARD
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from sprout.records import (
     TokenTotals,
     Turn,
     count_tokens,
+    passes,
 )
 from sprout.rundb import RunDatabase, RunDatabaseError
 from sprout.workspace import Change
@@ -54,6 +55,7 @@ __all__ = [
     "TokenTotals",
     "TreeError",
     "Turn",
+    "passes",
 ]
 
 ChangeReader = Callable[[str, str], Sequence[Change] | None]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sprout.tasks.discover import grouped_warnings
+from sprout.tree import passes
 
 if TYPE_CHECKING:
     from sprout.pipeline.task_check import CheckResult
@@ -16,9 +17,9 @@ def outcome(diagnostics: Diagnostics | None, expected: float) -> str:
     """A verdict cell: lower case when it is what a sound task gives, upper case otherwise."""
     if diagnostics is None:
         return "-"
-    passed = diagnostics.reward == 1
+    passed = passes(diagnostics.reward)
     word = "pass" if passed else "fail"
-    if passed != (expected == 1):
+    if passed != passes(expected):
         word = word.upper()
     ran = diagnostics.passed + diagnostics.failed + diagnostics.errored
     return f"{word} ({diagnostics.passed} of {ran} tests)" if ran else word

@@ -41,7 +41,7 @@ from sprout.sandbox import (
 )
 from sprout.task import SetupFailed, Task, TaskError
 from sprout.tasks import base_checkpoint, solution_checkpoint
-from sprout.tree import Attempt
+from sprout.tree import Attempt, passes
 from sprout.verify import Diagnostics, ResultsError, run_verifier
 
 PROBLEM_CAP = 240
@@ -215,7 +215,7 @@ def _check_oracle(task: Task, run: RunFolder, base: str, found: CheckResult) -> 
     elif crash is not None:
         problem = f"the verifier did not run after the oracle: {crash}"
         detail = last_lines(oracle.log_tail)
-    elif oracle.reward != 1:
+    elif not passes(oracle.reward):
         problem = "; ".join([*failed_steps[:1], f"oracle fails {first_failure(oracle)}"])
         detail = _failed_output(run, attempt, len(task.solution)) or last_lines(oracle.log_tail)
     return replace(
@@ -226,7 +226,7 @@ def _check_oracle(task: Task, run: RunFolder, base: str, found: CheckResult) -> 
         problem=one_line(problem) if problem else None,
         detail=detail,
         # A step that failed while the tests still pass is worth a look, not a verdict.
-        warnings=found.warnings + (tuple(failed_steps) if oracle.reward == 1 else ()),
+        warnings=found.warnings + (tuple(failed_steps) if passes(oracle.reward) else ()),
     )
 
 

@@ -293,7 +293,7 @@ def _failed_branches(history: Sequence[Attempt]) -> dict[Branch, int]:
     return {
         (a.parent_id, a.boundary, _commands(a.starting_turn)): a.id
         for a in history
-        if a.starting_turn is not None and a.reward is not None and a.reward < 1
+        if a.starting_turn is not None and a.failed
     }
 
 

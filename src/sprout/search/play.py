@@ -56,7 +56,7 @@ class Search:
         return [a for a in self.tree.attempts(self.task.id) if a.method == self.method.name]
 
     def has_passed(self) -> bool:
-        return any(passed(attempt) for attempt in self.attempts())
+        return any(attempt.passed for attempt in self.attempts())
 
     def play(self, attempts: Sequence[Attempt]) -> list[Attempt]:
         """Run and verify `attempts` concurrently; with stop-at-pass, a pass ends the others.
@@ -117,7 +117,7 @@ class Search:
             self.progress.attempt_done(attempt, len(self.tree.own_turns(attempt)))
         elif attempt.status == "stopped":
             self.progress.attempt_done(attempt, len(self.tree.own_turns(attempt)))
-        if passed(attempt):
+        if attempt.passed:
             self._passed.set()
         return attempt
 
@@ -150,16 +150,6 @@ class Search:
         self.tree.set_outcome(
             attempt.id, verdict.reward, verdict.diagnostics.to_json(), verdict.patch
         )
-
-
-def passed(attempt: Attempt) -> bool:
-    return attempt.reward == 1.0
-
-
-def failed(attempt: Attempt) -> bool:
-    """Finished, verified and not passing: what the analyst reads and branches start from.
-    An attempt that ended `error` is never verified, so it is never `failed`."""
-    return attempt.status != "running" and attempt.reward is not None and attempt.reward < 1.0
 
 
 def verifier_failure(reason: str) -> dict[str, object]:

@@ -62,7 +62,7 @@ class Progress:
             outcome = f"ERROR ({attempt.fault}): " + (reason if first else "as above")
         elif attempt.status == "stopped":
             outcome = "stopped (another attempt passed)"
-        elif attempt.reward == 1.0:
+        elif attempt.passed:
             outcome = "PASS"
         else:
             summary = (attempt.diagnostics or {}).get("summary", "")

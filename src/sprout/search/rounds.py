@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from sprout.roles import BranchPlan
 from sprout.search.methods import Method
-from sprout.search.play import Search, failed
+from sprout.search.play import Search
 from sprout.tree import Attempt
 
 RoundPlanner = Callable[[int, int], list[BranchPlan]]
@@ -47,7 +47,7 @@ def play_rounds(search: Search, plan: RoundPlanner) -> None:
         attempts = search.attempts()
         if method.stop_at_pass and search.has_passed():
             return
-        if not any(failed(a) for a in attempts):
+        if not any(a.failed for a in attempts):
             return
         this_round = [a for a in attempts if a.kind == "branch" and a.round == number]
         if len(this_round) < size:

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sprout.errors import SproutError
 from sprout.roles import Analysis, Analyst, BranchPlan, Reviewer
-from sprout.search.play import Search, failed
+from sprout.search.play import Search
 from sprout.search.rounds import play_rounds, roots
 from sprout.tree import Attempt
 
@@ -32,7 +32,7 @@ def run_sprout(search: Search, analyst: Analyst, reviewer: Reviewer) -> None:
     """Roots; then per round, the analyst on each new failure and the reviewer's branches."""
 
     def plan(number: int, size: int) -> list[BranchPlan]:
-        candidates = [a for a in search.attempts() if failed(a)]
+        candidates = [a for a in search.attempts() if a.failed]
         analyses = _analyse(search, analyst, candidates)
         review = reviewer.review(
             search.task,
@@ -57,7 +57,7 @@ def run_shepherd(search: Search, supervisor: Reviewer) -> None:
             method=search.method.name,
             round=number,
             branches=size,
-            candidates=[a for a in search.attempts() if failed(a)],
+            candidates=[a for a in search.attempts() if a.failed],
             analyses={},
         )
         return list(review.plans)
@@ -77,7 +77,7 @@ def run_entropy(search: Search) -> None:
         scored = [
             (turn.entropy, attempt.id, turn.index - 1)
             for attempt in search.attempts()
-            if failed(attempt)
+            if attempt.failed
             for turn in search.tree.own_turns(attempt)
             if turn.author == "actor" and turn.entropy is not None
         ]

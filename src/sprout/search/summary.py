@@ -36,7 +36,7 @@ def task_result(tree: RolloutTree, task_id: str, method: str) -> dict[str, Any]:
         if attempt.status == "error":
             faults[attempt.fault or "unknown"] = faults.get(attempt.fault or "unknown", 0) + 1
     return {
-        "resolved": any(a.reward == 1.0 for a in attempts),
+        "resolved": any(a.passed for a in attempts),
         "faults": faults,
         "role_sources": role_sources(tree, task_id, method),
         "tokens": {

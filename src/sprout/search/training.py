@@ -27,7 +27,7 @@ import dataclasses
 import random
 
 from sprout.roles import Analyst, BranchPlan, Reviewer, candidate_boundaries
-from sprout.search.play import Search, failed, passed
+from sprout.search.play import Search
 from sprout.search.rounds import roots as start_roots
 from sprout.search.schedules import SearchError, _analyse
 from sprout.tree import Attempt
@@ -36,7 +36,7 @@ from sprout.tree import Attempt
 def run_training(search: Search, analyst: Analyst, reviewer: Reviewer) -> None:
     """Roots; then each root's children, guided iff every root failed; all played."""
     roots = search.play(start_roots(search))
-    guided = not any(passed(root) for root in roots)
+    guided = not any(root.passed for root in roots)
     children: list[Attempt] = []
     for number, root in enumerate(roots, start=1):
         mine = [a for a in search.attempts() if a.parent_id == root.id]
@@ -67,7 +67,7 @@ def _plans(
     """`method.children` plans from `root`: reviewed when guided (or when the reviewer selects
     a failed root's boundaries, its turns then dropped), else from the selector."""
     selector = search.method.selector
-    if guided or (selector == "reviewer" and failed(root)):
+    if guided or (selector == "reviewer" and root.failed):
         review = reviewer.review(
             search.task,
             method=search.method.name,

@@ -156,6 +156,7 @@ def _attempt_item(
         "starting_turn": attempt.starting_turn,
         "status": attempt.status,
         "reward": attempt.reward,
+        "passed": attempt.passed,
         "end_reason": attempt.end_reason,
         "fault": attempt.fault,
         "restarts": attempt.restarts,
@@ -262,7 +263,7 @@ def _passing_paths(
     lowest id) as `[attempt id, turn index]` pairs from the root's first turn to the
     passing attempt's last; inherited turns name the ancestor that owns them."""
     paths: dict[str, list[list[int]]] = {}
-    passing = [a for a in attempts if a.reward == 1.0]
+    passing = [a for a in attempts if a.passed]
     passing.sort(key=lambda a: (finished.get(a.id) is None, finished.get(a.id) or 0.0, a.id))
     for attempt in passing:
         if attempt.method not in paths:

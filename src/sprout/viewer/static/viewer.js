@@ -64,7 +64,7 @@
   }
 
   function statusOf(attempt) {
-    if (attempt.reward === 1) return "pass";
+    if (attempt.passed) return "pass";
     if (attempt.status === "running") return "running";
     if (attempt.status === "stopped") return "stopped";
     if (attempt.status === "error") return "error";
