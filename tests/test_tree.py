@@ -9,7 +9,16 @@ from dataclasses import replace
 import pytest
 
 from sprout.rundb import RunDatabase
-from sprout.tree import Attempt, Change, ModelCallRecord, RolloutTree, TreeError, Turn, passes
+from sprout.tree import (
+    Attempt,
+    Change,
+    ModelCallRecord,
+    RolloutTree,
+    TreeError,
+    Turn,
+    boundary_problem,
+    passes,
+)
 from tests.agent.helpers import (
     LISTING,
     ScriptedModel,
@@ -330,6 +339,13 @@ def test_references_out_of_the_tree_are_tree_errors_naming_them(tmp_path):
     assert [a.id for a in store.attempts()] == [root.id, branch.id]
     # and TreeError is a ValueError, so callers validating input can catch it as one
     assert issubclass(TreeError, ValueError)
+
+
+def test_a_boundary_is_checked_and_worded_one_way():
+    """The tree's refusals and the reviewer's notes to its model share one rule."""
+    assert [boundary_problem(4, b, 2) for b in (0, 1, 2)] == [None, None, None]
+    for bad in (3, -1, True, "1", 1.0):
+        assert boundary_problem(4, bad, 2) == f"boundary {bad!r} out of range for attempt 4 (0..2)"
 
 
 @pytest.mark.parametrize(

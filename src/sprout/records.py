@@ -8,7 +8,8 @@ Also the home of *prefix-once tokens*, the paper's way of counting a shared
 prefix once: `count_tokens` charges the model calls of a tree so (what
 `RolloutTree.tokens` reports), and `shares_prefix` is the test the learner uses
 to forward a branch's retained prefix once (`sprout.train.batching.families`).
-And of what a pass is: `passes`, behind `Attempt.passed` and `failed`.
+And of two rules on these records: what a pass is (`passes`, behind `Attempt.passed`
+and `failed`), and which boundaries an attempt has (`boundary_problem`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,15 @@ def passes(reward: float | None) -> bool:
     """Whether a verifier's `reward` is a pass: the one test for an attempt's reward
     (`Attempt.passed`) and for a verdict not yet stored on one."""
     return reward == PASS_REWARD
+
+
+def boundary_problem(attempt_id: int, boundary: object, last: int) -> str | None:
+    """Why `boundary` is no turn boundary of attempt `attempt_id`, whose last turn is `last`
+    (None when it is one: 0..last). One rule and one wording for the tree's refusals and
+    the reviewer's notes to its model, so a user and a model are told the same thing."""
+    if isinstance(boundary, int) and not isinstance(boundary, bool) and 0 <= boundary <= last:
+        return None
+    return f"boundary {boundary!r} out of range for attempt {attempt_id} (0..{last})"
 
 
 @dataclass(frozen=True)

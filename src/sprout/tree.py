@@ -33,6 +33,7 @@ from sprout.records import (
     Role,
     TokenTotals,
     Turn,
+    boundary_problem,
     count_tokens,
     passes,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "TokenTotals",
     "TreeError",
     "Turn",
+    "boundary_problem",
     "passes",
 ]
 
@@ -132,11 +134,8 @@ class RolloutTree:
         turn. The actor runs it like any attempt.
         """
         parent = self.attempt(parent.id if isinstance(parent, Attempt) else parent)
-        last = self.last_index(parent)
-        if not isinstance(boundary, int) or isinstance(boundary, bool) or not 0 <= boundary <= last:
-            raise TreeError(
-                f"boundary {boundary!r} out of range for attempt {parent.id} (0..{last})"
-            )
+        if problem := boundary_problem(parent.id, boundary, self.last_index(parent)):
+            raise TreeError(problem)
         return self._store.add_attempt(
             Attempt(
                 id=0,
@@ -302,12 +301,10 @@ class RolloutTree:
 
     def path(self, attempt: Attempt, upto: int | None = None) -> list[Turn]:
         """Every turn in the attempt's context up to boundary `upto`, inherited ones included."""
-        upto = self.last_index(attempt) if upto is None else upto
-        if not 0 <= upto <= self.last_index(attempt):
-            raise TreeError(
-                f"boundary {upto} out of range for attempt {attempt.id} "
-                f"(0..{self.last_index(attempt)})"
-            )
+        last = self.last_index(attempt)
+        upto = last if upto is None else upto
+        if problem := boundary_problem(attempt.id, upto, last):
+            raise TreeError(problem)
         inherited: list[Turn] = []
         if attempt.parent_id is not None:
             inherited = self.path(self.attempt(attempt.parent_id), min(upto, attempt.boundary))

@@ -33,7 +33,7 @@ from sprout.roles.views import (
     head,
 )
 from sprout.task import Task
-from sprout.tree import Attempt, RolloutTree
+from sprout.tree import Attempt, RolloutTree, boundary_problem
 
 STARTING_TURN_MAX = 8_000
 """Characters a starting turn may hold: it enters the actor's context, so it stays short."""
@@ -255,11 +255,8 @@ class Reviewer:
         """What is wrong with one plan on its own, given its parent's last turn `last`: a
         boundary past it, or a starting turn the actor could not run."""
         problems = []
-        if not 0 <= plan.boundary <= last:
-            problems.append(
-                f"{where}.boundary: boundary {plan.boundary} out of range for attempt "
-                f"{plan.parent} (0..{last})"
-            )
+        if out_of_range := boundary_problem(plan.parent, plan.boundary, last):
+            problems.append(f"{where}.boundary: {out_of_range}")
         try:
             parse_calls(
                 None, plan.starting_turn, call_format=self.call_format, max_calls=self.max_calls
