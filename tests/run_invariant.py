@@ -17,6 +17,8 @@ from pathlib import Path
 from sprout.rundb import RunDatabaseError
 from sprout.runfolder import RunFolder, RunFolderError
 from sprout.sandbox import SandboxError
+from sprout.rundb import RunDatabaseError
+from sprout.tree import CheckpointRef
 
 DEPTH = 3
 """How deep under a test's temporary folder run folders are looked for."""
@@ -47,7 +49,8 @@ def unopened_checkpoints(folder: Path) -> list[str]:
                 checkpoint = run.tree.checkpoint(attempt, boundary)
                 why = _why_not_open(run, attempt.task_id, checkpoint)
                 if why is not None:
-                    problems.append(f"{attempt.id}:{boundary} ({checkpoint}): {why}")
+                    ref = CheckpointRef(attempt.id, boundary)
+                    problems.append(f"{ref} ({checkpoint}): {why}")
         return problems
     finally:
         run.close()

@@ -22,6 +22,7 @@ from sprout.images.runstores import stores_by_image
 from sprout.runfolder import RunFolder
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.tasks import base_checkpoint, load_native
+from sprout.tree import CheckpointRef
 from tests.conftest import ProcessWatch, require_host_image
 from tests.images.test_bases import cache, make_task  # noqa: F401 (a fixture)
 from tests.taskfolders import TRAPPED, two_edits_task
@@ -235,7 +236,9 @@ def shell_opens_every_turn(run_dir: Path) -> None:
     run = RunFolder.open(run_dir)
     try:
         refs = [
-            f"{a.id}:{k}" for a in run.tree.attempts() for k in range(run.tree.last_index(a) + 1)
+            str(CheckpointRef(a.id, k))
+            for a in run.tree.attempts()
+            for k in range(run.tree.last_index(a) + 1)
         ]
     finally:
         run.close()

@@ -12,6 +12,7 @@ from sprout.rundb import RunDatabase
 from sprout.tree import (
     Attempt,
     Change,
+    CheckpointRef,
     ModelCallRecord,
     RolloutTree,
     TreeError,
@@ -346,6 +347,25 @@ def test_a_boundary_is_checked_and_worded_one_way():
     assert [boundary_problem(4, b, 2) for b in (0, 1, 2)] == [None, None, None]
     for bad in (3, -1, True, "1", 1.0):
         assert boundary_problem(4, bad, 2) == f"boundary {bad!r} out of range for attempt 4 (0..2)"
+
+
+@pytest.mark.parametrize(
+    ("text", "ref"),
+    [("3:2", CheckpointRef(3, 2)), ("3:0", CheckpointRef(3, 0)), ("12", CheckpointRef(12))],
+)
+def test_a_checkpoint_ref_reads_and_writes_attempt_colon_k(text, ref):
+    assert CheckpointRef.parse(text) == ref
+    assert str(ref) == text
+    assert CheckpointRef.parse(str(ref)) == ref
+
+
+@pytest.mark.parametrize("text", ["one:1", "3:two", "", ":2", "3:2:1", "3.0"])
+def test_a_bad_checkpoint_ref_is_one_line_naming_it(text):
+    with pytest.raises(TreeError) as raised:
+        CheckpointRef.parse(text)
+    assert str(raised.value) == (
+        f"{text!r}: expected ATTEMPT:k, e.g. 3:2 for attempt 3 after turn 2"
+    )
 
 
 @pytest.mark.parametrize(

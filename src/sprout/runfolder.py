@@ -49,7 +49,7 @@ _writers_lock = threading.Lock()
 
 
 class RunFolderError(SproutError, ValueError):
-    """A path that is not a run folder, or an `ATTEMPT:k` that names nothing in it."""
+    """A path that is not a run folder, or a checkpoint of it that this machine cannot read."""
 
 
 @dataclass
@@ -297,14 +297,3 @@ def databases_of_store(path: str | os.PathLike[str]) -> list[Path]:
 def readable_store(path: str) -> bool:
     """Whether the layer store at `path` can be read from this machine."""
     return os.path.isfile(os.path.join(path, "store.json"))
-
-
-def parse_checkpoint_ref(text: str) -> tuple[int, int | None]:
-    """`ATTEMPT:k` (or `ATTEMPT` for its last turn) as (attempt id, boundary)."""
-    attempt, _, boundary = text.partition(":")
-    try:
-        return int(attempt), (int(boundary) if boundary else None)
-    except ValueError:
-        raise RunFolderError(
-            f"{text!r}: expected ATTEMPT:k, e.g. 3:2 for attempt 3 after turn 2"
-        ) from None

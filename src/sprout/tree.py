@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,24 +42,10 @@ from sprout.rundb import RunDatabase, RunDatabaseError
 from sprout.workspace import Change
 
 __all__ = [
-    "Attempt",
-    "AttemptStatus",
-    "Author",
-    "CallRecord",
-    "Change",
-    "ChangeReader",
-    "Fault",
-    "Message",
-    "ModelCallRecord",
-    "Role",
-    "RolloutTree",
-    "RunDatabaseError",
-    "TokenTotals",
-    "TreeError",
-    "Turn",
-    "boundary_problem",
-    "passes",
-]
+    "Attempt", "AttemptStatus", "Author", "CallRecord", "Change", "ChangeReader",
+    "CheckpointRef", "Fault", "Message", "ModelCallRecord", "Role", "RolloutTree",
+    "RunDatabaseError", "TokenTotals", "TreeError", "Turn", "boundary_problem", "passes",
+]  # fmt: skip
 
 ChangeReader = Callable[[str, str], Sequence[Change] | None]
 """`(since, checkpoint)` -> what `checkpoint` changed over the earlier `since`, read from the
@@ -66,7 +53,30 @@ layers (None when they cannot say): for turns stored before their changes were r
 
 
 class TreeError(SproutError, ValueError):
-    """A reference into the tree that does not exist (unknown attempt, boundary out of range)."""
+    """A reference into the tree that does not exist (unknown attempt, boundary out of range)
+    or cannot be read (an `ATTEMPT:k` that is not one)."""
+
+
+@dataclass(frozen=True)
+class CheckpointRef:
+    """`ATTEMPT:k`, how a person names a checkpoint: attempt `attempt` after its turn
+    `boundary`, or after its last turn when `boundary` is None (`ATTEMPT` alone)."""
+
+    attempt: int
+    boundary: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> CheckpointRef:
+        """`text` as a reference; a TreeError naming `text` when it is not `ATTEMPT[:k]`."""
+        attempt, _, boundary = text.partition(":")
+        try:
+            return cls(int(attempt), int(boundary) if boundary else None)
+        except ValueError:
+            example = "e.g. 3:2 for attempt 3 after turn 2"
+            raise TreeError(f"{text!r}: expected ATTEMPT:k, {example}") from None
+
+    def __str__(self) -> str:
+        return str(self.attempt) if self.boundary is None else f"{self.attempt}:{self.boundary}"
 
 
 class RolloutTree:

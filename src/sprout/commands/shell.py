@@ -14,8 +14,9 @@ from typing import Any
 
 from sprout.commands.common import UsageError
 from sprout.commands.ray_options import joined
-from sprout.runfolder import RunFolder, RunFolderError, parse_checkpoint_ref
+from sprout.runfolder import RunFolder, RunFolderError
 from sprout.sandbox import LayerStore, Sandbox, UnknownCheckpoint
+from sprout.tree import CheckpointRef
 
 
 def add_parser(commands: Any) -> None:
@@ -38,12 +39,12 @@ def add_parser(commands: Any) -> None:
 
 
 def cmd_shell(args: argparse.Namespace) -> int:
-    attempt_id, boundary = parse_checkpoint_ref(args.checkpoint)
+    ref = CheckpointRef.parse(args.checkpoint)
     run = RunFolder.open(args.run)
     try:
         tree = run.tree
-        attempt = tree.attempt(attempt_id)
-        boundary = tree.last_index(attempt) if boundary is None else boundary
+        attempt = tree.attempt(ref.attempt)
+        boundary = tree.last_index(attempt) if ref.boundary is None else ref.boundary
         checkpoint = tree.checkpoint(attempt, boundary)
         try:
             layers = checkpoint_store(run, attempt.task_id, checkpoint, args.ray)
@@ -56,7 +57,7 @@ def cmd_shell(args: argparse.Namespace) -> int:
             ) from None
         with sandbox:
             print(
-                f"sprout shell: attempt {attempt_id} after turn {boundary} (layer {checkpoint}), "
+                f"sprout shell: attempt {attempt.id} after turn {boundary} (layer {checkpoint}), "
                 f"in {sandbox.config.workdir}; a throw-away fork: changes go when you exit",
                 file=sys.stderr,
             )
