@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sprout.errors import SproutError
 from sprout.roles import Analysis, Analyst, BranchPlan, Reviewer
+from sprout.search.boundaries import highest_entropy, take
 from sprout.search.play import Search
 from sprout.search.rounds import play_rounds, roots
 from sprout.tree import Attempt
@@ -66,32 +67,19 @@ def run_shepherd(search: Search, supervisor: Reviewer) -> None:
 
 
 def run_entropy(search: Search) -> None:
-    """Roots; then per round, unguided branches that resample the highest-entropy turns.
-
-    A turn's entropy is the mean per-token entropy of its reply; branching at
-    boundary `index - 1` asks the model for that turn again, from the same context.
-    """
+    """Roots; then per round, unguided branches that resample the highest-entropy turns of
+    the failed attempts (`boundaries.highest_entropy`), branch points not yet tried first."""
 
     def plan(number: int, size: int) -> list[BranchPlan]:
-        tried = {(a.parent_id, a.boundary) for a in search.attempts() if a.parent_id is not None}
-        scored = [
-            (turn.entropy, attempt.id, turn.index - 1)
-            for attempt in search.attempts()
-            if attempt.failed
-            for turn in search.tree.own_turns(attempt)
-            if turn.author == "actor" and turn.entropy is not None
-        ]
-        if not scored:
+        attempts = search.attempts()
+        tried = {(a.parent_id, a.boundary) for a in attempts if a.parent_id is not None}
+        ranked = highest_entropy(search.tree, [a for a in attempts if a.failed])
+        if not ranked:
             raise SearchError(
                 f"entropy: model {search.actor.model.name} returned no log-probabilities for "
                 "any turn; use a server that returns logprobs, or another --method"
             )
-        scored.sort(key=lambda item: (-item[0], item[1], item[2]))
-        fresh = [item for item in scored if (item[1], item[2]) not in tried] or scored
-        return [
-            BranchPlan(parent, boundary, None, f"turn {boundary + 1} has entropy {value:.3f}")
-            for value, parent, boundary in (fresh[i % len(fresh)] for i in range(size))
-        ]
+        return take(ranked, size, tried)
 
     play_rounds(search, plan)
 

@@ -10,10 +10,9 @@ Each task gets `roots` roots (default 2) and `children` children per root
 - Otherwise the children are *unguided*: they continue by themselves from a
   boundary of their root chosen by `method.selector`:
   `reviewer` (the reviewer's plan without its written turn; a root that passed
-  has nothing to review, so its boundaries come from the heuristic),
-  `heuristic` (`candidate_boundaries`: before the turns that touched the files
-  the failing tests name, else before the latest edits, then 0; no model call),
-  `uniform` (a boundary drawn uniformly from 0..last-1 with `method.seed`), or
+  has nothing to review, so its boundaries come from the heuristic), or one of
+  the pickers of `sprout.search.boundaries`: `heuristic` (the roles' candidate
+  boundaries; no model call), `uniform` (drawn from 0..last-1 with `method.seed`),
   `entropy` (before the highest-entropy actor turns; needs log-probabilities).
 
 Root k's children are round k, and so is the review that planned them. Like
@@ -24,9 +23,9 @@ recorded are reused, so a resumed run completes the same group.
 from __future__ import annotations
 
 import dataclasses
-import random
 
-from sprout.roles import Analyst, BranchPlan, Reviewer, candidate_boundaries
+from sprout.roles import Analyst, BranchPlan, Reviewer
+from sprout.search.boundaries import heuristic, highest_entropy, take, uniform
 from sprout.search.play import Search
 from sprout.search.rounds import roots as start_roots
 from sprout.search.schedules import SearchError, _analyse
@@ -79,54 +78,19 @@ def _plans(
         if guided:
             return list(review.plans)
         return [dataclasses.replace(plan, starting_turn=None) for plan in review.plans]
+    children = search.method.children
     if selector == "uniform":
-        return _uniform(search, root, number)
+        # the method's seed, the task and the root's position: the same draws on a resume
+        seed = f"{search.method.seed}:{search.task.id}:{number}"
+        return uniform(search.tree, root, children, seed)
     if selector == "entropy":
-        return _highest_entropy(search, root)
-    return _heuristic(search, root)
-
-
-def _cycle(root: Attempt, ranked: list[tuple[int, str]], size: int) -> list[BranchPlan]:
-    """`size` unguided plans over `ranked` (boundary, why), best first, cycling when short."""
-    return [
-        BranchPlan(root.id, boundary, None, why)
-        for boundary, why in (ranked[i % len(ranked)] for i in range(size))
-    ]
-
-
-def _heuristic(search: Search, root: Attempt) -> list[BranchPlan]:
-    found = candidate_boundaries(search.tree, search.task, root)
-    ranked = [(boundary, f"heuristic: candidate {n + 1}") for n, boundary in enumerate(found)]
-    return _cycle(root, ranked, search.method.children)
-
-
-def _uniform(search: Search, root: Attempt, number: int) -> list[BranchPlan]:
-    """Boundaries drawn uniformly from 0..last-1 (resuming after the last turn would only
-    follow a submission), seeded by the method's seed, the task and the root's position, so
-    a resumed run and a rerun draw the same ones."""
-    rng = random.Random(f"{search.method.seed}:{search.task.id}:{number}")
-    last = search.tree.last_index(root)
-    draws = [rng.randrange(max(last, 1)) for _ in range(search.method.children)]
-    return [BranchPlan(root.id, b, None, f"uniform: boundary {b} of 0..{last - 1}") for b in draws]
-
-
-def _highest_entropy(search: Search, root: Attempt) -> list[BranchPlan]:
-    """Resample the root's highest-entropy actor turns, highest first (as `run_entropy`)."""
-    scored = sorted(
-        (
-            (turn.entropy, turn.index - 1)
-            for turn in search.tree.own_turns(root)
-            if turn.author == "actor" and turn.entropy is not None
-        ),
-        key=lambda item: (-item[0], item[1]),
-    )
-    if not scored:
-        raise SearchError(
-            f"train-rollouts --selector entropy: model {search.actor.model.name} returned no "
-            f"log-probabilities for attempt {root.id}; use a server that returns logprobs, "
-            "or another --selector"
-        )
-    ranked = [
-        (boundary, f"turn {boundary + 1} has entropy {value:.3f}") for value, boundary in scored
-    ]
-    return _cycle(root, ranked, search.method.children)
+        ranked = highest_entropy(search.tree, [root])
+        if not ranked:
+            raise SearchError(
+                f"train-rollouts --selector entropy: model {search.actor.model.name} returned no "
+                f"log-probabilities for attempt {root.id}; use a server that returns logprobs, "
+                "or another --selector"
+            )
+    else:  # `heuristic`, and `reviewer` on a root that passed: it has nothing to review
+        ranked = heuristic(search.tree, search.task, root)
+    return take(ranked, children)
