@@ -5,7 +5,8 @@ A *root* is an attempt from checkpoint 0 with no starting turn (a method has
 together after the attempts before it have been played and verified (the
 `sprout` default is 4 then 3 branches: `method.rounds`). Schedules differ only
 in how a round is planned (`sprout.search.schedules`); the training schedule
-makes root k's children round k (`sprout.search.training`).
+makes root k's children round k (`sprout.search.training`). Both create a round's
+missing branches one way (`complete_round`).
 
 Both read the store first, so calling them again on the same store reuses the
 roots and branches already recorded: that is all `sprout run --resume` needs.
@@ -14,6 +15,7 @@ roots and branches already recorded: that is all `sprout run --resume` needs.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from sprout.roles import BranchPlan
 from sprout.search.methods import Method
@@ -50,15 +52,30 @@ def play_rounds(search: Search, plan: RoundPlanner) -> None:
         if not any(a.failed for a in attempts):
             return
         this_round = [a for a in attempts if a.kind == "branch" and a.round == number]
-        if len(this_round) < size:
-            for branch in plan(number, size)[len(this_round) : size]:
-                this_round.append(
-                    search.tree.branch(
-                        branch.parent_id,
-                        branch.boundary,
-                        branch.starting_turn,
-                        round=number,
-                        method=method.name,
-                    )
-                )
-        search.play(this_round)
+        search.play(complete_round(search, number, this_round, size, partial(plan, number, size)))
+
+
+def complete_round(
+    search: Search,
+    number: int,
+    existing: list[Attempt],
+    size: int,
+    plans: Callable[[], list[BranchPlan]],
+) -> list[Attempt]:
+    """Round `number`'s branches: the `existing` ones recorded already, then as many more as
+    make `size`, created from `plans()` past the first `len(existing)`. A resumed run so
+    creates only what it had not (its stored review gives the same plans in the same
+    order), and `plans` is called only when a branch is missing: it may ask the roles."""
+    if len(existing) >= size:
+        return existing
+    made = [
+        search.tree.branch(
+            plan.parent_id,
+            plan.boundary,
+            plan.starting_turn,
+            round=number,
+            method=search.method.name,
+        )
+        for plan in plans()[len(existing) : size]
+    ]
+    return [*existing, *made]

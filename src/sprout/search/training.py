@@ -23,10 +23,12 @@ recorded are reused, so a resumed run completes the same group.
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 
 from sprout.roles import Analyst, BranchPlan, Reviewer
 from sprout.search.boundaries import heuristic, highest_entropy, take, uniform
 from sprout.search.play import Search
+from sprout.search.rounds import complete_round
 from sprout.search.rounds import roots as start_roots
 from sprout.search.schedules import SearchError, _analyse
 from sprout.tree import Attempt
@@ -39,19 +41,8 @@ def run_training(search: Search, analyst: Analyst, reviewer: Reviewer) -> None:
     children: list[Attempt] = []
     for number, root in enumerate(roots, start=1):
         mine = [a for a in search.attempts() if a.parent_id == root.id]
-        wanted = search.method.children
-        if len(mine) < wanted:
-            for plan in _plans(search, root, number, guided, analyst, reviewer)[len(mine) : wanted]:
-                mine.append(
-                    search.tree.branch(
-                        plan.parent_id,
-                        plan.boundary,
-                        plan.starting_turn,
-                        round=number,
-                        method=search.method.name,
-                    )
-                )
-        children += mine
+        plans = partial(_plans, search, root, number, guided, analyst, reviewer)
+        children += complete_round(search, number, mine, search.method.children, plans)
     search.play(children)
 
 
