@@ -17,7 +17,6 @@ from pathlib import Path
 from sprout.rundb import RunDatabaseError
 from sprout.runfolder import RunFolder, RunFolderError
 from sprout.sandbox import SandboxError
-from sprout.rundb import RunDatabaseError
 from sprout.tree import CheckpointRef
 
 DEPTH = 3
