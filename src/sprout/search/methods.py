@@ -22,7 +22,7 @@ Schedule = Literal["pass@k", "sprout", "entropy", "shepherd", "train-rollouts"]
 MAX_K = 1024
 """The most roots pass@K takes: past it a run would not end in any useful time."""
 Selector = Literal["reviewer", "heuristic", "uniform", "entropy"]
-"""Who picks the boundary of an unguided training child (see `sprout.search.training`)."""
+"""Who picks the boundary of an unguided training child (see `sprout.search.train_rollouts`)."""
 SELECTORS: tuple[Selector, ...] = ("reviewer", "heuristic", "uniform", "entropy")
 
 

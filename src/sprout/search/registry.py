@@ -24,7 +24,7 @@ from sprout.search.methods import (
 from sprout.search.play import Search
 from sprout.search.schedule_roles import ScheduleRoles
 from sprout.search.schedules import run_entropy, run_pass_at_k, run_shepherd, run_sprout
-from sprout.search.training import run_training
+from sprout.search.train_rollouts import run_training
 
 
 @dataclass(frozen=True)

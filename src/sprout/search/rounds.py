@@ -5,7 +5,7 @@ A *root* is an attempt from checkpoint 0 with no starting turn (a method has
 together after the attempts before it have been played and verified (the
 `sprout` default is 4 then 3 branches: `method.rounds`). Schedules differ only
 in how a round is planned (`sprout.search.schedules`); the training schedule
-makes root k's children round k (`sprout.search.training`). Both create a round's
+makes root k's children round k (`sprout.search.train_rollouts`). Both create a round's
 missing branches one way (`complete_round`).
 
 Both read the store first, so calling them again on the same store reuses the
