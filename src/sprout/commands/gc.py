@@ -13,25 +13,30 @@ from sprout.commands.common import UsageError
 from sprout.images import shipped
 from sprout.sandbox import Freed, LayerStore, UnknownCheckpoint
 
+DESCRIPTION = (
+    "Without STORE: free the base layers of the machine's cache "
+    "(SPROUT_CACHE, default ~/.cache/sprout) that no run folder on this machine links and "
+    "nobody used for --keep-days, the task folders sprout run --ray shipped to this "
+    "machine that no running process uses and nobody used for --keep-days, with --orphan "
+    "the layers of run folders deleted with rm -rf (on sprout's store filesystem), and "
+    "with --images the images that neither a remaining base layer nor a run's own layer "
+    "store stands on, with the pulled blobs and shared layer chains no remaining image "
+    "uses. With STORE (a layer store, a link to one, or a run folder for its "
+    "layers/): free every layer that no checkpoint of the run that uses it (the sprout.db "
+    "beside it, or beside the link that uses it), of a --run, a named checkpoint, a --keep "
+    "or an open sandbox stacks on, and what killed processes left; a store no run is found "
+    "for is left whole unless given --run or --orphan. Refuses while a process uses the "
+    "store (a run, a shell, the viewer)."
+)
+"""`sprout gc --help`'s description: what is freed with and without STORE, and what is kept."""
+
 
 def add_parser(commands: Any) -> None:
     gc = commands.add_parser(
         "gc",
         help="free the machine's cache (images, base layers, shipped task folders) or a layer "
         "store's unused layers",
-        description="Without STORE: free the base layers of the machine's cache "
-        "(SPROUT_CACHE, default ~/.cache/sprout) that no run folder on this machine links and "
-        "nobody used for --keep-days, the task folders sprout run --ray shipped to this "
-        "machine that no running process uses and nobody used for --keep-days, with --orphan "
-        "the layers of run folders deleted with rm -rf (on sprout's store filesystem), and "
-        "with --images the images that neither a remaining base layer nor a run's own layer "
-        "store stands on, with the pulled blobs and shared layer chains no remaining image "
-        "uses. With STORE (a layer store, a link to one, or a run folder for its "
-        "layers/): free every layer that no checkpoint of the run that uses it (the sprout.db "
-        "beside it, or beside the link that uses it), of a --run, a named checkpoint, a --keep "
-        "or an open sandbox stacks on, and what killed processes left; a store no run is found "
-        "for is left whole unless given --run or --orphan. Refuses while a process uses the "
-        "store (a run, a shell, the viewer).",
+        description=DESCRIPTION,
     )
     gc.add_argument(
         "store", metavar="STORE", nargs="?", help="a layer store, or a run folder (its layers/)"

@@ -102,32 +102,7 @@ def results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
                 **({"incomplete": True} if row.get("incomplete") else {}),
                 **({"faults": row["faults"]} if row["faults"] else {}),
             }
-        pass_at_1 = [row["pass_at_1"] for row in rows if row["pass_at_1"] is not None]
-        resolved = sum(row["resolved"] for row in rows)
-        faults: dict[str, Any] = {}
-        sources: dict[str, Any] = {}
-        for row in rows:
-            _add_counts(faults, row["faults"])
-            _add_counts(sources, row["role_sources"])
-        summary[method] = {
-            "tasks": len(rows),
-            "resolved": resolved,
-            "resolve_rate": resolved / len(rows) if rows else 0.0,
-            "pass_at_1": sum(pass_at_1) / len(pass_at_1) if pass_at_1 else None,
-            "tokens": {
-                "spent": sum(row["tokens"]["spent"] for row in rows),
-                "prefix_once": sum(row["tokens"]["prefix_once"] for row in rows),
-                "estimated": any(row["tokens"]["estimated"] for row in rows),
-            },
-            "attempts": sum(row["attempts"] for row in rows),
-            "turns_executed": sum(row["turns_executed"] for row in rows),
-            "turns_reused": sum(row["turns_reused"] for row in rows),
-            "wall_s": round(sum(s["wall_s"] for s in mine), 3),
-            "errors": sum("error" in row for row in rows),
-            "incomplete": sum(bool(row.get("incomplete")) for row in rows),
-            "faults": faults,
-            "role_sources": sources,
-        }
+        summary[method] = _method_summary(rows, mine)
     isolation = tree.get_meta("isolation")
     warnings = tree.get_meta("task_warnings")
     images = tree.get_meta("images")
@@ -139,6 +114,37 @@ def results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
         **({"isolation": isolation} if isolation is not None else {}),
         **({"task_warnings": warnings} if warnings else {}),
         **({"images": images} if images else {}),
+    }
+
+
+def _method_summary(rows: list[dict[str, Any]], schedules: list[dict[str, Any]]) -> dict[str, Any]:
+    """One method's line of results.json's `methods`: its task rows (`task_result`) added up,
+    and the wall time of its `schedules`."""
+    pass_at_1 = [row["pass_at_1"] for row in rows if row["pass_at_1"] is not None]
+    resolved = sum(row["resolved"] for row in rows)
+    faults: dict[str, Any] = {}
+    sources: dict[str, Any] = {}
+    for row in rows:
+        _add_counts(faults, row["faults"])
+        _add_counts(sources, row["role_sources"])
+    return {
+        "tasks": len(rows),
+        "resolved": resolved,
+        "resolve_rate": resolved / len(rows) if rows else 0.0,
+        "pass_at_1": sum(pass_at_1) / len(pass_at_1) if pass_at_1 else None,
+        "tokens": {
+            "spent": sum(row["tokens"]["spent"] for row in rows),
+            "prefix_once": sum(row["tokens"]["prefix_once"] for row in rows),
+            "estimated": any(row["tokens"]["estimated"] for row in rows),
+        },
+        "attempts": sum(row["attempts"] for row in rows),
+        "turns_executed": sum(row["turns_executed"] for row in rows),
+        "turns_reused": sum(row["turns_reused"] for row in rows),
+        "wall_s": round(sum(s["wall_s"] for s in schedules), 3),
+        "errors": sum("error" in row for row in rows),
+        "incomplete": sum(bool(row.get("incomplete")) for row in rows),
+        "faults": faults,
+        "role_sources": sources,
     }
 
 

@@ -255,18 +255,9 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         task_id, sprout, toml_path, environment / "Dockerfile", environment, path, images
     )
 
-    solution_dir = subfolder(path / "solution", task_id, "the reference solution, solve.sh")
+    solution_dir, tests_dir = _solution_and_tests(path, task_id, sprout)
     script = optional_text(path / "solution" / "solve.sh", task_id)
     solution = split_solution(script, "/solution/solve.sh") if script is not None else ()
-    tests_dir = subfolder(path / "tests", task_id, "the hidden tests, test.sh")
-    for copied in (solution_dir, tests_dir):  # into sandboxes as they are
-        if copied is not None:
-            only_plain_files(copied, task_id)
-    if sprout.verifier_command is None and not has_file(path / "tests" / "test.sh", task_id):
-        raise TaskError(
-            f"{task_id}: {path / 'tests' / 'test.sh'}: missing, and task.toml sets no "
-            "sprout.verifier_command"
-        )
     networks = phase_networks(resources, agent, verifier)
     if sprout.network is not None:  # [sprout] network wins over Harbor's tables
         del networks["network"]
@@ -295,6 +286,25 @@ def load_native(path: str | Path, *, images: Mapping[str, str] | None = None) ->
         warnings=(*setting.warnings, *variables.warnings),
         prebuilt_image=_prebuilt(resources, toml_path, task_id),
     )
+
+
+def _solution_and_tests(
+    path: Path, task_id: str, sprout: SproutTable
+) -> tuple[Path | None, Path | None]:
+    """The task's `solution/` and `tests/` folders, each copied into sandboxes as it is (so
+    only plain files, folders and links inside it), and a verifier to run: `tests/test.sh`
+    unless `[sprout] verifier_command` names another."""
+    solution_dir = subfolder(path / "solution", task_id, "the reference solution, solve.sh")
+    tests_dir = subfolder(path / "tests", task_id, "the hidden tests, test.sh")
+    for copied in (solution_dir, tests_dir):
+        if copied is not None:
+            only_plain_files(copied, task_id)
+    if sprout.verifier_command is None and not has_file(path / "tests" / "test.sh", task_id):
+        raise TaskError(
+            f"{task_id}: {path / 'tests' / 'test.sh'}: missing, and task.toml sets no "
+            "sprout.verifier_command"
+        )
+    return solution_dir, tests_dir
 
 
 def _prebuilt(resources: EnvironmentTable, toml_path: Path, task_id: str) -> str | None:
