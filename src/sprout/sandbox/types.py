@@ -144,7 +144,7 @@ class SandboxConfig:
     workdir: str
     env: dict[str, str] = field(default_factory=dict)
     network: Network = True
-    """True: `public`; False: `none`; the hosts of an `allowlist` (sandbox/network.py)."""
+    """True: `public`; False: `none`; the hosts of an `allowlist` (sandbox/network/namespace.py)."""
     limits: Limits = field(default_factory=Limits)
     user_namespaces: bool = False
     """Let commands make user namespaces of their own (and mount inside them), as a task

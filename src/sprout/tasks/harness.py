@@ -64,7 +64,7 @@ def _allowed_host(entry: str) -> str:
 
 AllowedHosts = list[Annotated[str, Field(strict=True), AfterValidator(_allowed_host)]]
 """An allow-list's hosts: `name`, `*.domain` or an IPv4 address, each with an optional
-`:port` (sandbox/allowlist.py)."""
+`:port` (sandbox/network/policy.py)."""
 
 
 def _variable_name(name: str) -> str:

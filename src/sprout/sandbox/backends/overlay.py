@@ -108,7 +108,7 @@ class OverlayBackend:
         ).returncode
 
     def _network_fds(self, sandbox: OpenLayer) -> tuple[int, ...]:
-        """The sandbox's network namespace under its policy (sandbox/network.py), made at its
+        """The sandbox's network namespace under its policy (network/namespace.py), made at its
         first call: a sandbox that only seals, reads or forks pays nothing."""
         with self._network_lock:
             if self.network is None:
