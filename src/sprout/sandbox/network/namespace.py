@@ -18,7 +18,7 @@ Policies, as Harbor names them:
   this machine's own interfaces, and all IPv6 but loopback; DNS to any resolver is sent to
   the stack's, which asks this machine's resolver.
 - `allowlist`: `public` narrowed to the hosts a task names (network/policy.py). The
-  firewall sends every DNS packet to the sandbox's own resolver (sandbox/dns_filter.py),
+  firewall sends every DNS packet to the sandbox's own resolver (network/dns_filter.py),
   which refuses every other name and adds the addresses it answers with to the firewall's
   sets; every other address is refused, whatever the sandbox's /etc/hosts or resolv.conf
   say.

@@ -6,7 +6,7 @@ without one, every port of that host. Names are what Harbor's `allowed_hosts` li
 port narrows it further, as sandlock's and OpenShell's allow-lists do.
 
 The policy is enforced by address: a name's addresses are allowed once the sandbox's own
-resolver (sandbox/dns_filter.py) has answered for it. So an IP literal reaches only what an
+resolver (network/dns_filter.py) has answered for it. So an IP literal reaches only what an
 entry names, and an edited /etc/hosts or resolv.conf changes what the sandbox asks for, not
 what it may reach. An address in a range no policy reaches (loopback, private, link-local,
 this machine's own) stays refused even when listed: the refusal comes first.
