@@ -1,7 +1,5 @@
-"""The Ray clusters the tests of `sprout.cluster` run on: a head and two worker nodes on this
-machine (`ray.cluster_utils.Cluster`). Tests that leave the nodes alone share one
-(`shared_cluster`, made once per test process); a test that kills or removes a node gets
-its own (`cluster`), shut down after it."""
+"""The Ray cluster the tests of `sprout.cluster` run on: a head and two worker nodes on this
+machine (`ray.cluster_utils.Cluster`), each test's own, shut down after it."""
 
 from __future__ import annotations
 
@@ -21,23 +19,10 @@ Ray gives a node by default), so that a task's default reservation (its sandbox'
 memory limit) fits on every worker on any machine, one of 4 GB too."""
 
 
-TWO_WORKERS = [{"num_cpus": 1, "memory": WORKER_MEMORY}] * 2
-"""A head with no cores (nothing runs there) and two workers with one core each."""
-
-
 @pytest.fixture
 def cluster() -> Iterator[Any]:
-    """A cluster of TWO_WORKERS that this test alone uses, and may take nodes from."""
-    with cluster_of(TWO_WORKERS) as made:
-        yield made
-
-
-@pytest.fixture(scope="session")
-def shared_cluster() -> Iterator[Any]:
-    """A cluster of TWO_WORKERS for every test that leaves its nodes as they are: each
-    cluster costs 10-15 s to start on 2 cores, and a run on it keeps its stores in its own
-    test's folder, so one test's run cannot see another's."""
-    with cluster_of(TWO_WORKERS) as made:
+    """A head with no cores (nothing runs there) and two workers with one core each."""
+    with cluster_of([{"num_cpus": 1, "memory": WORKER_MEMORY}] * 2) as made:
         yield made
 
 
