@@ -20,15 +20,22 @@ SOURCE = Path(__file__).resolve().parents[1] / "src" / "sprout"
 EVERYTHING = {
     "agent", "cli", "commands", "cluster", "config", "durable", "edits", "errors", "fences",
     "images", "models", "pipeline", "records", "roles", "rundb", "runfolder", "sandbox",
-    "search", "task", "tasks", "templating", "train", "tree", "verify", "viewer", "workspace",
+    "search", "task", "tasks", "tasksandbox", "templating", "train", "tree", "verify", "viewer",
+    "workspace",
 }  # fmt: skip
-ABOVE_TASKS = {"agent", "models", "roles", "search", "train", "viewer", "rundb", "tree", "verify"}
+ABOVE_TASKS = {
+    "agent", "models", "roles", "search", "train", "viewer", "rundb", "tree", "verify",
+    "tasksandbox",
+}  # fmt: skip
 NEUTRAL = {"durable", "workspace", "errors"}
 """Leaves under every layer (durable writes and file locks; the actor's workspace protocol,
 which the sandbox implements; the one base of sprout's errors): they import nothing of
 sprout but the error base."""
 TREE_ONLY = {"models", "agent", "roles", "search", "train", "viewer", "verify", "tasks", "sandbox"}
 """What the rollout tree, its records and its store never import."""
+TASK_WORK = {"sandbox", "tasks", "verify", "task"}
+"""What a task's sandbox work is made of: its store and forks, its checkpoint 0, its verifier,
+the task model."""
 FORBIDDEN: dict[str, set[str]] = {
     "errors": EVERYTHING - {"errors"},
     "durable": EVERYTHING - {"durable", "errors"},
@@ -40,7 +47,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "models": {"sandbox", "tasks", "agent", "tree", "rundb", "search", "roles", "verify"},
     # the tree's verbs, not the store; a Workspace, not the sandbox
     "agent": {"rundb", "sandbox", "search", "roles", "train", "viewer"},
-    "verify": {"search", "roles", "agent", "models", "train", "viewer"},  # no search policy
+    # no search policy; the task-side service runs the verifier, not the other way
+    "verify": {"search", "roles", "agent", "models", "train", "viewer", "tasksandbox"},
     # no solution, no hidden tests, no commands: what a turn changed comes from the tree
     "roles": {"tasks", "verify", "search", "train", "viewer", "sandbox", "rundb"},
     "records": EVERYTHING - {"records", "workspace"},
@@ -48,8 +56,11 @@ FORBIDDEN: dict[str, set[str]] = {
     "rundb": TREE_ONLY | {"tree"},  # the tree calls the store, never the other way
     # schedules do not parse model text; the cluster's sandboxes are handed to search
     "search": {"cluster", "fences", "train", "viewer"},
+    # a task's sandbox work in one store, shared by search's local path and the cluster's
+    # actor: below both, so neither imports the other
+    "tasksandbox": EVERYTHING - {"tasksandbox"} - TASK_WORK - NEUTRAL,
     # a task's sandboxes on a node: the filesystem half, never the tree, models or search
-    "cluster": EVERYTHING - {"cluster", "sandbox", "tasks", "verify", "task", "images"} - NEUTRAL,
+    "cluster": EVERYTHING - {"cluster", "tasksandbox", "images"} - TASK_WORK - NEUTRAL,
     # no sandbox, no rollouts: it learns from the tree (the pipeline plays the rollouts)
     "train": {"viewer", "verify", "tasks", "sandbox", "rundb", "search", "runfolder"},
 }
@@ -67,7 +78,7 @@ NEVER_REACHED["models"] |= {"sandbox"}
 NEVER_REACHED["roles"] |= {"sandbox"}  # what a turn changed is read from the tree
 NEVER_REACHED["train"] |= {"sandbox"}  # it learns from the tree; it runs nothing
 CONTEXT_HALF = {"models", "agent", "roles", "train", "tree", "rundb", "records"}
-FILESYSTEM_HALF = {"sandbox", "images", "tasks", "verify", "cluster"}
+FILESYSTEM_HALF = {"sandbox", "images", "tasks", "verify", "tasksandbox", "cluster"}
 """docs/architecture.md's two halves of a checkpoint: they meet only above both (search,
 the run folder, the pipeline, the command line); the actor reaches a sandbox through the
 `Workspace` protocol alone."""

@@ -29,18 +29,17 @@ from sprout.sandbox import (
     ReplayTurn,
     SandboxError,
     SandboxFork,
-    SandboxWorkspace,
-    rebuild,
 )
 from sprout.task import Task
-from sprout.tasks import base_checkpoint, solution_checkpoint
-from sprout.verify import Verdict, run_verifier
+from sprout.tasksandbox import TaskSandboxService
+from sprout.verify import Verdict
 from sprout.workspace import CheckpointLost, Sealed, WorkspaceError
 
 
 class TaskHost:
     """A layer store at `store`, the forks of one task in it, and at most `slots` commands
-    (set-up, calls, verifier) running at once: what Ray reserved for it, no more."""
+    (set-up, calls, verifier) running at once: what Ray reserved for it, no more. What a
+    store does for a task on any machine is `TaskSandboxService`'s; this adds the node's."""
 
     def __init__(
         self,
@@ -77,26 +76,23 @@ class TaskHost:
         self._linking = threading.Lock()
         """Held while layers are linked into the store (a base lent from the machine's cache,
         a dead node's layers adopted): linking checks for each link, then makes it."""
-        self._rebuilding = threading.Lock()
-        """Held while lost checkpoints are rebuilt here: two attempts on one lost path must
-        not make the same layer twice."""
+        self._service = TaskSandboxService(
+            self.store, have=self._can_have, slots=self._slots, linking=self._linking
+        )
 
     def where(self) -> tuple[str, str]:
         """(this node's id, this store's path): where the task now lives."""
         return self.node, self.store.path
 
     def base(self, task: Task, replays: bool) -> str:
-        """Checkpoint 0 of `task` in this node's store (see `LocalSandboxes.base`)."""
-        task = self._here(task)
-        with self._slots, self._linking:
-            base = base_checkpoint(task, self.store)
-            return solution_checkpoint(task, self.store, base) if replays else base
+        """Checkpoint 0 of `task` in this node's store (see `TaskSandboxService.base`)."""
+        return self._service.base(self._here(task), replays=replays)
 
     def fork(self, checkpoint: str) -> str:
         """A new fork of `checkpoint`; returns its id for the calls below."""
         self._have(checkpoint)
         stack = ExitStack()
-        fork = stack.enter_context(SandboxWorkspace(self.store).fork(checkpoint))
+        fork = stack.enter_context(self._service.workspace().fork(checkpoint))
         fork_id = uuid.uuid4().hex
         with self._lock:
             self._forks[fork_id] = (stack, fork)
@@ -124,17 +120,14 @@ class TaskHost:
         task = self._here(task)
         self._have(base)
         self._have(checkpoint)
-        with self._slots:
-            return run_verifier(task, self.store, checkpoint, base)
+        return self._service.verify(task, checkpoint, base)
 
     def rebuild(
         self, base: str, old_base: str, turns: Sequence[ReplayTurn], timeout: float
     ) -> Rebuilt:
-        """Lost checkpoints made again here (see `sprout.sandbox.replay.rebuild`), from the
-        deepest one this node can still adopt or ship; one rebuild at a time, so that two
-        attempts on one lost path never make the same layer twice."""
-        with self._rebuilding, self._slots:
-            return rebuild(self.store, base, old_base, turns, timeout, self._can_have)
+        """Lost checkpoints made again here, from the deepest one this node can still adopt
+        or ship (see `TaskSandboxService.rebuild`)."""
+        return self._service.rebuild(base, old_base, turns, timeout)
 
     def _can_have(self, checkpoint: str) -> bool:
         try:

@@ -3,20 +3,19 @@
 `sprout run` plays schedules, keeps the tree and writes `sprout.db` in one process;
 the sandbox work of each task can happen elsewhere. `LocalSandboxes` does it in the
 run folder's own layer store, on this machine; `sprout.cluster.RaySandboxes` does it
-on a node of a Ray cluster. Search only knows this protocol, so it never imports
-the cluster's code.
+on a node of a Ray cluster; both hand the work to `sprout.tasksandbox`. Search only
+knows this protocol, so it never imports the cluster's code.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Protocol
 
-from sprout.sandbox import LayerStore, Rebuilt, ReplayTurn, SandboxWorkspace, rebuild, sealed_in
+from sprout.sandbox import LayerStore, Rebuilt, ReplayTurn
 from sprout.task import Task
-from sprout.tasks import base_checkpoint, solution_checkpoint
-from sprout.verify import Verdict, run_verifier
+from sprout.tasksandbox import TaskSandboxService
+from sprout.verify import Verdict
 from sprout.workspace import Workspace
 
 
@@ -60,31 +59,29 @@ class TaskSandboxes(Protocol):
 
 class LocalSandboxes:
     """The run folder's layer store on this machine: today's threads, and `sprout run`'s
-    default."""
+    default. The work itself is `TaskSandboxService`'s, which a cluster node's actor shares."""
 
     def __init__(self, layers: LayerStore) -> None:
         self.layers = layers
-        self._rebuilding = threading.Lock()
+        self._service = TaskSandboxService(layers)
 
     def base(self, task: Task, *, replays: bool) -> str:
         """Checkpoint 0, built in (or lent to) the run's store."""
-        base = base_checkpoint(task, self.layers)
-        return solution_checkpoint(task, self.layers, base) if replays else base
+        return self._service.base(task, replays=replays)
 
     def workspace(self, task: Task) -> Workspace:
-        return SandboxWorkspace(self.layers)
+        return self._service.workspace()
 
     def verify(self, task: Task, checkpoint: str, base: str) -> Verdict:
-        return run_verifier(task, self.layers, checkpoint, base)
+        return self._service.verify(task, checkpoint, base)
 
     def rebuild(
         self, task: Task, base: str, old_base: str, turns: Sequence[ReplayTurn], timeout: float
     ) -> Rebuilt:
-        """Checkpoints made again in the run's store, one rebuild at a time (two attempts on
-        one lost path must not make a layer twice). Nothing frees a running run's layers on
-        one machine, so only a store changed by hand ever asks for this."""
-        with self._rebuilding:
-            return rebuild(self.layers, base, old_base, turns, timeout, sealed_in(self.layers))
+        """Checkpoints made again in the run's store, one rebuild at a time. Nothing frees a
+        running run's layers on one machine, so only a store changed by hand ever asks for
+        this."""
+        return self._service.rebuild(base, old_base, turns, timeout)
 
     def moves(self, task: Task) -> int:
         """Never: this machine is the run's."""

@@ -1,0 +1,64 @@
+"""`TaskSandboxService`: what a layer store does for a run's tasks, on any machine."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+
+from sprout.sandbox import LayerStore, Rebuilt, ReplayTurn, SandboxWorkspace, rebuild, sealed_in
+from sprout.task import Task
+from sprout.tasks import base_checkpoint, solution_checkpoint
+from sprout.verify import Verdict, run_verifier
+
+
+class TaskSandboxService:
+    """Checkpoint 0, the verifier, rebuilds and forks of tasks in the layer store `store`.
+
+    `have` tells a rebuild which checkpoints it may start from (default: those sealed in
+    `store`; a node's host also adopts or ships them from stores the task used before).
+    `slots` is held by each command the service runs (a task's set-up, the verifier, a
+    rebuild) and `linking` while checkpoint 0 is set up: a node's host runs no more
+    commands than Ray reserved for it, and links layers into its store one at a time. On
+    this machine neither holds anything."""
+
+    def __init__(
+        self,
+        store: LayerStore,
+        *,
+        have: Callable[[str], bool] | None = None,
+        slots: AbstractContextManager[object] | None = None,
+        linking: AbstractContextManager[object] | None = None,
+    ) -> None:
+        self.store = store
+        self._have = sealed_in(store) if have is None else have
+        self._slots = nullcontext() if slots is None else slots
+        self._linking = nullcontext() if linking is None else linking
+        self._rebuilding = threading.Lock()
+        """Held while lost checkpoints are rebuilt: two attempts on one lost path must not
+        make the same layer twice."""
+
+    def base(self, task: Task, *, replays: bool) -> str:
+        """Checkpoint 0 of `task`, built in (or lent to) the store; with the solution at
+        /solution when the model `replays` it."""
+        with self._slots, self._linking:
+            base = base_checkpoint(task, self.store)
+            return solution_checkpoint(task, self.store, base) if replays else base
+
+    def workspace(self) -> SandboxWorkspace:
+        """Where the actor's forks of the store's checkpoints run."""
+        return SandboxWorkspace(self.store)
+
+    def verify(self, task: Task, checkpoint: str, base: str) -> Verdict:
+        """The verifier on a throw-away fork of `checkpoint` (see `sprout.verify.run_verifier`)."""
+        with self._slots:
+            return run_verifier(task, self.store, checkpoint, base)
+
+    def rebuild(
+        self, base: str, old_base: str, turns: Sequence[ReplayTurn], timeout: float
+    ) -> Rebuilt:
+        """Lost checkpoints of `turns` made again in the store, from the deepest one `have`
+        finds (see `sprout.sandbox.replay.rebuild`); one rebuild at a time, and a rebuild
+        waiting for its turn holds no slot the task's other commands could use."""
+        with self._rebuilding, self._slots:
+            return rebuild(self.store, base, old_base, turns, timeout, self._have)
