@@ -1,6 +1,11 @@
-"""Shared fixtures: layer stores for each backend, a minimal root filesystem, process scans,
-and the world (layer store, SQLite store, tree, a task's checkpoint) the actor, role and tree
-tests play in.
+"""The suite's pytest plugin and the fixtures tests of every folder use: layer stores for each
+backend, a minimal root filesystem, process scans, the world (layer store, SQLite store,
+tree, a task's checkpoint) the actor, role and tree tests play in, and, from tests/support,
+the fixtures of more than one folder (the tiny model, a machine cache with an image).
+
+As a plugin it runs the root tests on a store filesystem of the suite's own, holds every
+test to the run invariant (each checkpoint a run references still opens), and fails a whole
+run that never collected a test module on disk.
 
 Sandbox tests need kernel overlayfs and namespaces. Where the machine lacks
 them they skip with the reason, except under SPROUT_REQUIRE_SANDBOX=1 (set by
@@ -10,15 +15,10 @@ sandbox and so fails instead.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
 import secrets
 import shutil
-import signal
-import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,9 +26,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from sprout.sandbox import LayerStore
-from sprout.sandbox.jail.modes import overlay_unavailable_reason
-from tests.run_invariant import run_folders, unopened_checkpoints
-from tests.suite_cache import (
+from tests.support.processes import ProcessWatch
+from tests.support.requirements import require_host_image, require_overlay
+from tests.support.rootfs import build_rootfs
+from tests.support.run_invariant import run_folders, unopened_checkpoints
+from tests.support.suite_cache import (
     SUITE_STORE_SIZE,
     make_suite_cache,
     mount_without_barriers,
@@ -36,12 +38,14 @@ from tests.suite_cache import (
     store_fs_unavailable_reason,
     unmount_store_filesystems,
 )
+from tests.support.tiny_model import tiny_model_path  # noqa: F401  (a fixture)
+from tests.support.tool_image import tool_cache  # noqa: F401  (a fixture)
 
 if TYPE_CHECKING:
-    from tests.agent.helpers import World
+    from tests.support.world import World
 
 _SUITE_CACHE: Path | None = None
-"""The suite's own machine cache, where its store filesystem is (tests/suite_cache.py)."""
+"""The suite's own machine cache, where its store filesystem is (tests/support/suite_cache.py)."""
 _STORE_FS_NOTE = ""
 
 
@@ -82,7 +86,8 @@ def pytest_report_header(config: pytest.Config) -> str:
 @pytest.fixture(autouse=True)
 def _every_checkpoint_still_opens(request: pytest.FixtureRequest) -> Iterator[None]:
     """After each test, every checkpoint of each run folder it made still opens
-    (tests/run_invariant.py), unless it is marked `checkpoints_elsewhere` with its reason."""
+    (tests/support/run_invariant.py), unless it is marked `checkpoints_elsewhere` with its
+    reason."""
     yield
     tmp_path = request.node.funcargs.get("tmp_path")
     if tmp_path is None or request.node.get_closest_marker("checkpoints_elsewhere"):
@@ -126,27 +131,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     missing = sorted(on_disk - _COLLECTED)
     if missing:
         raise pytest.UsageError(f"test modules pytest never collected: {', '.join(missing)}")
-
-
-ROOTFS_TOOLS = ("env", "ls", "cat", "mkdir", "rm", "echo", "mv", "ln", "sleep", "stat", "chmod")
-"""Programs copied into the minimal root filesystem, besides /bin/sh."""
-
-
-def require_overlay() -> None:
-    """Skip (or, under SPROUT_REQUIRE_SANDBOX=1, fail) when the overlay backend cannot run."""
-    reason = overlay_unavailable_reason()
-    if reason is None:
-        return
-    if os.environ.get("SPROUT_REQUIRE_SANDBOX") == "1":
-        pytest.fail(f"SPROUT_REQUIRE_SANDBOX=1 but the overlay sandbox cannot run: {reason}")
-    pytest.skip(f"overlay sandbox unavailable: {reason}")
-
-
-def require_host_image() -> None:
-    """The `host` image is an overlay of this machine's root, which only root can mount."""
-    require_overlay()
-    if os.geteuid() != 0:
-        pytest.skip("the host image needs root; test_rootless.py covers unprivileged users")
 
 
 @pytest.fixture
@@ -193,7 +177,7 @@ def world(overlay_store: LayerStore, tmp_path: Path, world_files: dict[str, str]
     """A task whose /workspace holds `world_files`, over the host image, with its run's
     SQLite store and tree (skips, or fails under SPROUT_REQUIRE_SANDBOX=1, where the overlay
     sandbox cannot run)."""
-    from tests.agent.helpers import make_world  # only the tests that play in a world need it
+    from tests.support.world import make_world  # only the tests that play in a world need it
 
     return make_world(overlay_store, tmp_path, files=world_files)
 
@@ -204,87 +188,12 @@ def marker() -> str:
     return f"1000.{secrets.randbelow(10**12):012d}"
 
 
-class ProcessWatch:
-    """Finds processes by a marker in their command line, from the host's /proc.
-
-    Whatever still matches a marker it was asked about is killed (by pid) when
-    the test ends, so a failing test leaves nothing running.
-    """
-
-    def __init__(self) -> None:
-        self.texts: set[str] = set()
-
-    def matching(self, text: str) -> list[int]:
-        """Pids of live (non-zombie) processes whose command line contains `text`."""
-        found = []
-        needle = text.encode()
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) == os.getpid():
-                continue
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                    cmdline = handle.read()
-            except OSError:
-                continue
-            if needle in cmdline:
-                found.append(int(entry))
-        self.texts.add(text)
-        return found
-
-    def survivors(self, text: str, grace_s: float = 3.0) -> list[int]:
-        """Processes with `text` still alive after `grace_s` (the kernel tears a PID namespace
-        down asynchronously, so a killed process may linger for a moment)."""
-        deadline = time.monotonic() + grace_s
-        while True:
-            found = self.matching(text)
-            if not found or time.monotonic() >= deadline:
-                return found
-            time.sleep(0.05)
-
-    def kill_all(self) -> None:
-        """Kill what still matches (a fresh scan, so a recycled pid is never hit)."""
-        for text in self.texts:
-            for pid in self.matching(text):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-
-
 @pytest.fixture
 def procs() -> Iterator[ProcessWatch]:
     """A `ProcessWatch` that kills what it found alive when the test ends."""
     watch = ProcessWatch()
     yield watch
     watch.kill_all()
-
-
-def _shared_libraries(program: str) -> list[str]:
-    output = subprocess.run(["ldd", program], capture_output=True, text=True).stdout
-    return re.findall(r"(/\S+) \(0x[0-9a-f]+\)", output)
-
-
-def build_rootfs(root: Path, extra: tuple[str, ...] = ()) -> None:
-    """A minimal root filesystem: dash as /bin/sh, a few coreutils (and the `extra` programs)
-    and their libraries."""
-    for sub in ("bin", "lib", "lib64", "usr/bin", "etc", "proc", "dev", "tmp", "root"):
-        (root / sub).mkdir(parents=True, exist_ok=True)
-    programs = {"sh": shutil.which("dash") or "/bin/sh"}
-    for tool in (*ROOTFS_TOOLS, *extra):
-        found = shutil.which(tool)
-        if found is None:
-            pytest.skip(f"{tool} is not installed on this machine; the minimal rootfs needs it")
-        programs[tool] = found
-    libraries: set[str] = set()
-    for name, program in programs.items():
-        shutil.copy(os.path.realpath(program), root / "bin" / name)
-        libraries.update(_shared_libraries(program))
-    for library in libraries:
-        target = root / library.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(os.path.realpath(library), target)
-    (root / "usr/bin/env").symlink_to("/bin/env")
-    (root / "etc/hostname").write_text("image\n")
-    (root / "tmp").chmod(0o1777)
-    subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
 
 
 @pytest.fixture(scope="session")

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import ast
 import importlib
-from pathlib import Path
 
 import pytest
 
 from sprout.cli import main
 from sprout.errors import BAD_INPUT, SproutError
+from tests.support.repo_paths import SPROUT_SOURCE
 
-SOURCE = Path(__file__).resolve().parents[1] / "src" / "sprout"
 SIGNALS = {
     "sprout.agent.ending.AttemptEnded",
     "sprout.agent.ending.Interrupted",
@@ -29,8 +28,8 @@ call is retried, a role falls back, a run halts): never shown to a user as an er
 def exception_classes() -> list[str]:
     """Every class in src/sprout whose name or bases say it is an exception."""
     found = []
-    for path in sorted(SOURCE.rglob("*.py")):
-        module = ".".join(path.relative_to(SOURCE.parent).with_suffix("").parts)
+    for path in sorted(SPROUT_SOURCE.rglob("*.py")):
+        module = ".".join(path.relative_to(SPROUT_SOURCE.parent).with_suffix("").parts)
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.ClassDef):
                 bases = {ast.unparse(base) for base in node.bases}

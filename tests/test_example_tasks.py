@@ -19,17 +19,17 @@ from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task
 from sprout.tasks import base_checkpoint, load_tasks
 from sprout.verify import run_verifier
-from tests.conftest import require_host_image
+from tests.support.repo_paths import EXAMPLE_TASKS
+from tests.support.requirements import require_host_image
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
-LOADED = load_tasks([EXAMPLES])
+LOADED = load_tasks([EXAMPLE_TASKS])
 TASKS = {task.id: task for task in LOADED.tasks}
 
 
 def test_the_examples_load_and_are_shaped_for_the_demo():
     assert LOADED.errors == []
     assert len(TASKS) >= 8
-    listed = (EXAMPLES / "README.md").read_text()
+    listed = (EXAMPLE_TASKS / "README.md").read_text()
     for task in TASKS.values():
         assert f"`{task.id}`" in listed, f"{task.id} is missing from examples/tasks/README.md"
         assert not task.network and task.results == "junit"

@@ -23,9 +23,10 @@ from sprout.runfolder import RunFolder
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.tasks import base_checkpoint, load_native
 from sprout.tree import CheckpointRef
-from tests.conftest import ProcessWatch, require_host_image
-from tests.images.test_bases import cache, make_task  # noqa: F401 (a fixture)
-from tests.taskfolders import TRAPPED, two_edits_task
+from tests.support.processes import ProcessWatch
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import TRAPPED, two_edits_task
+from tests.support.tool_image import greet_task
 
 SPROUT = [sys.executable, "-m", "sprout.cli"]
 
@@ -181,7 +182,7 @@ def test_gc_refuses_while_the_run_is_live_and_resume_sweeps_the_killed_verifier(
 
 @pytest.mark.sandbox
 def test_gc_images_keeps_an_image_a_runs_own_store_stands_on(
-    cache: ImageCache,  # noqa: F811 (the fixture)
+    tool_cache: ImageCache,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -190,13 +191,13 @@ def test_gc_images_keeps_an_image_a_runs_own_store_stands_on(
     builds its own over the image, which the cache's stores know nothing of. `gc --images`
     keeps the image while that store is on the machine, says why under --dry-run, and frees
     it once the run is gone."""
-    task = load_native(make_task(tmp_path / "tasks"))
+    task = load_native(greet_task(tmp_path / "tasks"))
     with monkeypatch.context() as other_ids:
         other_ids.setenv("SPROUT_ID_RANGE", "1200000000:65536")
         run = LayerStore(tmp_path / "run" / "layers")
     base = base_checkpoint(task, run)
     assert shared_store(run) is None, "the base layer is the run's own"
-    [image] = cache.images()
+    [image] = tool_cache.images()
     assert stores_by_image() == {image.digest: [run.path]}
 
     assert main(["gc", "--keep-days", "0", "--images", "--dry-run"]) == 0
@@ -207,22 +208,22 @@ def test_gc_images_keeps_an_image_a_runs_own_store_stands_on(
         "(--dry-run: nothing was freed)\n"
     )
     assert main(["gc", "--keep-days", "0", "--images"]) == 0
-    assert cache.images() == [image]
+    assert tool_cache.images() == [image]
     with Sandbox.fork(run, base) as sandbox:
         assert sandbox.run("cat twice").output == "hello\nhello\n"
 
     shutil.rmtree(tmp_path / "run")
     assert main(["gc", "--keep-days", "0", "--images", "-v"]) == 0
     assert f"  image {image.digest}\n" not in capsys.readouterr().out
-    assert cache.images() == [image], "deleted or moved: nothing here can tell"
+    assert tool_cache.images() == [image], "deleted or moved: nothing here can tell"
     assert main(["gc", "--keep-days", "0", "--images", "--orphan", "-v"]) == 0
     assert f"  image {image.digest}\n" in capsys.readouterr().out
-    assert cache.images() == [] and stores_by_image() == {}, "the gone run's note is dropped"
+    assert tool_cache.images() == [] and stores_by_image() == {}, "the gone run's note is dropped"
 
 
 def on_the_store_filesystem(run_dir: Path) -> str:
     """The real path of the run's store, which the suite's default keeps on sprout's store
-    filesystem as every root user's (tests/suite_cache.py)."""
+    filesystem as every root user's (tests/support/suite_cache.py)."""
     layers = run_dir / "layers"
     if not layers.is_symlink():
         pytest.skip("the suite runs without the store filesystem here (see its report header)")

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-SOURCE = Path(__file__).resolve().parents[1] / "src" / "sprout"
+from tests.support.repo_paths import SPROUT_SOURCE
+
 EVERYTHING = {
     "agent", "cli", "commands", "cluster", "config", "durable", "edits", "errors", "fences",
     "images", "models", "pipeline", "records", "roles", "rundb", "runfolder", "sandbox",
@@ -105,17 +106,19 @@ def imports(path: Path) -> list[tuple[str, str | None]]:
 
 def unit(path: Path) -> str:
     """The package a source file belongs to (or its own name, for a top-level module)."""
-    return path.relative_to(SOURCE).with_suffix("").parts[0]
+    return path.relative_to(SPROUT_SOURCE).with_suffix("").parts[0]
 
 
-SOURCES = sorted(p for p in SOURCE.rglob("*.py") if p.name != "__init__.py" or p.parent != SOURCE)
+SOURCES = sorted(
+    p for p in SPROUT_SOURCE.rglob("*.py") if p.name != "__init__.py" or p.parent != SPROUT_SOURCE
+)
 
 
 def test_every_package_is_known():
     assert {unit(p) for p in SOURCES} - {"__init__"} == EVERYTHING
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(SOURCE)))
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(SPROUT_SOURCE)))
 def test_imports_follow_the_layers(path: Path):
     mine = unit(path)
     for module, _ in imports(path):
@@ -131,7 +134,7 @@ def test_imports_follow_the_layers(path: Path):
 
 
 def module_of(path: Path) -> str:
-    parts = path.relative_to(SOURCE.parent).with_suffix("").parts
+    parts = path.relative_to(SPROUT_SOURCE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -139,7 +142,7 @@ def module_of(path: Path) -> str:
 def import_graph() -> dict[str, list[str]]:
     """Each sprout module -> the sprout modules it imports: `from package import module`
     imports the module (its package's `__init__` runs first, which `chain_to` follows)."""
-    modules = {module_of(p): p for p in SOURCE.rglob("*.py")}
+    modules = {module_of(p): p for p in SPROUT_SOURCE.rglob("*.py")}
     return {
         name: [
             f"{module}.{what}" if f"{module}.{what}" in modules else module
@@ -247,7 +250,7 @@ def test_the_tree_is_the_only_writer():
     """Only the tree holds the store (the run folder opens it and hands it over): everything
     else reads and writes the run through the tree's verbs."""
     holders = {
-        path.relative_to(SOURCE).as_posix()
+        path.relative_to(SPROUT_SOURCE).as_posix()
         for path in SOURCES
         if ("sprout.rundb", "RunDatabase") in imports(path)
     }
@@ -258,7 +261,7 @@ def test_the_tree_is_the_only_writer():
             reads = [
                 n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "_store"
             ]
-            assert not reads, f"{path.relative_to(SOURCE)} reaches into the tree's store"
+            assert not reads, f"{path.relative_to(SPROUT_SOURCE)} reaches into the tree's store"
 
 
 def test_only_the_tree_and_the_run_folder_import_the_store():
@@ -266,7 +269,7 @@ def test_only_the_tree_and_the_run_folder_import_the_store():
     hands it over): search, the viewer and the rest reach the run, and its
     `RunDatabaseError`, only through the tree, so its schema can change under one caller."""
     importers = {
-        path.relative_to(SOURCE).as_posix()
+        path.relative_to(SPROUT_SOURCE).as_posix()
         for path in SOURCES
         if unit(path) not in ONLY_FROM_THE_COMMAND_LINE | {"rundb"}
         and any(module.split(".")[1] == "rundb" for module, _ in imports(path))
@@ -278,7 +281,7 @@ def test_outside_the_sandbox_only_its_api_is_imported():
     """`sprout.sandbox` is the sandbox's one surface: a module elsewhere in src/sprout that
     imports one of its sub-packages or modules would pin the sandbox's inside in place."""
     reaching_in = [
-        f"{path.relative_to(SOURCE)}: {module}"
+        f"{path.relative_to(SPROUT_SOURCE)}: {module}"
         for path in SOURCES
         if unit(path) != "sandbox"
         for module, _ in imports(path)

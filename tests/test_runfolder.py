@@ -17,7 +17,7 @@ import pytest
 from sprout.cli import main
 from sprout.rundb import RunDatabaseError
 from sprout.runfolder import RunFolder, RunFolderError
-from tests.taskfolders import two_edits_task
+from tests.support.taskfolders import two_edits_task
 
 
 def error_lines(err: str) -> list[str]:

@@ -28,8 +28,8 @@ from sprout.sandbox.jail.processes import process_start
 from sprout.tasks import load_native
 from sprout.verify import diagnose
 from sprout.verify.types import TestResult
-from tests.conftest import require_host_image
-from tests.taskfolders import CALC_SOLVE, FIXED, calc_task
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import CALC_SOLVE, FIXED, calc_task
 
 
 @pytest.fixture

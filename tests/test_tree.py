@@ -20,15 +20,8 @@ from sprout.tree import (
     boundary_problem,
     passes,
 )
-from tests.agent.helpers import (
-    LISTING,
-    ScriptedModel,
-    World,
-    bash,
-    dumps,
-    reply,
-    submit,
-)
+from tests.support.scripted_model import ScriptedModel, bash, dumps, reply, submit
+from tests.support.world import LISTING, World
 
 
 @pytest.fixture

@@ -11,16 +11,8 @@ from sprout.agent import ActorConfig
 from sprout.models import TokenLogprob, ToolCall
 from sprout.sandbox import Limits
 from sprout.tree import Attempt
-from tests.agent.helpers import (
-    FakeClock,
-    ScriptedModel,
-    SlowModel,
-    World,
-    bash,
-    make_world,
-    reply,
-    submit,
-)
+from tests.support.scripted_model import FakeClock, ScriptedModel, SlowModel, bash, reply, submit
+from tests.support.world import World, make_world
 
 pytestmark = pytest.mark.sandbox
 

@@ -10,8 +10,9 @@ import pytest
 from sprout.agent import ActorConfig
 from sprout.models.config import ModelConfig
 from sprout.models.openai_client import OpenAIModel
-from tests.agent.helpers import World, bash, submit
-from tests.models.chat_server import ChatServer, Reply, completion_body
+from tests.support.chat_server import ChatServer, Reply, completion_body
+from tests.support.scripted_model import bash, submit
+from tests.support.world import World
 
 pytestmark = pytest.mark.sandbox
 

@@ -10,7 +10,7 @@ from sprout.agent import Actor, ActorConfig
 from sprout.rundb import RunDatabase
 from sprout.sandbox import LayerStore, SandboxWorkspace
 from sprout.tree import RolloutTree
-from tests.agent.helpers import ScriptedModel, bash
+from tests.support.scripted_model import ScriptedModel, bash
 
 CUSTOM = """
 [actor]

@@ -19,7 +19,7 @@ from sprout.roles.touched import turn_files
 from sprout.rundb import RunDatabase
 from sprout.tree import RolloutTree
 from sprout.workspace import Change, Sealed, WorkspaceError
-from tests.agent.helpers import ScriptedModel, bash, submit
+from tests.support.scripted_model import ScriptedModel, bash, submit
 
 Files = dict[str, str]
 

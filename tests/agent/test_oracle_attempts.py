@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sprout.models.oracle import Noise, OracleModel, OracleNoiseModel, Step
-from tests.agent.helpers import World
+from tests.support.world import World
 
 STEPS = [
     Step("mkdir -p pkg && touch pkg/__init__.py"),

@@ -15,11 +15,12 @@ from sprout.agent import Actor
 from sprout.rundb import RunDatabase
 from sprout.sandbox import LayerStore, Sandbox, SandboxWorkspace
 from sprout.tree import RolloutTree
-from tests.agent.helpers import ScriptedModel, World, bash, dumps, make_world, submit
+from tests.support.repo_paths import REPO
+from tests.support.scripted_model import ScriptedModel, bash, dumps, submit
+from tests.support.world import World, make_world
 
 pytestmark = pytest.mark.sandbox
 
-REPO = Path(__file__).resolve().parents[2]
 
 CHILD = """
 import os
@@ -29,7 +30,7 @@ from sprout.agent import Actor
 from sprout.sandbox import LayerStore, SandboxWorkspace
 from sprout.rundb import RunDatabase
 from sprout.tree import RolloutTree
-from tests.agent.helpers import ScriptedModel, bash
+from tests.support.scripted_model import ScriptedModel, bash
 
 run, layers, attempt_id = sys.argv[2], sys.argv[3], int(sys.argv[4])
 marker = os.environ["SLEEP_MARKER"]  # not in argv: only the sleeping call shows it

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import require_host_image
-from tests.sandbox.conftest import NOBODY, as_nobody
-from tests.taskfolders import calc_task
+from tests.support.nobody import NOBODY, as_nobody
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import calc_task
 
 from sprout.cli import main
 

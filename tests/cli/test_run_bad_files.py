@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.cli.test_tasks_check import swebench_with_a_pipe_in_its_clone
-from tests.conftest import require_host_image
-from tests.taskfolders import calc_task
+from tests.support.requirements import require_host_image
+from tests.support.swebench_records import swebench_with_a_pipe_in_its_clone
+from tests.support.taskfolders import calc_task
 
 from sprout.cli import main
 

@@ -6,18 +6,17 @@ import os
 import pty
 import select
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from tests.support.repo_paths import SPROUT
 
 from sprout.agent import Actor
 from sprout.models import Choice, Completion
 from sprout.runfolder import RunFolder
 from sprout.sandbox import Sandbox, SandboxWorkspace
 
-SPROUT = str(Path(sys.executable).with_name("sprout"))
 pytestmark = pytest.mark.sandbox
 
 
@@ -58,7 +57,11 @@ def run_folder(overlay_store, tmp_path) -> Path:
 
 def shell(run: Path, ref: str, stdin: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [SPROUT, "shell", str(run), ref], input=stdin, capture_output=True, text=True, timeout=60
+        [str(SPROUT), "shell", str(run), ref],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -97,7 +100,7 @@ def test_not_a_run_folder(tmp_path):
 def test_interactive_on_a_terminal(run_folder):
     pid, fd = pty.fork()
     if pid == 0:
-        os.execv(SPROUT, [SPROUT, "shell", str(run_folder), "1:1"])
+        os.execv(SPROUT, [str(SPROUT), "shell", str(run_folder), "1:1"])
     os.write(fd, b"echo answer=$((6*7)); cat greeting; exit\n")
     seen = b""
     deadline = time.monotonic() + 30

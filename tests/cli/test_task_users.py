@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.conftest import require_host_image
-from tests.taskfolders import write_task
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import write_task
 
 from sprout.cli import main
 

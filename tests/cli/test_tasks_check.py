@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -12,9 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import ProcessWatch, require_host_image
-from tests.search.running import release
-from tests.taskfolders import CALC_SOLVE, CALC_TEST_SH, FIXED, calc_task, write_task
+from tests.support.processes import ProcessWatch
+from tests.support.requirements import require_host_image
+from tests.support.run_watch import release
+from tests.support.swebench_records import swebench_with_a_pipe_in_its_clone
+from tests.support.taskfolders import CALC_SOLVE, CALC_TEST_SH, FIXED, calc_task, write_task
 
 from sprout.cli import main
 
@@ -119,19 +120,6 @@ def test_an_unknown_path_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_workers_must_be_positive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert check(str(tmp_path), "--workers", "0") == 2
     assert capsys.readouterr().err == "sprout tasks check: --workers 0: expected at least 1\n"
-
-
-def swebench_with_a_pipe_in_its_clone(root: Path) -> tuple[Path, Path]:
-    """A SWE-bench file whose one task loads but cannot be set up: its clone's .git holds a
-    named pipe, found when set-up copies the clone. Returns (the file, the repos folder)."""
-    from tests.tasks.test_swebench import make_repo, record
-
-    repos = root / "repos"
-    made = make_repo(repos)
-    os.mkfifo(repos / "acme__calc" / ".git" / "pipe")
-    path = root / "swe.jsonl"
-    path.write_text(json.dumps(record(made)) + "\n")
-    return path, repos
 
 
 @pytest.mark.sandbox

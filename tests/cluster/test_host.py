@@ -9,7 +9,7 @@ import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.workspace import WorkspaceError
-from tests.conftest import require_host_image
+from tests.support.requirements import require_host_image
 
 pytest.importorskip("ray", reason="sprout.cluster needs Ray: pip install 'sprout-rl[dist]'")
 from sprout.cluster.host import TaskHost  # after the skip: it needs Ray

@@ -22,7 +22,7 @@ from sprout.sandbox import LayerStore
 from sprout.sandbox.replay import sealed_in
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.tasks import load_native
-from tests.taskfolders import two_edits_task
+from tests.support.taskfolders import two_edits_task
 
 ray = pytest.importorskip("ray", reason="sprout.cluster needs Ray: pip install 'sprout-rl[dist]'")
 from sprout.cluster import RaySandboxes  # noqa: E402

@@ -19,8 +19,9 @@ from sprout.commands.ray_options import ray_memory
 from sprout.runfolder import RunFolder
 from sprout.task import Task
 from sprout.workspace import WorkspaceError
-from tests.cluster.conftest import GIB, cluster_of
-from tests.cluster.test_ray_runs import EXAMPLES, SPROUT, finished, placements
+from tests.support.ray_cluster import GIB, cluster_of
+from tests.support.ray_runs import finished, placements
+from tests.support.repo_paths import EXAMPLE_TASKS, SPROUT
 
 pytest.importorskip("ray.cluster_utils", reason="--ray needs Ray: pip install 'sprout-rl[dist]'")
 
@@ -76,8 +77,9 @@ def test_a_reservation_no_node_has_is_one_line_naming_what_to_change() -> None:
 def run_on(cluster: Any, out: Path, tasks: list[str], *options: str) -> subprocess.Popen[str]:
     """`sprout run` of the example `tasks` on `cluster`, pass@1 with the trap model."""
     args = [
-        "run", *(str(EXAMPLES / name) for name in tasks), "--model", "oracle-noise:errors=trap",
-        "--method", "pass@1", "--workers", "4", "--quiet", "--out", str(out),
+        "run", *(str(EXAMPLE_TASKS / name) for name in tasks),
+        "--model", "oracle-noise:errors=trap", "--method", "pass@1", "--workers", "4", "--quiet",
+        "--out", str(out),
         "--ray", cluster.address, "--ray-store", f"{out}.stores/{{node}}", *options,
     ]  # fmt: skip
     return subprocess.Popen(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -23,13 +22,10 @@ from sprout.runfolder import RunFolder, RunFolderError
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.tree import RunDatabaseError
 from sprout.viewer.turns import turn_detail
+from tests.support.ray_runs import TASKS, finished, placements, sealed_in, shape
+from tests.support.repo_paths import SPROUT
 
 pytest.importorskip("ray.cluster_utils", reason="--ray needs Ray: pip install 'sprout-rl[dist]'")
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
-TASKS = [str(EXAMPLES / "blog-slugs"), str(EXAMPLES / "invoice-rounding")]
-SPROUT = Path(sys.executable).parent / "sprout"
-RUN_TIMEOUT_S = 400
 
 
 def run_args(out: Path) -> list[str]:
@@ -50,52 +46,6 @@ def finish(process: subprocess.Popen[bytes]) -> str:
     code, output = finished(process)
     assert code == 0, output[-3000:]
     return output
-
-
-def finished(
-    process: subprocess.Popen[bytes] | subprocess.Popen[str], timeout: float = RUN_TIMEOUT_S
-) -> tuple[int, str]:
-    """The run's exit code and output, once it ended within `timeout` seconds (killed and
-    failed otherwise)."""
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        output, _ = process.communicate()
-        pytest.fail(f"the run outlived {timeout} s:\n{_text(output)[-3000:]}")
-    return process.returncode, _text(output)
-
-
-def _text(output: bytes | str) -> str:
-    return output.decode() if isinstance(output, bytes) else output
-
-
-def shape(out: Path) -> dict[tuple[str, str], list[tuple[str, str, float | None]]]:
-    """Per (task, method): each attempt's kind, status and reward, oldest first."""
-    run = RunFolder.open(out)
-    try:
-        found: dict[tuple[str, str], list[tuple[str, str, float | None]]] = {}
-        for attempt in run.tree.attempts():
-            key = (attempt.task_id, attempt.method)
-            found.setdefault(key, []).append((attempt.kind, attempt.status, attempt.reward))
-        return found
-    finally:
-        run.close()
-
-
-def placements(out: Path) -> list[dict[str, Any]]:
-    run = RunFolder.open(out)
-    try:
-        meta = run.tree.get_meta("ray")
-    finally:
-        run.close()
-    return [] if meta is None else list(meta["placements"])
-
-
-def sealed_in(store: str, checkpoint: str) -> bool:
-    """Whether `checkpoint` was sealed in `store` (not adopted there from another one)."""
-    diff = LayerStore(store).diff_dir(checkpoint)  # a capped layer's: a link into s/ID/u
-    return os.path.isdir(diff) and os.path.realpath(diff).startswith(os.path.realpath(store) + "/")
 
 
 def turns_by_store(out: Path, stores: list[str]) -> dict[int, list[str]]:

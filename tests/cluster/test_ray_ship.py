@@ -18,7 +18,7 @@ ray = pytest.importorskip("ray", reason="sprout.cluster needs Ray: pip install '
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: E402
 
 from sprout.cluster.sandboxes import _HostActor  # noqa: E402
-from tests.cluster.test_ship import files_of  # noqa: E402
+from tests.support.file_tree import files_of  # noqa: E402
 
 
 def workers(cluster: Any) -> list[Any]:

@@ -4,35 +4,17 @@ whiteouts and opaque directories that hide what lies below."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
-from tests.conftest import require_host_image
+from tests.support.file_tree import files_of
+from tests.support.requirements import require_host_image
 
 pytest.importorskip("ray", reason="sprout.cluster needs Ray: pip install 'sprout-rl[dist]'")
 from sprout.cluster.ship import pack, unpack  # after the skip: it needs Ray
-
-
-def files_of(store: LayerStore, layer_id: str) -> dict[str, tuple[int, int, int, str]]:
-    """Every entry of a layer's directory: mode, owner, group and content hash (or link)."""
-    root = os.path.realpath(store.diff_dir(layer_id))
-    found = {}
-    for folder, dirs, names in os.walk(root):
-        for name in dirs + names:
-            path = os.path.join(folder, name)
-            info = os.lstat(path)
-            if os.path.islink(path):
-                body = "->" + os.readlink(path)
-            elif os.path.isfile(path):
-                body = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-            else:
-                body = ",".join(sorted(os.listxattr(path, follow_symlinks=False)))
-            found[os.path.relpath(path, root)] = (info.st_mode, info.st_uid, info.st_gid, body)
-    return found
 
 
 @pytest.mark.sandbox

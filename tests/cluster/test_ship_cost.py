@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sprout.sandbox import LayerStore
-from tests.conftest import require_host_image
+from tests.support.requirements import require_host_image
 
 ray = pytest.importorskip("ray", reason="sprout.cluster needs Ray: pip install 'sprout-rl[dist]'")
 from sprout.cluster import join, leave  # noqa: E402  after the skip: it needs Ray

@@ -23,8 +23,8 @@ from sprout.task import TaskError
 from sprout.tasks import load_native
 from sprout.tasks.digest import Digest, folder_entries
 from sprout.workspace import WorkspaceError
-from tests.conftest import require_host_image
-from tests.taskfolders import TWO_EDITS_TEST, two_edits_task
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import TWO_EDITS_TEST, two_edits_task
 
 ray = pytest.importorskip("ray", reason="sprout.cluster needs Ray: pip install 'sprout-rl[dist]'")
 from sprout.cluster import task_ship  # noqa: E402  (after the skip: it needs Ray)
@@ -38,7 +38,7 @@ from sprout.cluster.task_ship import (  # noqa: E402
     relocated,
     unpack,
 )
-from tests.cluster.test_ray_runs import TASKS, shape  # noqa: E402
+from tests.support.ray_runs import TASKS, shape  # noqa: E402
 
 ENTRIES = [".", "run.sh", "data", "data/x.txt", "latest"]
 CANARY = "a harmless canary, 7f3a\n"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,30 +18,26 @@ import pytest
 
 from sprout.cli import main
 from sprout.runfolder import RunFolder
-from tests.cluster.test_ray_runs import placements, sealed_in
-from tests.taskfolders import two_edits_task
-from tests.train.conftest import tiny_model_path
-from tests.train.test_train_loop import COIN
+from tests.support.ray_runs import placements, sealed_in
+from tests.support.repo_paths import SPROUT
+from tests.support.taskfolders import two_edits_task
+from tests.support.train_command import COIN
+from tests.support.train_command import train_args as small_train_args
 
 pytest.importorskip("ray.cluster_utils", reason="--ray needs Ray: pip install 'sprout-rl[dist]'")
 
-__all__ = ["tiny_model_path"]  # the training tests' fixture, used here too
-SPROUT = Path(sys.executable).parent / "sprout"
 TRAIN_TIMEOUT_S = 300
 
 
-def train_args(tmp_path: Path, model: str, steps: int) -> list[str]:
-    """Minimal steps of `tests/train/test_train_loop.py`: 2 roots, 1 child each, 2 turns."""
-    return [
-        "train", "--model", model, "--tasks", str(tmp_path / "tasks"), "--steps", str(steps),
-        "--out", str(tmp_path / "run"), "--max-turns", "2", "--max-new-tokens", "12",
-        "--children", "1", "--workers", "2", "--lr", "1e-3", "--quiet",
-    ]  # fmt: skip
+def train_args(tmp_path: Path, model: Path, steps: int, *extra: str) -> list[str]:
+    """The training tests' small `sprout train` (2 roots, 1 child each, 2 turns), two
+    rollouts at a time: one a worker node's core."""
+    return small_train_args(tmp_path, model, "--workers", "2", *extra, steps=steps)
 
 
 def train_on(cluster: Any, tmp_path: Path, model: Path, steps: int, *extra: str) -> str:
     """`sprout train` on `cluster`, each node's store under TMP/stores; its output."""
-    args = [*train_args(tmp_path, f"hf/{model}", steps), *extra]
+    args = train_args(tmp_path, model, steps, *extra)
     args += ["--ray", cluster.address, "--ray-store", f"{tmp_path}/stores/{{node}}"]
     try:
         done = subprocess.run(
@@ -112,7 +107,7 @@ def refused_resume_leaves_the_cluster(cluster: Any, tmp_path: Path, model: Path)
     """A resume refused on the cluster (other settings) is exit 2 and leaves the cluster."""
     import ray
 
-    args = [*train_args(tmp_path, f"hf/{model}", 3), "--resume", "--lr", "5e-4"]
+    args = train_args(tmp_path, model, 3, "--resume", "--lr", "5e-4")
     assert main([*args, "--ray", cluster.address]) == 2
     assert not ray.is_initialized(), "the driver left the cluster"
 
@@ -169,5 +164,5 @@ def command_args(command: str, tmp_path: Path) -> list[str]:
     """`sprout run` or `sprout train` on one task into TMP/run, with nothing of --ray yet."""
     two_edits_task(tmp_path / "tasks", "coin")
     if command == "train":
-        return train_args(tmp_path, f"hf/{tmp_path / 'no-model-needed'}", 1)
+        return train_args(tmp_path, tmp_path / "no-model-needed", 1)
     return ["run", str(tmp_path / "tasks"), "--model", "oracle", "--out", str(tmp_path / "run")]

@@ -1,4 +1,4 @@
-"""The registry fixtures of the pull tests (tests/images/registry_world.py)."""
+"""The registry fixtures of the pull tests (tests/support/registry_world.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from sprout.images import ImageCache
 from sprout.images.blobs import blob_dir
 from sprout.images.chains import chain_dir
-from tests.images.registry_world import Registry, needs_registry, running_registry
+from tests.support.registry_world import Registry, needs_registry, running_registry
 
 
 @pytest.fixture

@@ -13,42 +13,16 @@ from sprout.images import ImageCache, network
 from sprout.images.bases import shared_store
 from sprout.images.gc import collect
 from sprout.images.network import CA_BUNDLE
-from sprout.images.oci import import_image
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.tasks import base_checkpoint, load_native
-from tests.conftest import require_host_image
-from tests.images.test_oci import docker_save, rootfs_layer
-from tests.taskfolders import write_task
+from tests.support.tool_image import TOOL_IMAGE, greet_task
 
 pytestmark = pytest.mark.sandbox
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minimal_rootfs: Path) -> ImageCache:
-    """A machine cache of its own, holding the minimal root filesystem as `acme/tool:1`."""
-    require_host_image()
-    monkeypatch.setenv("SPROUT_CACHE", str(tmp_path / "machine-cache"))
-    tarball = docker_save(tmp_path / "image.tar", [rootfs_layer(minimal_rootfs)])
-    import_image(tarball, "acme/tool:1")
-    return ImageCache()
-
-
-def make_task(root: Path, toml: str = 'version = "1.0"\n') -> Path:
-    return write_task(
-        root,
-        "greet",
-        instruction="Greet.\n",
-        toml=toml,
-        dockerfile="FROM acme/tool:1\nWORKDIR /app\nCOPY hello.txt .\n"
-        "RUN cat hello.txt hello.txt > twice\n",
-        environment={"hello.txt": "hello\n"},
-        tests={"test.sh": "exit 0\n"},
-    )
-
-
-def test_two_runs_share_one_build_of_a_base_layer(cache: ImageCache, tmp_path: Path):
-    task = load_native(make_task(tmp_path / "tasks"))
-    assert task.image == "acme/tool:1" and task.warnings == ()
+def test_two_runs_share_one_build_of_a_base_layer(tool_cache: ImageCache, tmp_path: Path):
+    task = load_native(greet_task(tmp_path / "tasks"))
+    assert task.image == TOOL_IMAGE and task.warnings == ()
     first, second = LayerStore(tmp_path / "run-a" / "layers"), LayerStore(tmp_path / "run-b")
     base = base_checkpoint(task, first)
     assert base_checkpoint(task, second) == base, "the second run linked the first one's build"
@@ -74,8 +48,8 @@ def test_two_runs_share_one_build_of_a_base_layer(cache: ImageCache, tmp_path: P
     assert {layer.id for layer in machine.layers()} == built
 
 
-def test_concurrent_runs_wait_for_one_build(cache: ImageCache, tmp_path: Path):
-    task = load_native(make_task(tmp_path / "tasks"))
+def test_concurrent_runs_wait_for_one_build(tool_cache: ImageCache, tmp_path: Path):
+    task = load_native(greet_task(tmp_path / "tasks"))
     stores = [LayerStore(tmp_path / f"run-{i}") for i in range(3)]
     found: list[str] = []
     threads = [
@@ -88,8 +62,8 @@ def test_concurrent_runs_wait_for_one_build(cache: ImageCache, tmp_path: Path):
     assert len(found) == 3 and len(set(found)) == 1
 
 
-def test_a_host_task_keeps_its_base_layer_in_its_own_run(cache: ImageCache, tmp_path: Path):
-    folder = make_task(tmp_path / "tasks")
+def test_a_host_task_keeps_its_base_layer_in_its_own_run(tool_cache: ImageCache, tmp_path: Path):
+    folder = greet_task(tmp_path / "tasks")
     (folder / "task.toml").write_text('version = "1.0"\n[sprout]\nimage = "host"\n')
     store = LayerStore(tmp_path / "run")
     base_checkpoint(load_native(folder), store)
@@ -97,10 +71,10 @@ def test_a_host_task_keeps_its_base_layer_in_its_own_run(cache: ImageCache, tmp_
     assert machine is not None and machine.layers() == []
 
 
-def test_gc_keeps_what_runs_link_and_frees_the_rest(cache: ImageCache, tmp_path: Path):
+def test_gc_keeps_what_runs_link_and_frees_the_rest(tool_cache: ImageCache, tmp_path: Path):
     from sprout.cli import main
 
-    task = load_native(make_task(tmp_path / "tasks"))
+    task = load_native(greet_task(tmp_path / "tasks"))
     run_a, run_b = tmp_path / "run-a", tmp_path / "run-b"
     base = base_checkpoint(task, LayerStore(run_a / "layers"))
     base_checkpoint(task, LayerStore(run_b / "layers"))
@@ -108,7 +82,7 @@ def test_gc_keeps_what_runs_link_and_frees_the_rest(cache: ImageCache, tmp_path:
     assert machine is not None
     assert collect(keep_days=0).bases == 0, "both runs link it"
     shutil.rmtree(run_a)
-    [digest] = [image.digest for image in cache.images()]
+    [digest] = [image.digest for image in tool_cache.images()]
     kept = {digest: "base layers of the machine's cache stand on it"}
     done = collect(keep_days=0, images=True)
     assert (done.bases, done.images, done.kept_images) == (0, [], kept), "run b links it"
@@ -121,24 +95,24 @@ def test_gc_keeps_what_runs_link_and_frees_the_rest(cache: ImageCache, tmp_path:
     assert main(["gc", "--keep-days", "0", "--images"]) == 0
     assert machine.layers() != [], "deleted or moved: the runs' stores may still be used"
     assert main(["gc", "--keep-days", "0", "--images", "--orphan"]) == 0
-    assert machine.layers() == [] and cache.images() == []
+    assert machine.layers() == [] and tool_cache.images() == []
 
 
-def test_gc_leaves_images_that_a_base_layer_stands_on(cache: ImageCache, tmp_path: Path):
-    base_checkpoint(load_native(make_task(tmp_path / "tasks")), LayerStore(tmp_path / "run"))
+def test_gc_leaves_images_that_a_base_layer_stands_on(tool_cache: ImageCache, tmp_path: Path):
+    base_checkpoint(load_native(greet_task(tmp_path / "tasks")), LayerStore(tmp_path / "run"))
     done = collect(keep_days=0, images=True)
-    assert done.images == [] and [image.names for image in cache.images()] == [("acme/tool:1",)]
+    assert done.images == [] and [image.names for image in tool_cache.images()] == [(TOOL_IMAGE,)]
 
 
 def test_a_base_layer_trusts_what_this_machine_trusts(
-    cache: ImageCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tool_cache: ImageCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     """A mirror or proxy that re-signs TLS has its own authority: set-up steps and verifiers
     reach it only if the base layer's bundle holds it besides the image's own."""
     proxy_ca = b"-----BEGIN CERTIFICATE-----\nUFJPWFk=\n-----END CERTIFICATE-----\n"
     (tmp_path / "machine.pem").write_bytes(proxy_ca)
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "machine.pem"))
-    base = base_checkpoint(load_native(make_task(tmp_path / "tasks")), LayerStore(tmp_path / "r"))
+    base = base_checkpoint(load_native(greet_task(tmp_path / "tasks")), LayerStore(tmp_path / "r"))
     store = LayerStore(tmp_path / "r")
     bundle = store.read(base, "/etc/ssl/certs/ca-certificates.crt")
     assert bundle is not None and proxy_ca.strip() in bundle
@@ -147,7 +121,7 @@ def test_a_base_layer_trusts_what_this_machine_trusts(
 
 
 def test_the_agent_gets_the_machines_index_settings_and_still_no_network(
-    cache: ImageCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tool_cache: ImageCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     """The agent's pip and uv ask the registry the machine asks (a task with no network
     gets the same variables, which reach nothing), never with a token of sprout's own
@@ -161,7 +135,7 @@ def test_the_agent_gets_the_machines_index_settings_and_still_no_network(
         'version = "1.0"\n[sprout]\nnetwork = false\n'
         'env = { UV_DEFAULT_INDEX = "https://own.example" }\n'
     )
-    task = load_native(make_task(tmp_path / "tasks", toml))
+    task = load_native(greet_task(tmp_path / "tasks", toml))
     store = LayerStore(tmp_path / "run")
     with Sandbox.fork(store, base_checkpoint(task, store)) as agent:
         env = dict(
@@ -179,7 +153,7 @@ def test_the_agent_gets_the_machines_index_settings_and_still_no_network(
 
 
 def test_a_base_layer_is_built_again_only_when_what_its_set_up_saw_changes(
-    cache: ImageCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tool_cache: ImageCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     resolv = tmp_path / "resolv.conf"
     resolv.write_text("nameserver 10.0.0.1\n")
@@ -187,7 +161,7 @@ def test_a_base_layer_is_built_again_only_when_what_its_set_up_saw_changes(
     bundle.write_bytes(b"-----BEGIN CERTIFICATE-----\nT05F\n-----END CERTIFICATE-----\n")
     monkeypatch.setattr(network, "RESOLV_CONF", resolv)
     monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
-    task = load_native(make_task(tmp_path / "tasks"))
+    task = load_native(greet_task(tmp_path / "tasks"))
     store = LayerStore(tmp_path / "run")
     base = base_checkpoint(task, store)
     assert base_checkpoint(task, LayerStore(tmp_path / "other")) == base, "nothing changed"

@@ -16,8 +16,8 @@ from sprout.images import ImageCache
 from sprout.images.chains import chain_dir
 from sprout.images.pull import pull
 from sprout.sandbox import LayerStore, Sandbox
-from tests.conftest import build_rootfs
-from tests.images.registry_world import BASE, Layout, Registry, layer_blob, push_app, tree_blob
+from tests.support.registry_world import BASE, Layout, Registry, layer_blob, push_app, tree_blob
+from tests.support.rootfs import build_rootfs
 
 
 def special_layer(entries: list[tarfile.TarInfo]) -> tuple[bytes, str]:

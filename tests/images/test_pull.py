@@ -17,14 +17,7 @@ from sprout.images import ImageCache, ImageError
 from sprout.images.blobs import blob_dir
 from sprout.images.pull import pull
 from sprout.images.skopeo import RegistryUnreachable
-from tests.images.registry_world import (
-    BASE,
-    Layout,
-    Registry,
-    cutting_proxy,
-    layer_blob,
-    push_app,
-)
+from tests.support.registry_world import BASE, Layout, Registry, cutting_proxy, layer_blob, push_app
 
 
 def cache_state(cache: ImageCache) -> dict[str, bytes]:

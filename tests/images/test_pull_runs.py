@@ -15,9 +15,10 @@ from sprout.cli import main
 from sprout.images import ImageCache
 from sprout.tasks import load_tasks
 from sprout.tasks.image_choice import ChosenImages, choose_task_images
-from tests.conftest import build_rootfs, require_overlay
-from tests.images.registry_world import Layout, Registry, layer_blob, tree_blob
-from tests.taskfolders import write_task
+from tests.support.registry_world import Layout, Registry, layer_blob, tree_blob
+from tests.support.requirements import require_overlay
+from tests.support.rootfs import build_rootfs
+from tests.support.taskfolders import write_task
 
 TEST_SH = """#!/bin/sh
 mkdir -p /logs/verifier

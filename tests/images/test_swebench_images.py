@@ -18,8 +18,9 @@ from sprout.cli import main
 from sprout.task import SweBenchGrading
 from sprout.tasks import load_tasks
 from sprout.verify.swebench_grading import grade
-from tests.conftest import build_rootfs, require_overlay
-from tests.images.registry_world import Layout, Registry, layer_blob, tree_blob
+from tests.support.registry_world import Layout, Registry, layer_blob, tree_blob
+from tests.support.requirements import require_overlay
+from tests.support.rootfs import build_rootfs
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 GOLD = """diff --git a/calc.py b/calc.py

@@ -10,7 +10,7 @@ import pytest
 from sprout.models import ModelError
 from sprout.models.config import ModelConfig
 from sprout.models.openai_client import OpenAIModel
-from tests.models.chat_server import ChatServer, Reply, completion_body
+from tests.support.chat_server import ChatServer, Reply, completion_body
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 

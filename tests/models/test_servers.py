@@ -9,7 +9,6 @@ import json
 import socket
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -18,8 +17,9 @@ from sprout.models.config import ModelConfig
 from sprout.models.http_json import JsonServer
 from sprout.models.openai_client import OpenAIModel
 from sprout.models.resolve import resolve_model
-from tests.loopback import loopback
-from tests.models.chat_server import ChatServer, Reply
+from tests.support.chat_server import ChatServer, Reply
+from tests.support.loopback import loopback
+from tests.support.repo_paths import EXAMPLE_TASKS
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 
@@ -178,8 +178,7 @@ def test_sprout_run_refuses_a_bad_server_list_before_the_run_folder(tmp_path, ca
     from sprout.cli import main
 
     out = tmp_path / "run"
-    examples = Path(__file__).resolve().parents[2] / "examples" / "tasks"
-    argv = ["run", str(examples / "blog-slugs"), "--model", "openai/m", "--out", str(out)]
+    argv = ["run", str(EXAMPLE_TASKS / "blog-slugs"), "--model", "openai/m", "--out", str(out)]
     assert main([*argv, "--base-url", "http://127.0.0.1:1/v1,"]) == 2
     assert "--base-url (an empty entry)" in capsys.readouterr().err
     assert not out.exists()

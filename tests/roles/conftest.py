@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.models.chat_server import ChatServer
-from tests.roles.helpers import FILES
+from tests.support.chat_server import ChatServer
+from tests.support.role_inputs import FILES
 
 
 @pytest.fixture

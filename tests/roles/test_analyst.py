@@ -11,9 +11,10 @@ from sprout.models import ModelError
 from sprout.roles import Analysis, Analyst, RoleError
 from sprout.roles.output import MAX_REPLY_CHARS
 from sprout.tree import Attempt
-from tests.agent.helpers import World, bash, submit
-from tests.models.chat_server import ChatServer, Reply, completion_body
-from tests.roles.helpers import answer, calls, finish, model_for, task_for
+from tests.support.chat_server import ChatServer, Reply, completion_body
+from tests.support.role_inputs import answer, calls, finish, model_for, task_for
+from tests.support.scripted_model import bash, submit
+from tests.support.world import World
 
 pytestmark = pytest.mark.sandbox
 

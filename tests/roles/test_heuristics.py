@@ -6,8 +6,9 @@ from sprout.roles import Analysis, candidate_boundaries
 from sprout.roles.heuristics import heuristic_review, traceback_files, warning_turn
 from sprout.roles.touched import turn_files
 from sprout.tree import Attempt
-from tests.agent.helpers import ScriptedModel, World, bash, submit
-from tests.roles.helpers import diagnostics, finish, task_for
+from tests.support.role_inputs import diagnostics, finish, task_for
+from tests.support.scripted_model import ScriptedModel, bash, submit
+from tests.support.world import World
 
 PYTEST_LOG = """\
     def test_double():

@@ -16,9 +16,9 @@ from sprout.roles import Analyst, Reviewer
 from sprout.roles.touched import turn_files
 from sprout.runfolder import RunFolder
 from sprout.tasks import load_native
-from tests.conftest import require_host_image
-from tests.models.chat_server import ChatServer, Reply, completion_body
-from tests.taskfolders import TRAPPED, two_edits_task
+from tests.support.chat_server import ChatServer, Reply, completion_body
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import TRAPPED, two_edits_task
 
 pytestmark = pytest.mark.sandbox
 

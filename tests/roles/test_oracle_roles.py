@@ -17,9 +17,9 @@ from sprout.roles.touched import turn_files
 from sprout.task import SolutionStep, Task
 from sprout.tree import Attempt
 from sprout.verify import run_verifier
-from tests.agent.helpers import World
-from tests.roles.helpers import calls
-from tests.taskfolders import write_files
+from tests.support.role_inputs import calls
+from tests.support.taskfolders import write_files
+from tests.support.world import World
 
 pytestmark = pytest.mark.sandbox
 

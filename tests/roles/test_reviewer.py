@@ -11,9 +11,10 @@ from sprout.models import ModelError
 from sprout.roles import Analysis, BranchPlan, Review, Reviewer, RoleError
 from sprout.roles.heuristics import warning_turn
 from sprout.tree import Attempt
-from tests.agent.helpers import ScriptedModel, World, bash, submit
-from tests.models.chat_server import ChatServer, Reply
-from tests.roles.helpers import answer, calls, finish, model_for, task_for
+from tests.support.chat_server import ChatServer, Reply
+from tests.support.role_inputs import answer, calls, finish, model_for, task_for
+from tests.support.scripted_model import ScriptedModel, bash, submit
+from tests.support.world import World
 
 pytestmark = pytest.mark.sandbox
 

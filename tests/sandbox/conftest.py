@@ -1,45 +1,20 @@
-"""Fixtures the sandbox tests share. Running sandboxes as an unprivileged user: the tests
-run as root and switch to `nobody` for a small script that prints what it saw as JSON.
-A btrfs filesystem of a test's own (a store whose files clone, with quotas or not)."""
+"""Fixtures the sandbox tests share: what sandboxes run as `nobody` need (a home, an
+environment, a folder and an image of its own; tests/support/nobody.py runs them), and a
+btrfs or XFS filesystem of a test's own (a store whose files clone, with quotas or not)."""
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_host_image
-from tests.sandbox.net_world import World, make_world
-
-NOBODY = 65534
-
-
-def switch_user_prefix() -> list[str]:
-    """The command prefix that runs a program as `nobody`, or a skip."""
-    if os.geteuid() != 0:
-        pytest.skip("switching to an unprivileged user needs root")
-    if shutil.which("setpriv"):
-        return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-    if shutil.which("su"):
-        return ["su", "nobody", "-s", "/bin/sh", "-c"]
-    pytest.skip("neither setpriv nor su is installed")
-
-
-def as_nobody(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    prefix = switch_user_prefix()
-    if prefix[0] == "su":
-        assignments = [f"{k}={v}" for k, v in env.items()]
-        argv = [*prefix, shlex.join(["env", "-i", *assignments, *argv])]
-    else:
-        argv = [*prefix, *argv]
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+from tests.support.net_world import World, make_world
+from tests.support.nobody import NOBODY, as_nobody
+from tests.support.requirements import require_host_image
 
 
 @pytest.fixture(scope="module")
@@ -77,12 +52,6 @@ def nobody_dir(shared_tmp: Path, request: pytest.FixtureRequest) -> Path:
     return path
 
 
-def run_script(script: str, args: list[str], env: dict[str, str]) -> str:
-    result = as_nobody([sys.executable, "-c", script, *args], env)
-    assert result.returncode == 0, f"the script failed as nobody:\n{result.stderr}"
-    return result.stdout
-
-
 @pytest.fixture
 def own_image(nobody_dir: Path, minimal_rootfs: Path) -> Path:
     """The user's own image: with one uid mapped, files of other owners are read-only inside."""
@@ -90,11 +59,6 @@ def own_image(nobody_dir: Path, minimal_rootfs: Path) -> Path:
     shutil.copytree(minimal_rootfs, image, symlinks=True)
     subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(image)], check=True)
     return image
-
-
-def run_in_image(script: str, image: Path, nobody_dir: Path, marker: str, env: dict[str, str]):
-    store_path = nobody_dir / "store"
-    return json.loads(run_script(script, [str(image), str(store_path), marker], env))
 
 
 def loop_btrfs(tmp_path: Path, *, quotas: bool) -> Iterator[Path]:
@@ -158,7 +122,8 @@ def btrfs_with_quotas(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
-    """The network tests' world of namespaces (net_world.py), gone after the test."""
+    """The network tests' world of namespaces (tests/support/net_world.py), gone after the
+    test."""
     require_host_image()
     made = make_world(tmp_path / "world")
     try:

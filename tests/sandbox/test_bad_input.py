@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +15,7 @@ from sprout.sandbox import (
     StoreModeMismatch,
     UnknownCheckpoint,
 )
-
-SPROUT = str(Path(sys.executable).with_name("sprout"))
+from tests.support.repo_paths import SPROUT
 
 
 @pytest.fixture
@@ -156,7 +153,7 @@ def test_closed_sandbox_refuses_calls(layers, sealed):
 
 def test_cli_gc_of_a_missing_store_exits_2_with_one_line(tmp_path):
     missing = tmp_path / "nonexistent"
-    result = subprocess.run([SPROUT, "gc", str(missing)], capture_output=True, text=True)
+    result = subprocess.run([str(SPROUT), "gc", str(missing)], capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stdout == ""
     assert len(result.stderr.splitlines()) == 1
@@ -166,7 +163,7 @@ def test_cli_gc_of_a_missing_store_exits_2_with_one_line(tmp_path):
 
 def test_cli_gc_with_an_unknown_keep_exits_2_and_frees_nothing(layers, sealed):
     result = subprocess.run(
-        [SPROUT, "gc", layers.path, "--orphan", "--keep", "0123456789"],
+        [str(SPROUT), "gc", layers.path, "--orphan", "--keep", "0123456789"],
         capture_output=True,
         text=True,
     )
@@ -181,12 +178,14 @@ def test_cli_gc_keeps_the_kept_checkpoint(layers, sealed):
         sandbox.run("head -c 200000 /dev/zero > waste")
         waste = sandbox.checkpoint()
     result = subprocess.run(
-        [SPROUT, "gc", layers.path, "--keep", sealed], capture_output=True, text=True
+        [str(SPROUT), "gc", layers.path, "--keep", sealed], capture_output=True, text=True
     )
     assert result.returncode == 2 and "--orphan" in result.stderr, "no run: nothing freed"
     assert LayerStore(layers.path).layer(waste)
     result = subprocess.run(
-        [SPROUT, "gc", layers.path, "--orphan", "--keep", sealed], capture_output=True, text=True
+        [str(SPROUT), "gc", layers.path, "--orphan", "--keep", sealed],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("freed 0.2 MB: 1 layers")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
-from tests.conftest import require_host_image
+from tests.support.requirements import require_host_image
 
 TURNS = 500
 

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
-from tests.conftest import require_host_image
-from tests.sandbox.conftest import run_script
-from tests.taskfolders import write_files
+from tests.support.nobody import run_script
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import write_files
 
 pytestmark = pytest.mark.sandbox
 

@@ -14,22 +14,7 @@ from pathlib import Path
 import pytest
 
 from sprout.sandbox import Sandbox
-
-
-def tree_snapshot(root: str) -> dict[str, bytes | str]:
-    """Every path under a layer directory with its content (or link target, or type)."""
-    snapshot: dict[str, bytes | str] = {}
-    for directory, dirnames, filenames in os.walk(root):
-        for name in (*dirnames, *filenames):
-            path = os.path.join(directory, name)
-            rel = os.path.relpath(path, root)
-            if os.path.islink(path):
-                snapshot[rel] = "-> " + os.readlink(path)
-            elif os.path.isfile(path):
-                snapshot[rel] = Path(path).read_bytes()
-            else:
-                snapshot[rel] = f"mode {os.lstat(path).st_mode:o}"
-    return snapshot
+from tests.support.file_tree import tree_snapshot
 
 
 def test_forks_of_one_checkpoint_are_isolated(layers):

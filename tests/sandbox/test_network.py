@@ -1,6 +1,6 @@
 """A sandbox's network, attacked from inside as a hostile policy would, in a world of
-namespaces the test makes (net_world.py): what reached each server is read from its log on
-the host side of that world.
+namespaces the test makes (tests/support/net_world.py): what reached each server is read
+from its log on the host side of that world.
 
 The probes run in the sandbox with the host image's python3; a probe's own verdict is
 printed for the failure message only."""
@@ -15,7 +15,7 @@ import pytest
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.sandbox.errors import SandboxSetupFailed
 from sprout.sandbox.network.namespace import REFUSE_ENV, refuse_addresses, refused_by_run
-from tests.sandbox.net_world import (
+from tests.support.net_world import (
     ELSEWHERE,
     HOST_PRIVATE,
     INTERNET,

@@ -1,6 +1,6 @@
-"""The `allowlist` network, attacked from inside in the world of net_world.py: it reaches
-the listed host and port and nothing else, whatever the sandbox does to its own name
-lookups, and the names it may not reach never leave the sandbox's own resolver.
+"""The `allowlist` network, attacked from inside in the world of tests/support/net_world.py:
+it reaches the listed host and port and nothing else, whatever the sandbox does to its own
+name lookups, and the names it may not reach never leave the sandbox's own resolver.
 
 What reached each server is read from its log on the host side of the world."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.sandbox.net_world import (
+from tests.support.net_world import (
     ELSEWHERE,
     ELSEWHERE_NAME,
     HOST_OWN,

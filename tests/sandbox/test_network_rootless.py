@@ -1,6 +1,7 @@
 """A rootless sandbox's network, attacked from inside as in test_network.py: run by `nobody`
-on the host of a world of namespaces the test made (net_world.py), in an image of its own
-holding curl, ip and nft, with what reached each server read from the servers' logs."""
+on the host of a world of namespaces the test made (tests/support/net_world.py), in an
+image of its own holding curl, ip and nft, with what reached each server read from the
+servers' logs."""
 
 from __future__ import annotations
 
@@ -12,9 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import build_rootfs
-from tests.sandbox.conftest import NOBODY, switch_user_prefix
-from tests.sandbox.net_world import (
+from tests.support.net_world import (
     ABSTRACT_SOCKET,
     ELSEWHERE,
     ELSEWHERE_NAME,
@@ -23,7 +22,9 @@ from tests.sandbox.net_world import (
     NETWORK_MARKS,
     World,
 )
-from tests.sandbox.net_world import TARGETS as NET_TARGETS
+from tests.support.net_world import TARGETS as NET_TARGETS
+from tests.support.nobody import NOBODY, switch_user_prefix
+from tests.support.rootfs import build_rootfs
 
 pytestmark = [*NETWORK_MARKS, pytest.mark.timeout(300)]
 

@@ -1,7 +1,8 @@
 """`sprout run` of a task whose set-up and verifier `pip install` from a package index, in
-the world of net_world.py: the index is a folder served on its "internet" under a name its
-resolver answers, reached under `public` and under an allow-list naming it, and refused
-under an allow-list naming another host. What reached the index is read from its log."""
+the world of tests/support/net_world.py: the index is a folder served on its "internet"
+under a name its resolver answers, reached under `public` and under an allow-list naming
+it, and refused under an allow-list naming another host. What reached the index is read
+from its log."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sandbox.net_world import ELSEWHERE_NAME, INDEX_NAME, INDEX_PORT, NETWORK_MARKS, World
+from tests.support.net_world import ELSEWHERE_NAME, INDEX_NAME, INDEX_PORT, NETWORK_MARKS, World
 
 pytestmark = [*NETWORK_MARKS, pytest.mark.timeout(600)]
 

@@ -11,7 +11,7 @@ import pytest
 
 from sprout.sandbox import BadArgument, LayerStore, Sandbox
 from sprout.sandbox.replay import ReplayCall, ReplayTurn, rebuild, sealed_in
-from tests.sandbox.test_forks import tree_snapshot
+from tests.support.file_tree import tree_snapshot
 
 TURNS = [
     ["echo one > a", "mkdir d && echo two > d/b"],

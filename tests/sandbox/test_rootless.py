@@ -12,7 +12,7 @@ import os
 import pytest
 
 from sprout.sandbox import LayerStore, StoreModeMismatch
-from tests.sandbox.conftest import NOBODY, run_in_image, run_script
+from tests.support.nobody import NOBODY, run_in_image, run_script
 
 pytestmark = pytest.mark.sandbox
 

@@ -27,10 +27,10 @@ from sprout.sandbox import LayerStore, Limits, Sandbox
 from sprout.sandbox.errors import BadArgument
 from sprout.sandbox.storefs.btrfs import clone_support, configured_size, keep_room, plan
 from sprout.sandbox.storefs.quota import exclusive_bytes
-from tests.conftest import require_host_image
-from tests.images.test_oci import layer, oci_layout, rootfs_layer
-from tests.sandbox.conftest import as_nobody
-from tests.suite_cache import unmount_store_filesystems
+from tests.support.nobody import as_nobody
+from tests.support.oci_archives import layer, oci_layout, rootfs_layer
+from tests.support.requirements import require_host_image
+from tests.support.suite_cache import unmount_store_filesystems
 
 pytestmark = pytest.mark.sandbox
 MIB = 1 << 20

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ProcessWatch, require_host_image
-from tests.search.running import count, hold_call, wait_for_rows, wait_until
-from tests.search.test_run_cli import _decisions
-from tests.taskfolders import two_edits_task
+from tests.support.processes import ProcessWatch
+from tests.support.requirements import require_host_image
+from tests.support.run_decisions import decisions
+from tests.support.run_watch import count, hold_call, wait_for_rows, wait_until
+from tests.support.taskfolders import two_edits_task
 
 MODEL = "oracle-noise:p=0.4,seed=5"
 TURNS = "SELECT count(*) FROM turns"
@@ -123,7 +124,7 @@ def test_the_first_ctrl_c_finishes_running_turns_prints_the_table_and_exits_130(
         [*_command(tmp_path, out), "--resume"], capture_output=True, text=True, timeout=300
     )
     assert resumed.returncode == 0, resumed.stderr
-    assert _decisions(out) == _decisions(straight)
+    assert decisions(out) == decisions(straight)
 
 
 @pytest.mark.slow
@@ -149,4 +150,4 @@ def test_a_second_ctrl_c_stops_at_once_and_resume_still_finishes_the_run(
         [*_command(tmp_path, out), "--resume"], capture_output=True, text=True, timeout=300
     )
     assert resumed.returncode == 0, resumed.stderr
-    assert _decisions(out) == _decisions(straight)
+    assert decisions(out) == decisions(straight)

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from sprout.cli import main
-from tests.conftest import require_host_image
-from tests.models.chat_server import ChatServer, Reply, completion_body
-from tests.taskfolders import two_edits_task
+from tests.support.chat_server import ChatServer, Reply, completion_body
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import two_edits_task
 
 FAST = "[model]\ntimeout_s = 2\nmax_retries = 1\n"
 """A server that fails is given up on within seconds."""

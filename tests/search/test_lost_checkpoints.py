@@ -31,8 +31,8 @@ from sprout.tasks import load_native
 from sprout.tree import Attempt
 from sprout.verify import Verdict
 from sprout.workspace import CheckpointLost, Fork, Sealed, Workspace, WorkspaceError
-from tests.conftest import require_host_image
-from tests.taskfolders import TRAPPED, two_edits_task
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import TRAPPED, two_edits_task
 
 
 class DiskLosingSandboxes:

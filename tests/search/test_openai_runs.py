@@ -10,9 +10,9 @@ import pytest
 
 from sprout.cli import main
 from sprout.runfolder import RunFolder
-from tests.conftest import require_host_image
-from tests.models.chat_server import ChatServer, Reply, completion_body
-from tests.taskfolders import two_edits_task
+from tests.support.chat_server import ChatServer, Reply, completion_body
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import two_edits_task
 
 SURE = [("x", -0.01, {"x": -0.01, "y": -5.0})]
 UNSURE = [("x", -0.7, {"x": -0.7, "y": -0.7})]

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from sprout.cli import main
-from tests.conftest import ProcessWatch, require_host_image
-from tests.search.running import release, wait_for_rows, wait_until
-from tests.taskfolders import TRAPPED, TWO_EDITS_SOLVE, two_edits_task
+from tests.support.processes import ProcessWatch
+from tests.support.requirements import require_host_image
+from tests.support.run_decisions import decisions
+from tests.support.run_watch import release, wait_for_rows, wait_until
+from tests.support.taskfolders import TRAPPED, TWO_EDITS_SOLVE, two_edits_task
 
 METHOD_KEYS = {
     "tasks",
@@ -219,24 +221,6 @@ def _holds_run(out: Path) -> bool:
         )
 
 
-def _decisions(out: Path) -> tuple[list[tuple], dict]:
-    """What a run decided: each attempt's method, origin, outcome and commands, and
-    results.json without its clock readings and token totals (a killed call's tokens were
-    spent, so a resumed run counts them)."""
-    with sqlite3.connect(out / "sprout.db") as connection:
-        rows = connection.execute(
-            "SELECT a.method, a.kind, a.parent_id, a.boundary, a.status, a.reward, "
-            "group_concat(t.text, '|') FROM attempts a LEFT JOIN turns t ON t.attempt_id = a.id "
-            "GROUP BY a.id ORDER BY a.method, a.id"
-        ).fetchall()
-    content = json.loads((out / "results.json").read_text())
-    for figures in [*content["methods"].values(), *content["tasks"]["two-edits"].values()]:
-        figures.pop("wall_s", None)
-        figures.pop("tokens")
-    content.pop("isolation", None)
-    return rows, content
-
-
 @pytest.mark.slow
 def test_a_run_killed_at_random_instants_decides_as_an_uninterrupted_run(tmp_path: Path) -> None:
     """oracle-noise draws by the place of each turn in the tree, never by a counter kept in
@@ -272,7 +256,7 @@ def test_a_run_killed_at_random_instants_decides_as_an_uninterrupted_run(tmp_pat
         final = subprocess.run([*base, "--out", str(out), "--resume"], capture_output=True)
         assert final.returncode == 0, final.stderr
     assert kills >= 2, "the run finished before it could be killed twice"
-    assert _decisions(out) == _decisions(tmp_path / "straight")
+    assert decisions(out) == decisions(tmp_path / "straight")
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import pytest
 from sprout.search import runner
 from sprout.search.registry import parse_methods
 from sprout.tasks import load_native
-from tests.taskfolders import calc_task
+from tests.support.taskfolders import calc_task
 
 
 @pytest.mark.parametrize(("model", "gets_steps"), [("openai/m", False), ("oracle", True)])

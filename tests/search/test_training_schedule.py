@@ -14,8 +14,8 @@ from sprout.search.play import Search
 from sprout.search.runner import RunSettingsError, check_settings
 from sprout.tasks import load_native
 from sprout.tree import Attempt
-from tests.conftest import require_host_image
-from tests.taskfolders import TRAPPED, two_edits_task
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import TRAPPED, two_edits_task
 
 METHOD = "train-rollouts"
 

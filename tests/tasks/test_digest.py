@@ -14,7 +14,7 @@ import pytest
 from sprout.tasks import load_native
 from sprout.tasks.digest import folder_digest
 from sprout.tasks.setup_steps import context_inputs
-from tests.taskfolders import calc_task
+from tests.support.taskfolders import calc_task
 
 
 def a_folder(root: Path) -> Path:

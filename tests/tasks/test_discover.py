@@ -9,9 +9,9 @@ import pytest
 
 from sprout.task import TaskError
 from sprout.tasks import load_image_table, load_tasks
-from tests.tasks.test_native import make_task as make_native
-from tests.tasks.test_swebench import make_repo, record, write_jsonl
-from tests.tasks.test_terminal_bench1 import make_task as make_tb1
+from tests.support.swebench_records import make_repo, record, write_jsonl
+from tests.support.taskfolders import fix_calc_task as make_native
+from tests.support.taskfolders import hello_tb1_task as make_tb1
 
 
 def test_a_folder_of_native_and_terminal_bench1_tasks(tmp_path: Path):

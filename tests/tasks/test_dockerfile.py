@@ -14,7 +14,7 @@ from sprout.tasks import base_checkpoint, load_native
 from sprout.tasks.buildcontext import Ignore, clean_source, matches
 from sprout.tasks.dockerfile import ARCH, DEFAULT_PATH, DockerfilePlan, plan_dockerfile
 from sprout.tasks.dockerwords import ExpansionError, expand
-from tests.taskfolders import write_task
+from tests.support.taskfolders import write_task
 
 
 def plan(

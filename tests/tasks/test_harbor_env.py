@@ -12,9 +12,9 @@ import pytest
 from sprout.cli import main
 from sprout.task import TaskError
 from sprout.tasks.native import load_native
-from tests.conftest import require_host_image
-from tests.models.chat_server import what_a_model_sees
-from tests.taskfolders import write_task
+from tests.support.chat_server import what_a_model_sees
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import write_task
 
 TOML = """\
 [environment]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from sprout.images import ImageCache
@@ -13,43 +11,14 @@ from sprout.task import TaskError
 from sprout.tasks import base_checkpoint, load_native, split_solution
 from sprout.tasks.dockerfile import plan_dockerfile
 from sprout.tasks.image_choice import choose_task_images
-from tests.taskfolders import write_task
-
-DOCKERFILE = """\
-FROM python:3.11-slim
-ARG GREETING=hello
-ENV APP_MODE=test \\
-    OTHER=1
-WORKDIR /app
-COPY src/ /app/src/
-COPY setup.cfg .
-RUN echo "$GREETING $APP_MODE" > built.txt && date +%s%N > stamp
-"""
-
+from tests.support.taskfolders import FIX_CALC_DOCKERFILE, fix_calc_task
 
 ON_HOST = '[sprout]\nimage = "host"\n'
 """For tests of set-up steps: the host image needs no build (tests/images builds Debian's)."""
 
 
-def make_task(root: Path, dockerfile: str = DOCKERFILE, toml: str = "") -> Path:
-    return write_task(
-        root,
-        "fix-calc",
-        instruction="Fix add() in src/calc.py.\n",
-        toml='version = "1.0"\n[verifier]\ntimeout_sec = 60\n' + toml,
-        dockerfile=dockerfile,
-        environment={
-            "src/calc.py": "def add(a, b):\n    return a - b\n",
-            "setup.cfg": "[metadata]\nname = calc\n",
-        },
-        solve="#!/bin/bash\nset -e\n# step\ncat src/calc.py\n# step\n"
-        "sed -i 's/a - b/a + b/' src/calc.py\n# wrong: sed -i 's/a - b/a * b/' src/calc.py\n",
-        tests={"test.sh": "python3 -c 'import sys'\n"},
-    )
-
-
 def test_native_folder_is_read_with_dockerfile_steps(tmp_path):
-    task = load_native(make_task(tmp_path))
+    task = load_native(fix_calc_task(tmp_path))
     assert task.id == "fix-calc"
     assert task.instruction == "Fix add() in src/calc.py."
     assert task.workdir == "/app"
@@ -80,7 +49,7 @@ def test_from_maps_to_a_root_filesystem_folder(tmp_path):
 
 @pytest.mark.parametrize("instruction", ["FOOBAR", "COPYY", "RUNN"])
 def test_unknown_instructions_are_named_with_their_line(tmp_path, instruction):
-    task = make_task(tmp_path, DOCKERFILE + f"{instruction} something\n")
+    task = fix_calc_task(tmp_path, FIX_CALC_DOCKERFILE + f"{instruction} something\n")
     with pytest.raises(
         TaskError, match=f"Dockerfile:9: unsupported Dockerfile instruction {instruction}"
     ):
@@ -92,7 +61,7 @@ def test_unknown_instructions_are_named_with_their_line(tmp_path, instruction):
     ['CMD ["python3", "-m", "calc"]', "ENTRYPOINT /bin/true", "EXPOSE 8080", "LABEL a=b"],
 )
 def test_container_instructions_are_recorded_not_refused(tmp_path, line):
-    task = load_native(make_task(tmp_path, DOCKERFILE + line + "\n"))
+    task = load_native(fix_calc_task(tmp_path, FIX_CALC_DOCKERFILE + line + "\n"))
     assert [s.kind for s in task.setup] == ["copy", "copy", "run"]
 
 
@@ -121,7 +90,7 @@ def test_container_instructions_are_recorded_not_refused(tmp_path, line):
 )
 def test_bad_sprout_fields_name_task_file_and_field(tmp_path, toml, field):
     with pytest.raises(TaskError) as raised:
-        load_native(make_task(tmp_path, toml=toml))
+        load_native(fix_calc_task(tmp_path, toml=toml))
     message = str(raised.value)
     assert message.startswith("fix-calc: ")
     assert "task.toml" in message
@@ -129,7 +98,7 @@ def test_bad_sprout_fields_name_task_file_and_field(tmp_path, toml, field):
 
 
 def test_missing_files_are_named(tmp_path):
-    task = make_task(tmp_path)
+    task = fix_calc_task(tmp_path)
     (task / "tests" / "test.sh").unlink()
     with pytest.raises(TaskError, match=r"test\.sh: missing"):
         load_native(task)
@@ -140,7 +109,7 @@ def test_missing_files_are_named(tmp_path):
 
 def test_a_copy_of_a_missing_file_is_named(tmp_path):
     with pytest.raises(TaskError, match="COPY nothere"):
-        load_native(make_task(tmp_path, DOCKERFILE + "COPY nothere /app/\n"))
+        load_native(fix_calc_task(tmp_path, FIX_CALC_DOCKERFILE + "COPY nothere /app/\n"))
 
 
 def test_a_solution_without_markers_runs_as_one_script_byte_for_byte():
@@ -190,7 +159,7 @@ def test_markers_count_only_outside_heredocs_and_every_other_line_is_kept():
 
 @pytest.mark.sandbox
 def test_base_layer_is_built_once_and_hides_the_tests(overlay_store: LayerStore, tmp_path):
-    task = load_native(make_task(tmp_path, toml=ON_HOST))
+    task = load_native(fix_calc_task(tmp_path, toml=ON_HOST))
     first = base_checkpoint(task, overlay_store)
     again = base_checkpoint(task, overlay_store)
     assert again == first  # cached: the RUN step (which stamps the time) did not run again
@@ -207,7 +176,9 @@ def test_base_layer_is_built_once_and_hides_the_tests(overlay_store: LayerStore,
 @pytest.mark.sandbox
 def test_a_failing_setup_step_names_the_task_and_step(overlay_store: LayerStore, tmp_path):
     task = load_native(
-        make_task(tmp_path, DOCKERFILE + "RUN echo broken >&2 && exit 7\n", toml=ON_HOST)
+        fix_calc_task(
+            tmp_path, FIX_CALC_DOCKERFILE + "RUN echo broken >&2 && exit 7\n", toml=ON_HOST
+        )
     )
     with pytest.raises(TaskError, match=r"fix-calc: set-up step 4 .* exit code 7: broken"):
         base_checkpoint(task, overlay_store)
@@ -220,7 +191,7 @@ def interfaces(sandbox: Sandbox) -> list[str]:
 
 
 def test_an_offline_task_gives_the_agent_only_loopback(overlay_store: LayerStore, tmp_path):
-    task = load_native(make_task(tmp_path, toml=ON_HOST + "network = false\n"))
+    task = load_native(fix_calc_task(tmp_path, toml=ON_HOST + "network = false\n"))
     base = base_checkpoint(task, overlay_store)
     with Sandbox.fork(overlay_store, base) as agent:
         assert interfaces(agent) == ["lo"]
@@ -239,7 +210,7 @@ def test_an_offline_task_gives_the_agent_only_loopback(overlay_store: LayerStore
         ("[environment]\nallow_internet = false\n", False, False),
         ('[environment]\nnetwork_mode = "no-network"\n', False, False),
         ('[agent]\nnetwork_mode = "no-network"\n', False, True),
-        ('network_mode = "no-network"\n', True, False),  # in make_task's [verifier]
+        ('network_mode = "no-network"\n', True, False),  # in fix_calc_task's [verifier]
         ('network_mode = "public"\n[environment]\nnetwork_mode = "no-network"\n', False, True),
         ('[agent]\nnetwork_mode = "no-network"\n[sprout]\nnetwork = true\n', True, True),
         (
@@ -265,7 +236,7 @@ def test_an_offline_task_gives_the_agent_only_loopback(overlay_store: LayerStore
 def test_each_phase_gets_the_network_harbor_names_for_it(tmp_path, toml, agent, verifier):
     """Harbor's `network_mode` of `[agent]` and `[verifier]`, else `[environment]`'s (or its
     older `allow_internet`); `[sprout] network` sets the agent's over them."""
-    task = load_native(make_task(tmp_path, toml=toml))
+    task = load_native(fix_calc_task(tmp_path, toml=toml))
     assert (task.network, task.verifier_network) == (agent, verifier)
     assert task.setup_network is True, "set-up has the network, as docker build has"
 
@@ -279,7 +250,7 @@ def test_each_phase_gets_the_network_harbor_names_for_it(tmp_path, toml, agent, 
     ],
 )
 def test_set_up_has_the_network_unless_sprout_narrows_it(tmp_path, toml, setup):
-    assert load_native(make_task(tmp_path, toml=toml)).setup_network == setup
+    assert load_native(fix_calc_task(tmp_path, toml=toml)).setup_network == setup
 
 
 @pytest.mark.parametrize(
@@ -297,7 +268,7 @@ def test_set_up_has_the_network_unless_sprout_narrows_it(tmp_path, toml, setup):
     ],
 )
 def test_environment_resources_are_read(tmp_path, toml, cpus, memory, disk):
-    task = load_native(make_task(tmp_path, toml=toml))
+    task = load_native(fix_calc_task(tmp_path, toml=toml))
     assert (task.cpus, task.memory_bytes, task.disk_bytes) == (cpus, memory, disk)
 
 
@@ -310,13 +281,13 @@ def test_harbors_fields_that_sprout_does_not_read_are_accepted(tmp_path):
         "memory_mb = 4096\ngpus = 0\nallow_internet = true\n"
         "[solution]\nenv = {}\n"
     )
-    task = load_native(make_task(tmp_path, toml=toml))
+    task = load_native(fix_calc_task(tmp_path, toml=toml))
     assert (task.agent_timeout_s, task.cpus, task.memory_bytes) == (120.0, 2.0, 4 << 30)
 
 
 @pytest.mark.parametrize("table", ["verifier", "agent", "environment"])
 def test_a_harness_table_that_is_no_table_is_named(tmp_path, table):
-    task = make_task(tmp_path)
+    task = fix_calc_task(tmp_path)
     (task / "task.toml").write_text(f"{table} = 3\n")
     with pytest.raises(TaskError, match=f"^fix-calc: .*task.toml: {table}: Input should be"):
         load_native(task)
@@ -326,7 +297,7 @@ def test_the_agent_gets_the_tasks_limits_and_set_up_the_defaults(
     overlay_store: LayerStore, tmp_path
 ):
     toml = ON_HOST + '[environment]\ncpus = 1\nmemory = "300M"\n'
-    task = load_native(make_task(tmp_path, toml=toml))
+    task = load_native(fix_calc_task(tmp_path, toml=toml))
     base = base_checkpoint(task, overlay_store)
     limits = overlay_store.layer(base).config.limits
     assert (limits.cpus, limits.memory_bytes) == (1.0, 300 << 20)
@@ -351,7 +322,9 @@ def test_the_agent_gets_the_tasks_limits_and_set_up_the_defaults(
     ],
 )
 def test_from_names_an_image_sprout_builds(tmp_path, base, image, approximation):
-    task = load_native(make_task(tmp_path, DOCKERFILE.replace("python:3.11-slim", base)))
+    task = load_native(
+        fix_calc_task(tmp_path, FIX_CALC_DOCKERFILE.replace("python:3.11-slim", base))
+    )
     assert task.image == image
     request = resolve_from(task.image)
     assert request is not None
@@ -364,13 +337,15 @@ def test_from_names_an_image_sprout_builds(tmp_path, base, image, approximation)
 def test_an_image_no_registry_has_and_sprout_cannot_build_skips_the_task_with_the_way_out(
     tmp_path,
 ):
-    task = load_native(make_task(tmp_path, DOCKERFILE.replace("python:3.11-slim", "acme/tool:2")))
+    task = load_native(
+        fix_calc_task(tmp_path, FIX_CALC_DOCKERFILE.replace("python:3.11-slim", "acme/tool:2"))
+    )
     said: list[str] = []
     chosen = choose_task_images([task], cache=ImageCache(tmp_path / "cache"), say=said.append)
     assert chosen.tasks == [] and said == []
     [error] = chosen.errors  # the suite's registries.conf sends docker.io to a closed port
     assert error.startswith("fix-calc: image acme/tool:2: no registry answered (docker.io: ")
     assert "--images approximate" in error
-    folder = make_task(tmp_path / "b", toml='[sprout]\nimage = "./rootfs"\n')
+    folder = fix_calc_task(tmp_path / "b", toml='[sprout]\nimage = "./rootfs"\n')
     with pytest.raises(TaskError, match=r"sprout.image: .*/rootfs is not a folder"):
         load_native(folder)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from sprout.cli import main
-from tests.conftest import require_host_image
-from tests.models.chat_server import what_a_model_sees
-from tests.taskfolders import two_edits_task
+from tests.support.chat_server import what_a_model_sees
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import two_edits_task
 
 pytestmark = pytest.mark.sandbox
 

@@ -15,73 +15,8 @@ from sprout.task import Task, TaskError
 from sprout.tasks import base_checkpoint, load_swebench
 from sprout.tasks.swebench import COPIED_CLONE, patch_files
 from sprout.tasks.swebench_rows import apply_command
-from tests.conftest import _shared_libraries, build_rootfs
-
-GIT = [
-    "git",
-    "-c",
-    "user.name=t",
-    "-c",
-    "user.email=t@example.com",
-    "-c",
-    "init.defaultBranch=main",
-]
-
-OPS = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
-TESTS = "from calc.ops import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
-NEW_TEST = (
-    "\n\ndef test_add():\n    from calc.ops import add\n\n"
-    "    assert add(2, 3) == 5, 'add(2, 3) should be 5'\n"
-)
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run([*GIT, "-C", str(repo), *args], check=True, capture_output=True)
-    return done.stdout.decode()
-
-
-def make_repo(repos: Path, folder: str = "acme__calc") -> dict[str, str]:
-    """A clone with a bug at its base commit and, after it, the commit that fixes it."""
-    repo = repos / folder
-    (repo / "calc").mkdir(parents=True)
-    (repo / "tests").mkdir()
-    (repo / "calc" / "__init__.py").write_text("")
-    (repo / "calc" / "ops.py").write_text(OPS)
-    (repo / "tests" / "test_ops.py").write_text(TESTS)
-    subprocess.run([*GIT, "init", "--quiet", str(repo)], check=True)
-    git(repo, "add", "-A")
-    git(repo, "commit", "--quiet", "-m", "base")
-    base = git(repo, "rev-parse", "HEAD").strip()
-    (repo / "calc" / "ops.py").write_text(OPS.replace("return a - b", "return a + b", 1))
-    (repo / "tests" / "test_ops.py").write_text(TESTS + NEW_TEST)
-    git(repo, "commit", "--quiet", "-am", "fix add")
-    return {
-        "base": base,
-        "patch": git(repo, "diff", base, "HEAD", "--", "calc"),
-        "test_patch": git(repo, "diff", base, "HEAD", "--", "tests"),
-    }
-
-
-def record(made: dict[str, str], **changes: object) -> dict[str, object]:
-    line: dict[str, object] = {
-        "instance_id": "acme__calc-1",
-        "repo": "acme/calc",
-        "base_commit": made["base"],
-        "problem_statement": "add() subtracts instead of adding.\n",
-        "test_patch": made["test_patch"],
-        "patch": made["patch"],
-        "FAIL_TO_PASS": json.dumps(["tests/test_ops.py::test_add"]),
-        "PASS_TO_PASS": ["tests/test_ops.py::test_sub"],
-        "version": "1.0",
-        "environment_setup_commit": made["base"],
-    }
-    line.update(changes)
-    return line
-
-
-def write_jsonl(path: Path, lines: list[object]) -> Path:
-    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
-    return path
+from tests.support.rootfs import build_rootfs, shared_libraries
+from tests.support.swebench_records import GIT, git, make_repo, record, write_jsonl
 
 
 @pytest.fixture
@@ -278,7 +213,7 @@ def test_a_root_filesystem_image_checks_out_a_copy_of_the_clone(
     program = shutil.which("git")
     assert program is not None
     shutil.copy(os.path.realpath(program), rootfs / "bin" / "git")
-    for library in _shared_libraries(program):
+    for library in shared_libraries(program):
         target = rootfs / library.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(os.path.realpath(library), target)

@@ -9,58 +9,15 @@ import pytest
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import TaskError
 from sprout.tasks import base_checkpoint, load_terminal_bench1
-from tests.taskfolders import write_tb1_task
-
-TASK_YAML = """\
-# Terminal-Bench Canary String, DO NOT REMOVE
-instruction: |-
-  Write "Hello, world!" to /app/hello.txt.
-author_email: someone@example.com
-difficulty: easy
-tags: [file-operations]
-parser_name: pytest
-max_agent_timeout_sec: 120.0
-max_test_timeout_sec: 30
-run_tests_in_same_shell: false
-"""
-
-RUN_TESTS = """\
-#!/bin/bash
-if [ "$PWD" = "/" ]; then echo "no WORKDIR"; exit 1; fi
-/usr/bin/python3 -m pytest -p no:cacheprovider "$TEST_DIR/test_outputs.py" -rA
-"""
-
-TEST_OUTPUTS = """\
-from pathlib import Path
-
-
-def test_greeting_was_copied():
-    assert Path("/app/greeting.txt").read_text() == "Hello\\n"
-
-
-def test_hello_file():
-    assert Path("/app/hello.txt").read_text().strip() == "Hello, world!"
-"""
-
-
-def make_task(root: Path, files: dict[str, str] | None = None) -> Path:
-    """A TB1 folder; `files` replace or add files by name (an empty text leaves one out)."""
-    contents = {
-        "task.yaml": TASK_YAML,
-        "Dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\nCOPY greeting.txt /app/greeting.txt\n",
-        "greeting.txt": "Hello\n",
-        "run-tests.sh": RUN_TESTS,
-        "tests/test_outputs.py": TEST_OUTPUTS,
-        "solution.sh": "#!/bin/bash\n# step\ncat greeting.txt\n# step\n"
-        "echo 'Hello, world!' > /app/hello.txt\n",
-        "docker-compose.yaml": "services:\n  client:\n    build:\n      context: .\n",
-    }
-    contents.update(files or {})
-    return write_tb1_task(root, "hello", {name: text for name, text in contents.items() if text})
+from tests.support.taskfolders import (
+    HELLO_RUN_TESTS,
+    HELLO_TASK_YAML,
+    hello_tb1_task,
+)
 
 
 def test_task_yaml_and_dockerfile_are_read(tmp_path: Path):
-    task = load_terminal_bench1(make_task(tmp_path))
+    task = load_terminal_bench1(hello_tb1_task(tmp_path))
     assert task.id == "hello"
     assert task.instruction == 'Write "Hello, world!" to /app/hello.txt.'
     assert task.workdir == "/app" and task.image == "ubuntu:24.04"
@@ -70,7 +27,7 @@ def test_task_yaml_and_dockerfile_are_read(tmp_path: Path):
     assert task.agent_timeout_s == 120 and task.verifier_timeout_s == 30
     assert task.results == "pytest" and task.required_tests is None
     assert task.tests_dir == tmp_path / "hello" / "tests"
-    assert task.test_files == {"run-tests.sh": RUN_TESTS}
+    assert task.test_files == {"run-tests.sh": HELLO_RUN_TESTS}
     assert task.verifier_command == "export TEST_DIR=/tests; bash /tests/run-tests.sh"
     assert [s.command for s in task.solution] == [
         "cat greeting.txt",
@@ -79,7 +36,7 @@ def test_task_yaml_and_dockerfile_are_read(tmp_path: Path):
 
 
 def test_solution_yaml_gives_one_turn_per_command(tmp_path: Path):
-    task = make_task(
+    task = hello_tb1_task(
         tmp_path,
         {
             "solution.sh": "",
@@ -93,10 +50,10 @@ def test_solution_yaml_gives_one_turn_per_command(tmp_path: Path):
 def test_sprout_toml_overrides(tmp_path: Path):
     rootfs = tmp_path / "rootfs"
     rootfs.mkdir()
-    task = make_task(
+    task = hello_tb1_task(
         tmp_path,
         {
-            "task.yaml": TASK_YAML.replace("parser_name: pytest", "parser_name: swebench"),
+            "task.yaml": HELLO_TASK_YAML.replace("parser_name: pytest", "parser_name: swebench"),
             "sprout.toml": (
                 f'[sprout]\nimage = "{rootfs}"\nworkdir = "/srv"\nnetwork = false\n'
                 'results = "junit"\nrequired_tests = ["test_outputs.py::test_hello_file"]\n'
@@ -114,7 +71,7 @@ def test_sprout_toml_overrides(tmp_path: Path):
 
 
 def test_warnings_for_extra_services_and_a_copy_of_the_tests(tmp_path: Path):
-    task = make_task(
+    task = hello_tb1_task(
         tmp_path,
         {
             "Dockerfile": "FROM ubuntu\nWORKDIR /app\nCOPY . /app/\n",
@@ -131,7 +88,7 @@ def test_warnings_for_extra_services_and_a_copy_of_the_tests(tmp_path: Path):
     [
         (
             {
-                "task.yaml": TASK_YAML.replace(
+                "task.yaml": HELLO_TASK_YAML.replace(
                     "max_test_timeout_sec: 30", "max_test_timeout_sec: -1"
                 )
             },
@@ -139,7 +96,7 @@ def test_warnings_for_extra_services_and_a_copy_of_the_tests(tmp_path: Path):
         ),
         (
             {
-                "task.yaml": TASK_YAML.replace(
+                "task.yaml": HELLO_TASK_YAML.replace(
                     "max_agent_timeout_sec: 120.0", "max_agent_timeout_sec: soon"
                 )
             },
@@ -147,19 +104,19 @@ def test_warnings_for_extra_services_and_a_copy_of_the_tests(tmp_path: Path):
         ),
         ({"task.yaml": "difficulty: easy\n"}, "task.yaml: instruction: expected a non-empty"),
         (
-            {"task.yaml": TASK_YAML.replace("tags: [file-operations]", "tags: files")},
+            {"task.yaml": HELLO_TASK_YAML.replace("tags: [file-operations]", "tags: files")},
             "task.yaml: tags: expected a list of strings",
         ),
         (
             {
-                "task.yaml": TASK_YAML.replace(
+                "task.yaml": HELLO_TASK_YAML.replace(
                     "run_tests_in_same_shell: false", "run_tests_in_same_shell: 3"
                 )
             },
             "task.yaml: run_tests_in_same_shell: expected true or false",
         ),
         (
-            {"task.yaml": TASK_YAML.replace("parser_name: pytest", "parser_name: mlebench")},
+            {"task.yaml": HELLO_TASK_YAML.replace("parser_name: pytest", "parser_name: mlebench")},
             "task.yaml: parser_name: 'mlebench' is not one sprout reads",
         ),
         ({"task.yaml": "instruction: [unclosed\n"}, "task.yaml: not valid YAML"),
@@ -181,14 +138,14 @@ def test_warnings_for_extra_services_and_a_copy_of_the_tests(tmp_path: Path):
 )
 def test_bad_fields_name_task_file_and_field(tmp_path: Path, files: dict[str, str], message: str):
     with pytest.raises(TaskError, match=message) as raised:
-        load_terminal_bench1(make_task(tmp_path, files))
+        load_terminal_bench1(hello_tb1_task(tmp_path, files))
     assert str(raised.value).startswith(("hello: ", str(tmp_path)))
 
 
 def test_older_descriptions_list_gives_the_instruction(tmp_path: Path):
     task_yaml = "descriptions:\n  - key: base\n    description: Say hello.\n"
     assert (
-        load_terminal_bench1(make_task(tmp_path, {"task.yaml": task_yaml})).instruction
+        load_terminal_bench1(hello_tb1_task(tmp_path, {"task.yaml": task_yaml})).instruction
         == "Say hello."
     )
 
@@ -198,7 +155,7 @@ def test_verifier_runs_run_tests_on_a_fork_only(overlay_store: LayerStore, tmp_p
     from sprout.verify import run_verifier
 
     on_host = {"sprout.toml": '[sprout]\nimage = "host"\n'}  # its pytest, without a build
-    task = load_terminal_bench1(make_task(tmp_path, on_host))
+    task = load_terminal_bench1(hello_tb1_task(tmp_path, on_host))
     base = base_checkpoint(task, overlay_store)
     untouched = run_verifier(task, overlay_store, base, base)
     assert untouched.reward == 0

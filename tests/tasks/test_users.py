@@ -12,7 +12,7 @@ from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task, TaskError
 from sprout.tasks import base_checkpoint, load_native, solution_checkpoint
 from sprout.verify.runner import run_verifier
-from tests.taskfolders import write_task
+from tests.support.taskfolders import write_task
 
 pytestmark = pytest.mark.sandbox
 

@@ -20,7 +20,7 @@ from sprout.train.export import (
     write_records,
 )
 from sprout.train.samples import build_samples
-from tests.train.synthetic import PROMPT, TreeBuilder, family
+from tests.support.synthetic_tree import PROMPT, TreeBuilder, family
 
 
 def run_folder(tmp_path: Path) -> Path:

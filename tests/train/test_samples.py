@@ -1,7 +1,7 @@
 """Samples from stored token ids: layout, masks, credit, and the errors that name their input.
 
-The group is `synthetic.family`: rewards 0, 0, 1, 0, so GRPO gives mean 1/4, sample std
-1/2: +1.5 to the pass and -0.5 to the failures.
+The group is `family` of tests/support/synthetic_tree.py: rewards 0, 0, 1, 0, so GRPO gives
+mean 1/4, sample std 1/2: +1.5 to the pass and -0.5 to the failures.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from sprout.train.samples import (
     assert_no_role_text,
     build_samples,
 )
-from tests.conftest import require_host_image
-from tests.train.synthetic import PROMPT, STARTING, TASK, TreeBuilder, family
+from tests.support.requirements import require_host_image
+from tests.support.synthetic_tree import PROMPT, STARTING, TASK, TreeBuilder, family
 
 
 def by_attempt(samples: Sequence[Sample]) -> dict[int, Sample]:
@@ -230,7 +230,7 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
     from sprout.search.runner import _Bases, _RunContext, _search
     from sprout.search.schedule_roles import ScheduleRoles
     from sprout.tasks import load_native
-    from tests.taskfolders import two_edits_task
+    from tests.support.taskfolders import two_edits_task
 
     task = load_native(two_edits_task(tmp_path / "tasks"))
     run = RunFolder.create(tmp_path / "run")

@@ -15,7 +15,7 @@ from sprout.agent import ActorConfig
 from sprout.models import ModelError
 from sprout.rundb import MIGRATIONS, SCHEMA_VERSION, RunDatabase
 from sprout.tree import RolloutTree, TreeError, Turn
-from tests.agent.helpers import make_world
+from tests.support.world import make_world
 
 STARTING_TURN = "The listing first.\n\n```bash\necho fixed > notes && ls\n```"
 

@@ -2,8 +2,8 @@
 sampled.
 
 Against a loopback server speaking vLLM's and SGLang's token routes with the tiny
-model's real tokenizer (`token_server_fakes`): every prompt is sent as ids, equal to
-the stored ids of its path plus what the new messages add; a branch sends its
+model's real tokenizer (tests/support/fake_token_server.py): every prompt is sent as ids,
+equal to the stored ids of its path plus what the new messages add; a branch sends its
 parent's stored ids unchanged; a reply missing its ids is a server fault.
 """
 
@@ -15,8 +15,9 @@ from sprout.agent import ActorConfig
 from sprout.models import ModelError
 from sprout.models.config import ModelConfig
 from sprout.models.resolve import resolve_model
-from tests.agent.helpers import bash, make_world, submit
-from tests.train.token_server_fakes import FakeTokenServer, serving
+from tests.support.fake_token_server import FakeTokenServer, serving
+from tests.support.scripted_model import bash, submit
+from tests.support.world import make_world
 
 STARTING_TURN = "The listing first.\n\n```bash\necho fixed > notes && ls\n```"
 

@@ -9,39 +9,9 @@ import pytest
 
 from sprout.cli import main
 from sprout.runfolder import RunFolder
-from tests.conftest import require_host_image
-from tests.taskfolders import two_edits_task
-
-COIN = """#!/bin/bash
-# A coin toss: whatever the agent did, some rollouts pass, so groups have variance.
-if [ $((RANDOM % 2)) = 0 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt
-"""
-
-
-def train(tmp_path: Path, model: Path, *extra: str, steps: int = 2) -> int:
-    return main(
-        [
-            "train",
-            "--model",
-            f"hf/{model}",
-            "--tasks",
-            str(tmp_path / "tasks"),
-            "--steps",
-            str(steps),
-            "--out",
-            str(tmp_path / "run"),
-            "--max-turns",
-            "2",
-            "--max-new-tokens",
-            "12",
-            "--children",
-            "1",
-            "--lr",
-            "1e-3",
-            "--quiet",
-            *extra,
-        ]
-    )
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import two_edits_task
+from tests.support.train_command import COIN, train
 
 
 def test_each_step_rolls_out_with_the_last_weights_and_trains(

@@ -20,8 +20,8 @@ import pytest
 from sprout.train.credit import Credit
 from sprout.train.export import Format, write_records
 from sprout.train.samples import Sample, build_samples
-from tests.train.conftest import require_train_extra
-from tests.train.synthetic import family
+from tests.support.requirements import require_train_extra
+from tests.support.synthetic_tree import family
 
 MISSING = "{} is not installed (the trainers extra: make test installs it)"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.taskfolders import write_task
+from tests.support.taskfolders import write_task
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.tasks import base_checkpoint, load_native

@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from tests.conftest import require_host_image
-from tests.taskfolders import write_task
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import write_task
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.verify import ResultsError, run_verifier

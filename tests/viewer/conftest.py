@@ -15,11 +15,9 @@ from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.tasks import load_native
 from sprout.viewer.server import make_server
-from tests.conftest import require_host_image
-from tests.taskfolders import TRAPPED, two_edits_task
-from tests.viewer.browser import browser, page  # noqa: F401  (fixtures for test_browser.py)
-
-TASK = "two-edits"
+from tests.support.browser import browser, page  # noqa: F401  (fixtures for test_browser.py)
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import TRAPPED, two_edits_task
 
 
 @pytest.fixture(scope="module")

@@ -10,20 +10,20 @@ from typing import Any
 from sprout.runfolder import RunFolder
 from sprout.viewer import task_tree
 from sprout.viewer.report import write_report
-from tests.viewer.browser import artifacts
-from tests.viewer.conftest import TASK
+from tests.support.browser import artifacts
+from tests.support.taskfolders import TWO_EDITS
 
 WAIT_MS = 10_000
 
 
 def open_task(page: Any, url: str) -> None:
     page.goto(url)
-    page.get_by_test_id("task-item").filter(has_text=TASK).first.click()
+    page.get_by_test_id("task-item").filter(has_text=TWO_EDITS).first.click()
     page.get_by_test_id("attempt-line").first.wait_for(timeout=WAIT_MS)
 
 
 def test_the_tree_has_every_attempt_and_branch_point(page: Any, run: RunFolder, base: str) -> None:
-    tree = task_tree(run, TASK)
+    tree = task_tree(run, TWO_EDITS)
     open_task(page, base)
     assert page.get_by_test_id("attempt-line").count() == len(tree["attempts"])
     assert page.get_by_test_id("branch-point").count() == len(tree["branch_points"])
@@ -36,7 +36,7 @@ def test_the_tree_has_every_attempt_and_branch_point(page: Any, run: RunFolder, 
 
 
 def test_a_branch_opens_on_its_starting_turn(page: Any, run: RunFolder, base: str) -> None:
-    tree = task_tree(run, TASK)
+    tree = task_tree(run, TWO_EDITS)
     guided = next(a for a in tree["attempts"] if a["guided"] and a["turns"])
     open_task(page, base)
     page.locator(f"[data-testid=attempt-label][data-attempt='{guided['id']}']").click()
@@ -102,7 +102,7 @@ def test_the_report_opens_from_disk_with_the_network_off(page: Any, run: RunFold
         re.compile(r"^(?!file:).*"),
         lambda route: (requested.append(route.request.url), route.abort()),
     )
-    tree = task_tree(run, TASK)
+    tree = task_tree(run, TWO_EDITS)
     open_task(page, report.as_uri())
     assert page.get_by_test_id("attempt-line").count() == len(tree["attempts"])
     page.get_by_test_id("turn-dot").first.click()
@@ -114,7 +114,7 @@ def test_the_report_opens_from_disk_with_the_network_off(page: Any, run: RunFold
 
 
 def test_the_player_can_follow_one_attempt_alone(page: Any, run: RunFolder, base: str) -> None:
-    tree = task_tree(run, TASK)
+    tree = task_tree(run, TWO_EDITS)
     branch = next(a for a in tree["attempts"] if a["kind"] == "branch" and a["turns"])
     length = branch["boundary"] + len(branch["turns"])  # inherited turns, then its own
     open_task(page, base)

@@ -19,9 +19,8 @@ from sprout.rundb import SCHEMA_VERSION
 from sprout.runfolder import RunFolder
 from sprout.viewer import run_summary, task_tree, turn_detail
 from sprout.viewer.report import write_report
-from tests.conftest import require_host_image
-from tests.taskfolders import two_edits_task
-from tests.viewer.conftest import TASK
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import TWO_EDITS, two_edits_task
 
 TEST_IDS = ("task-list", "play-button", "position", "timeline", "turn-panel", "tooltip")
 
@@ -53,8 +52,8 @@ def test_the_page_and_its_assets_are_served_on_loopback(base: str) -> None:
 
 def test_the_api_answers_what_the_data_layer_says(run: RunFolder, base: str) -> None:
     assert get_json(base + "/api/summary") == (200, run_summary(run))
-    assert get_json(f"{base}/api/tasks/{TASK}/tree") == (200, task_tree(run, TASK))
-    attempt = run.tree.attempts(TASK)[0]
+    assert get_json(f"{base}/api/tasks/{TWO_EDITS}/tree") == (200, task_tree(run, TWO_EDITS))
+    attempt = run.tree.attempts(TWO_EDITS)[0]
     index = run.tree.own_turns(attempt)[0].index
     status, body = get_json(f"{base}/api/turns/{attempt.id}/{index}")
     assert status == 200 and body == turn_detail(run, attempt.id, index)
@@ -77,12 +76,12 @@ def test_unknown_ids_and_routes_are_json_errors(run: RunFolder, base: str) -> No
 
 def test_the_api_reads_the_run_fresh_on_each_request(run: RunFolder, base: str) -> None:
     """A run still being written: what is added after the server started shows at once."""
-    run.tree.start_schedule(TASK, "later")
+    run.tree.start_schedule(TWO_EDITS, "later")
     try:
         status, body = get_json(base + "/api/status")
-        assert status == 200 and {"task_id": TASK, "method": "later"} in body["running"]
+        assert status == 200 and {"task_id": TWO_EDITS, "method": "later"} in body["running"]
     finally:
-        run.tree.finish_schedule(TASK, "later", resolved=False, error=None)
+        run.tree.finish_schedule(TWO_EDITS, "later", resolved=False, error=None)
     assert get_json(base + "/api/status")[1]["running"] == []
 
 
@@ -101,8 +100,8 @@ def test_the_report_is_one_file_with_the_data_and_no_url(run: RunFolder) -> None
     assert embedded is not None
     data = json.loads(embedded.group(1))
     assert data["summary"] == run_summary(run)
-    assert data["trees"] == {TASK: task_tree(run, TASK)}
-    own = [(a.id, t.index) for a in run.tree.attempts(TASK) for t in run.tree.own_turns(a)]
+    assert data["trees"] == {TWO_EDITS: task_tree(run, TWO_EDITS)}
+    own = [(a.id, t.index) for a in run.tree.attempts(TWO_EDITS) for t in run.tree.own_turns(a)]
     assert sorted(data["turns"]) == sorted(f"{a}/{i}" for a, i in own)
     attempt, index = own[0]
     assert data["turns"][f"{attempt}/{index}"]["text"] == turn_detail(run, attempt, index)["text"]

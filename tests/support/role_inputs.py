@@ -16,8 +16,8 @@ from sprout.models.openai_client import OpenAIModel
 from sprout.task import SolutionStep, Task
 from sprout.tree import Attempt, ModelCallRecord
 from sprout.verify.types import Diagnostics, TestResult
-from tests.agent.helpers import World
-from tests.models.chat_server import Reply, completion_body
+from tests.support.chat_server import Reply, completion_body
+from tests.support.world import World
 
 FILES = {
     "README": "a task\n",

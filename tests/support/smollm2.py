@@ -5,7 +5,7 @@ dequantizing every weight to float32; the folder it saves is what `hf/PATH`,
 the learner and vLLM load. The real-model tests use it, and so does
 `benchmarks/gpu/vllm_token_exact.sh` on a machine with an accelerator:
 
-    python -m tests.train.smollm2 OUT_FOLDER
+    python -m tests.support.smollm2 OUT_FOLDER
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def save_folder(folder: Path) -> tuple[list[int], Any]:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m tests.train.smollm2 OUT_FOLDER")
+        sys.exit("usage: python -m tests.support.smollm2 OUT_FOLDER")
     why = missing()
     if why:
         sys.exit(why)

@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from sprout.viewer.headless import CHROMIUM_ARGS, find_chromium
+from tests.support.repo_paths import REPO
 
 
 def artifacts() -> Path:
-    root = Path(os.environ.get("SPROUT_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts"))
+    root = Path(os.environ.get("SPROUT_ARTIFACTS", REPO / "test-artifacts"))
     folder = root / "viewer"
     folder.mkdir(parents=True, exist_ok=True)
     return folder

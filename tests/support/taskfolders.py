@@ -1,5 +1,5 @@
 """Task folders on disk for tests: the one builder of the native layout (Terminal-Bench 2 /
-Harbor plus `[sprout]`) and of Terminal-Bench 1 folders, and the two tasks many tests share.
+Harbor plus `[sprout]`) and of Terminal-Bench 1 folders, and the tasks several tests share.
 
 A test says what its task holds (instruction, task.toml's text, Dockerfile and build
 context, solution, hidden tests); the builder lays the files out where the loaders look.
@@ -96,7 +96,11 @@ if [ "$(cat a.txt)" = 1 ] && [ "$(cat b.txt)" = 2 ]; then echo 1; else echo 0; f
 """
 
 
-def two_edits_task(root: Path, name: str = "two-edits", *, slow_step: float = 0.0) -> Path:
+TWO_EDITS = "two-edits"
+"""The two-edit task's name, where a test leaves it as it is."""
+
+
+def two_edits_task(root: Path, name: str = TWO_EDITS, *, slow_step: float = 0.0) -> Path:
     """A native task: a.txt must say 1 and b.txt 2; both start at 0. Its verifier names each
     wrong file (`b.txt:1: expected 2, found 3`); step 2 has a trap (`echo 3 > b.txt`).
 
@@ -164,3 +168,88 @@ def calc_task(
         solve=solve,
         tests={"test.sh": CALC_TEST_SH},
     )
+
+
+# --- fix-calc: a native task over a Dockerfile of each kind of step ----------------------
+
+FIX_CALC_DOCKERFILE = """\
+FROM python:3.11-slim
+ARG GREETING=hello
+ENV APP_MODE=test \\
+    OTHER=1
+WORKDIR /app
+COPY src/ /app/src/
+COPY setup.cfg .
+RUN echo "$GREETING $APP_MODE" > built.txt && date +%s%N > stamp
+"""
+"""fix-calc's Dockerfile: an ARG, a multi-line ENV, a WORKDIR, COPYs and a RUN."""
+
+
+def fix_calc_task(root: Path, dockerfile: str = FIX_CALC_DOCKERFILE, toml: str = "") -> Path:
+    """A native task `fix-calc` whose Dockerfile builds src/calc.py's bug: `toml` goes at
+    the end of its task.toml, after its [verifier] table."""
+    return write_task(
+        root,
+        "fix-calc",
+        instruction="Fix add() in src/calc.py.\n",
+        toml='version = "1.0"\n[verifier]\ntimeout_sec = 60\n' + toml,
+        dockerfile=dockerfile,
+        environment={
+            "src/calc.py": "def add(a, b):\n    return a - b\n",
+            "setup.cfg": "[metadata]\nname = calc\n",
+        },
+        solve="#!/bin/bash\nset -e\n# step\ncat src/calc.py\n# step\n"
+        "sed -i 's/a - b/a + b/' src/calc.py\n# wrong: sed -i 's/a - b/a * b/' src/calc.py\n",
+        tests={"test.sh": "python3 -c 'import sys'\n"},
+    )
+
+
+# --- hello: a Terminal-Bench 1 task, as its harness lays one out ---------------------------
+
+HELLO_TASK_YAML = """\
+# Terminal-Bench Canary String, DO NOT REMOVE
+instruction: |-
+  Write "Hello, world!" to /app/hello.txt.
+author_email: someone@example.com
+difficulty: easy
+tags: [file-operations]
+parser_name: pytest
+max_agent_timeout_sec: 120.0
+max_test_timeout_sec: 30
+run_tests_in_same_shell: false
+"""
+
+HELLO_RUN_TESTS = """\
+#!/bin/bash
+if [ "$PWD" = "/" ]; then echo "no WORKDIR"; exit 1; fi
+/usr/bin/python3 -m pytest -p no:cacheprovider "$TEST_DIR/test_outputs.py" -rA
+"""
+
+HELLO_TEST_OUTPUTS = """\
+from pathlib import Path
+
+
+def test_greeting_was_copied():
+    assert Path("/app/greeting.txt").read_text() == "Hello\\n"
+
+
+def test_hello_file():
+    assert Path("/app/hello.txt").read_text().strip() == "Hello, world!"
+"""
+
+
+def hello_tb1_task(root: Path, files: dict[str, str] | None = None) -> Path:
+    """A TB1 folder `hello` (write "Hello, world!" to /app/hello.txt); `files` replace or add
+    files by name (an empty text leaves one out)."""
+    contents = {
+        "task.yaml": HELLO_TASK_YAML,
+        "Dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\nCOPY greeting.txt /app/greeting.txt\n",
+        "greeting.txt": "Hello\n",
+        "run-tests.sh": HELLO_RUN_TESTS,
+        "tests/test_outputs.py": HELLO_TEST_OUTPUTS,
+        "solution.sh": "#!/bin/bash\n# step\ncat greeting.txt\n# step\n"
+        "echo 'Hello, world!' > /app/hello.txt\n",
+        "docker-compose.yaml": "services:\n  client:\n    build:\n      context: .\n",
+    }
+    contents.update(files or {})
+    return write_tb1_task(root, "hello", {name: text for name, text in contents.items() if text})

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from sprout.models.llamacpp_process import LlamaServer, find_llama_server
-from tests.loopback import loopback
-from tests.train.smollm2 import GGUF_NAME, GGUF_PACKAGE, gguf_file
+from tests.support.loopback import loopback
+from tests.support.smollm2 import GGUF_NAME, GGUF_PACKAGE, gguf_file
 
 
 def smollm2_gguf() -> Path:

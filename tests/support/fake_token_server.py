@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tests.loopback import loopback
+from tests.support.loopback import loopback
 
 
 class FakeTokenServer:

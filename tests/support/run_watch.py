@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from tests.conftest import ProcessWatch
+from tests.support.processes import ProcessWatch
 
 WAIT_S = 120.0
 """How long a run may take to reach a point on a loaded machine before the test fails."""
