@@ -1,6 +1,7 @@
-"""Fixtures the sandbox tests share: what sandboxes run as `nobody` need (a home, an
-environment, a folder and an image of its own; tests/support/nobody.py runs them), and a
-btrfs or XFS filesystem of a test's own (a store whose files clone, with quotas or not)."""
+"""Fixtures the sandbox tests share, in each of its sub-packages' folders: what sandboxes run
+as `nobody` need (a home, an environment, a folder and an image of its own;
+tests/support/nobody.py runs them), and a btrfs or XFS filesystem of a test's own (a store
+whose files clone, with quotas or not). The network tests' world is network/conftest.py's."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.net_world import World, make_world
 from tests.support.nobody import NOBODY, as_nobody
 from tests.support.requirements import require_host_image
 
@@ -118,15 +118,3 @@ def btrfs(tmp_path: Path) -> Iterator[Path]:
 def btrfs_with_quotas(tmp_path: Path) -> Iterator[Path]:
     """A btrfs filesystem with quotas: a root store there makes each layer a subvolume."""
     yield from loop_btrfs(tmp_path, quotas=True)
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    """The network tests' world of namespaces (tests/support/net_world.py), gone after the
-    test."""
-    require_host_image()
-    made = make_world(tmp_path / "world")
-    try:
-        yield made
-    finally:
-        made.close()

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.support.taskfolders import write_task
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.tasks import base_checkpoint, load_native
+from tests.support.taskfolders import write_task
 
 pytestmark = pytest.mark.sandbox
 

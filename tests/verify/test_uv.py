@@ -11,8 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from tests.support.requirements import require_host_image
-from tests.support.taskfolders import write_task
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.verify import ResultsError, run_verifier
@@ -25,6 +23,8 @@ from sprout.verify.uv import (
     uses_uv,
     uv_binaries,
 )
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import write_task
 
 TB2_TEST_SH = "\n".join(
     [

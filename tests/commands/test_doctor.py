@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from sprout.cli import main
 from tests.support.nobody import NOBODY, as_nobody
 from tests.support.requirements import require_host_image
 from tests.support.taskfolders import calc_task
-
-from sprout.cli import main
 
 MEASURES = [
     "overlayfs",

@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.support.repo_paths import SPROUT
 
 from sprout.agent import Actor
 from sprout.models import Choice, Completion
 from sprout.runfolder import RunFolder
 from sprout.sandbox import Sandbox, SandboxWorkspace
+from tests.support.repo_paths import SPROUT
 
 pytestmark = pytest.mark.sandbox
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.support.requirements import require_host_image
-from tests.support.taskfolders import write_task
 
 from sprout.cli import main
+from tests.support.requirements import require_host_image
+from tests.support.taskfolders import write_task
 
 DOCKERFILE = (
     "FROM host\n"

@@ -11,13 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
+
+from sprout.cli import main
 from tests.support.processes import ProcessWatch
 from tests.support.requirements import require_host_image
 from tests.support.run_watch import release
 from tests.support.swebench_records import swebench_with_a_pipe_in_its_clone
 from tests.support.taskfolders import CALC_SOLVE, CALC_TEST_SH, FIXED, calc_task, write_task
-
-from sprout.cli import main
 
 
 def check(*args: str) -> int:

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+
+from sprout.cli import main
 from tests.support.requirements import require_host_image
 from tests.support.swebench_records import swebench_with_a_pipe_in_its_clone
 from tests.support.taskfolders import calc_task
-
-from sprout.cli import main
 
 
 def run(*paths: Path, out: Path, extra: tuple[str, ...] = ()) -> int:

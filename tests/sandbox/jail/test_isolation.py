@@ -171,7 +171,7 @@ def _host_interfaces() -> set[str]:
 @pytest.mark.sandbox
 def test_network_is_a_namespace_of_the_sandboxs_own_by_default(overlay_store):
     """Loopback and the user-mode stack's device, as root and rootless alike
-    (tests/sandbox/test_network.py and test_network_rootless.py attack it)."""
+    (tests/sandbox/network/test_network.py and test_network_rootless.py attack it)."""
     with Sandbox.create(overlay_store) as sandbox:
         inside = _interfaces(sandbox.run("cat /proc/net/dev").output)
     assert inside == {"lo", "tap0"} != _host_interfaces()

@@ -39,7 +39,7 @@ from tests.support.train_command import train as train_loop
 
 
 def train(tmp_path: Path, model: Path, *extra: str, steps: int = 2) -> int:
-    """`sprout train` as tests/train/test_train_loop.py runs it, the children chosen by the
+    """`sprout train` as tests/pipeline/test_train_loop.py runs it, the children chosen by the
     heuristic selector (the 135M model writes no review worth a call)."""
     return train_loop(tmp_path, model, "--selector", "heuristic", *extra, steps=steps)
 
