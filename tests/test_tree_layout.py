@@ -17,7 +17,12 @@ from pathlib import Path
 from tests.support.repo_paths import REPO, SPROUT_SOURCE, TESTS
 
 SUPPORT = "tests.support"
-REPO_CHECKS = {"test_layers.py", "test_example_tasks.py", "test_tree_layout.py"}
+REPO_CHECKS = {
+    "test_layers.py",
+    "test_code_shape.py",
+    "test_example_tasks.py",
+    "test_tree_layout.py",
+}
 """Top-level test modules that check the repository (its import layers, its example tasks,
 this layout) rather than one module of src/sprout."""
 
