@@ -198,11 +198,24 @@ def test_the_temporary_run_folder_goes_when_the_check_ends(
     assert scratch_folders(scratch) == [], "removed on the way out of an exception too"
 
 
-def sprout_check(paths: list[Path], scratch: Path) -> subprocess.Popen[str]:
+def sprout_check(
+    paths: list[Path], scratch: Path, *, sigint_ignored: bool = False
+) -> subprocess.Popen[str]:
+    """`sprout tasks check PATHS` with its temporary folders in `scratch`; `sigint_ignored`
+    starts it as a script's `cmd &` would, with SIGINT ignored."""
     environment = {**os.environ, "TMPDIR": str(scratch)}
     command = [sys.executable, "-m", "sprout.cli", "tasks", "check", *map(str, paths)]
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     return subprocess.Popen(
-        command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ignore_sigint if sigint_ignored else None,
     )
 
 
@@ -234,15 +247,19 @@ def slow_task(root: Path, name: str, sleep: str = "2") -> Path:
 
 
 @pytest.mark.sandbox
-@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize(
+    ("signal_number", "sigint_ignored"),
+    [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
+    ids=["ctrl-c", "sigterm", "ctrl-c-started-with-sigint-ignored"],
+)
 def test_ctrl_c_ends_the_check_and_removes_the_temporary_folder(
-    tmp_path: Path, signal_number: int
+    tmp_path: Path, signal_number: int, sigint_ignored: bool
 ) -> None:
     require_host_image()
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     tasks = [slow_task(tmp_path / "tasks", f"slow-{n}") for n in range(3)]
-    process = sprout_check(tasks, scratch)
+    process = sprout_check(tasks, scratch, sigint_ignored=sigint_ignored)
     folder = wait_for_folder(scratch, process)
     process.send_signal(signal_number)
     _, errors = process.communicate(timeout=120)

@@ -148,10 +148,12 @@ def _run_folder(out: str | None) -> Iterator[str]:
 
 
 def _terminate_as_interrupt() -> contextlib.AbstractContextManager[None]:
-    """SIGTERM ends the check as Ctrl-C does (its temporary folder removed), while the
-    block runs."""
+    """Ctrl-C and SIGTERM end the check alike (its temporary folder removed) while the block
+    runs. SIGINT is handled here too, as `sprout run` handles it, rather than left to
+    Python's default: a process started with SIGINT ignored (a script's `&`) would
+    otherwise go on to the end."""
 
     def interrupt(_signal: int, _frame: object) -> None:
         raise KeyboardInterrupt
 
-    return handling((signal.SIGTERM,), interrupt)
+    return handling(SIGNALS, interrupt)
