@@ -32,10 +32,10 @@ from sprout.cluster.host import TaskHost  # noqa: E402
 from sprout.cluster.sandboxes import RaySandboxes  # noqa: E402
 from sprout.cluster.task_ship import (  # noqa: E402
     ShippedFolder,
-    folder_digest,
     folder_here,
     pack,
     relocated,
+    shipped_digest,
     unpack,
 )
 from tests.support.ray_runs import TASKS, shape  # noqa: E402
@@ -64,7 +64,7 @@ def never() -> bytes:
 def test_an_unpacked_folder_keeps_its_files_modes_and_links(tmp_path: Path):
     folder = a_folder(tmp_path / "driver")
     digest, stream = pack(folder, "t")
-    assert folder_digest(folder, "t") == digest, "the node's check agrees with the packing"
+    assert shipped_digest(folder, "t") == digest, "the node's check agrees with the packing"
 
     copy = unpack(digest, "t", lambda: stream, tmp_path / "cache")
 
@@ -74,7 +74,7 @@ def test_an_unpacked_folder_keeps_its_files_modes_and_links(tmp_path: Path):
         assert (theirs.st_mode, theirs.st_uid) == (mine.st_mode, mine.st_uid), name
     assert os.readlink(copy / "latest") == "data/x.txt"
     assert (copy / "latest").read_text() == "x\n"
-    assert folder_digest(copy, "t") == digest
+    assert shipped_digest(copy, "t") == digest
 
 
 def test_the_same_digest_is_unpacked_once(tmp_path: Path):
@@ -121,10 +121,10 @@ def test_actors_unpacking_one_digest_at_once_all_see_the_whole_folder(tmp_path: 
 )
 def test_a_changed_folder_has_a_new_digest(tmp_path: Path, change: Callable[[Path], Any]):
     folder = a_folder(tmp_path / "driver")
-    before = folder_digest(folder, "t")
+    before = shipped_digest(folder, "t")
     change(folder)
     after = folder if folder.exists() else folder.with_name("u")
-    assert folder_digest(after, "t") != before
+    assert shipped_digest(after, "t") != before
 
 
 def test_the_digest_is_the_rule_of_every_task_digest_with_the_folders_name_first(
@@ -136,16 +136,16 @@ def test_the_digest_is_the_rule_of_every_task_digest_with_the_folders_name_first
     rule = Digest(b"t\0")
     for entry in folder_entries(folder):
         rule.add(entry)
-    assert folder_digest(folder, "t") == rule.hexdigest(32)
+    assert shipped_digest(folder, "t") == rule.hexdigest(32)
 
 
 def test_times_and_owners_are_not_the_content(tmp_path: Path):
     """The same files checked out on a node, at other times, are the driver's folder."""
     folder = a_folder(tmp_path / "driver")
-    before = folder_digest(folder, "t")
+    before = shipped_digest(folder, "t")
     os.utime(folder / "run.sh", (0, 0))
     os.lchown(folder / "data" / "x.txt", 1234, 1234)
-    assert folder_digest(folder, "t") == before
+    assert shipped_digest(folder, "t") == before
 
 
 @pytest.mark.parametrize("target", ["../../outside.txt", "/etc/hostname", "../../t2/x"])
@@ -193,7 +193,7 @@ def test_a_node_uses_its_own_folder_only_when_it_has_the_shipped_digest(tmp_path
 
 def test_a_node_that_cannot_unpack_says_so_in_one_line(tmp_path: Path):
     task = load_native(two_edits_task(tmp_path / "tasks"))
-    digest = folder_digest(task.path, task.id)
+    digest = shipped_digest(task.path, task.id)
     shutil.rmtree(task.path)
     (tmp_path / "cache").write_text("a file where the cache should be\n")
     with pytest.raises(WorkspaceError) as caught:
@@ -253,7 +253,7 @@ def test_tasks_only_the_driver_has_run_on_the_cluster_as_they_run_here(
     for folder in TASKS:
         shutil.copytree(folder, tmp_path / "tasks" / Path(folder).name, symlinks=True)
     tasks = [load_native(tmp_path / "tasks" / Path(folder).name) for folder in TASKS]
-    digests = {task.id: folder_digest(task.path, task.id) for task in tasks}
+    digests = {task.id: shipped_digest(task.path, task.id) for task in tasks}
     settings = RunSettings(
         "oracle-noise:errors=trap", parse_methods("pass@2,sprout", rounds=(1,)), workers=4
     )
@@ -288,4 +288,4 @@ def test_tasks_only_the_driver_has_run_on_the_cluster_as_they_run_here(
     assert shape(tmp_path / "there") == shape(tmp_path / "here"), "attempts and verdicts"
     for task in tasks:  # the nodes ran them from the shipped copies
         copy = task_ship.cache_root() / digests[task.id] / task.id
-        assert folder_digest(copy, task.id) == digests[task.id]
+        assert shipped_digest(copy, task.id) == digests[task.id]

@@ -82,7 +82,7 @@ def pack(folder: Path, task_id: str) -> tuple[str, bytes]:
     return digest.hexdigest(DIGEST_LENGTH), buffer.getvalue()
 
 
-def folder_digest(folder: Path, task_id: str) -> str:
+def shipped_digest(folder: Path, task_id: str) -> str:
     """The digest `pack` gives `folder`, without packing it."""
     digest = _named(folder)
     for entry in _entries(folder, task_id):
@@ -119,7 +119,7 @@ def folder_here(task: Task, shipped: ShippedFolder, root: Path) -> Path:
     shipped digest, else the shipped copy, unpacked under `root`."""
     if task.path.is_dir():
         with contextlib.suppress(TaskError):  # a folder that could not ship is not the same
-            if folder_digest(task.path, task.id) == shipped.digest:
+            if shipped_digest(task.path, task.id) == shipped.digest:
                 return task.path
     try:
         return unpack(shipped.digest, task.path.name, lambda: ray.get(shipped.data), root)
