@@ -305,20 +305,22 @@ class RolloutTree:
         return self._store.turns(attempt.id)
 
     def last_index(self, attempt: Attempt) -> int:
-        """The attempt's last committed turn boundary."""
-        turns = self.own_turns(attempt)
-        return turns[-1].index if turns else attempt.boundary
+        """The attempt's last committed turn boundary (read without loading its turns: a
+        300-turn attempt asks this often)."""
+        last = self._store.last_turn_index(attempt.id)
+        return attempt.boundary if last is None else last
 
     def path(self, attempt: Attempt, upto: int | None = None) -> list[Turn]:
         """Every turn in the attempt's context up to boundary `upto`, inherited ones included."""
-        last = self.last_index(attempt)
+        own = self.own_turns(attempt)
+        last = own[-1].index if own else attempt.boundary
         upto = last if upto is None else upto
         if problem := boundary_problem(attempt.id, upto, last):
             raise TreeError(problem)
         inherited: list[Turn] = []
         if attempt.parent_id is not None:
             inherited = self.path(self.attempt(attempt.parent_id), min(upto, attempt.boundary))
-        return inherited + [t for t in self.own_turns(attempt) if t.index <= upto]
+        return inherited + [t for t in own if t.index <= upto]
 
     def token_path(
         self, attempt: Attempt, upto: int | None = None

@@ -166,6 +166,14 @@ class AttemptTables(Database):
             ).fetchall()
         return [turn_from_row(row) for row in rows]
 
+    def last_turn_index(self, attempt_id: int) -> int | None:
+        """The index of the attempt's last own turn; None when it has none."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT MAX(idx) FROM turns WHERE attempt_id = ?", (attempt_id,)
+            ).fetchone()
+        return None if row[0] is None else int(row[0])
+
     def checkpoints(self) -> set[str]:
         """Every sandbox layer the tree references: what layer GC must keep."""
         with self._lock:

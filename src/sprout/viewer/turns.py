@@ -38,7 +38,7 @@ def turn_detail(
     `path`, the attempt's `RolloutTree.path`, saves rebuilding it for every turn of an
     attempt (report.html details them all).
     """
-    turn = _turn_on_path(run, attempt_id, index, path)
+    turn, since = _turn_on_path(run, attempt_id, index, path)
     owner = run.tree.attempt(turn.attempt_id)
     calls = [_call_detail(call, max_output_chars) for call in turn.calls]
     detail: dict[str, Any] = {
@@ -60,13 +60,16 @@ def turn_detail(
         "format_error": turn.format_error,
         "checkpoint": turn.checkpoint,
     }
-    detail.update(_turn_files(run, owner, turn, max_diff_chars))
+    detail.update(_turn_files(run, owner, turn, since, max_diff_chars))
     return detail
 
 
-def _turn_on_path(run: RunFolder, attempt_id: int, index: int, path: Sequence[Turn] | None) -> Turn:
-    """Turn `index` on attempt `attempt_id`'s path (`path`, or the tree's), or a ViewerError
-    naming what is missing."""
+def _turn_on_path(
+    run: RunFolder, attempt_id: int, index: int, path: Sequence[Turn] | None
+) -> tuple[Turn, str]:
+    """Turn `index` on attempt `attempt_id`'s path (`path`, or the tree's) and the checkpoint
+    before it on that path, or a ViewerError naming what is missing. The checkpoint comes
+    from the path itself: asking the tree for it would load the path again, once per turn."""
     attempt = run.tree.find_attempt(attempt_id)
     if attempt is None:
         raise ViewerError(f"{run.path}: no attempt {attempt_id!r} in this run")
@@ -75,13 +78,16 @@ def _turn_on_path(run: RunFolder, attempt_id: int, index: int, path: Sequence[Tu
             path = run.tree.path(attempt)
         except TreeError as error:
             raise ViewerError(f"{run.path}: attempt {attempt_id}: {error}") from None
-    found = [t for t in path if t.index == index]
+    found = [position for position, t in enumerate(path) if t.index == index]
     if not found:
         last = path[-1].index if path else attempt.boundary
         raise ViewerError(
             f"{run.path}: attempt {attempt_id} has no turn {index!r} (its turns are 1..{last})"
         )
-    return found[0]
+    position = found[0]
+    if position:
+        return path[position], path[position - 1].checkpoint
+    return path[position], run.tree.checkpoint(attempt, 0)
 
 
 def _call_detail(call: CallRecord, max_output_chars: int) -> dict[str, Any]:
@@ -98,13 +104,15 @@ def _call_detail(call: CallRecord, max_output_chars: int) -> dict[str, Any]:
     }
 
 
-def _turn_files(run: RunFolder, owner: Attempt, turn: Turn, max_diff_chars: int) -> dict[str, Any]:
+def _turn_files(
+    run: RunFolder, owner: Attempt, turn: Turn, since: str, max_diff_chars: int
+) -> dict[str, Any]:
     """`files`, `noise`, `since` and `files_error`: what the turn's layer changed. A turn
     stored before its changes were recorded has them read from the layers here; a layer
     that cannot be read (collected, a store moved without its layers, or a `--ray` run's
     node store this machine cannot read) gives an error message, and the recorded files
-    without diffs (none when they were not recorded), so the rest of the turn still shows."""
-    since = run.tree.checkpoint(owner, turn.index - 1)
+    without diffs (none when they were not recorded), so the rest of the turn still shows.
+    `since` is the checkpoint before the turn's on its path."""
     changes: Sequence[Change] | None = turn.changes
     layers: LayerStore | None = None
     layers_error = None
