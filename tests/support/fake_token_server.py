@@ -5,8 +5,9 @@ vLLM: `/tokenize` (a prompt, or chat messages through the template),
 `return_token_ids`. SGLang: `/generate` with `input_ids`, answering with
 `meta_info.output_token_logprobs` and `output_ids`, and
 `/update_weights_from_disk` (`model_path`; each call kept in `loaded`, refused
-with SGLang's `success: false` for a path in `unloadable`). llama.cpp's
-`/tokenize` (`content`) and `/props`, for the rollout server's vocabulary check.
+with SGLang's `success: false` for a path in `unloadable`). Both: `/v1/models`, listing
+the model with its `max_model_len` when one is set. llama.cpp's `/tokenize`
+(`content`) and `/props`, for the rollout server's vocabulary check.
 The tokenizer and chat
 template are the tiny model's real ones (transformers), so
 what the client renders, sends and stores can be checked against them. The
@@ -35,6 +36,8 @@ class FakeTokenServer:
         """When set, a sampling route leaves this field out of its reply."""
         self.loaded: list[str] = []
         self.unloadable: set[str] = set()
+        self.max_model_len: int | None = None
+        """The context length `/v1/models` lists; None: the route is not there (404)."""
         self.end = tokenizer.convert_tokens_to_ids("<|im_end|>")
 
     def encode(self, text: str) -> list[int]:
@@ -46,6 +49,8 @@ class FakeTokenServer:
             return 200, {"tokens": self.encode(body["content"])}
         if route == "/props":
             return 200, {"eos_token": "<|im_end|>", "model_path": "fake.gguf"}
+        if route == "/v1/models" and self.max_model_len is not None:
+            return 200, {"data": [{"id": "tiny", "max_model_len": self.max_model_len}]}
         if route == "/update_weights_from_disk":
             return self.update_weights(body["model_path"])
         if route == "/tokenize" and "messages" in body:

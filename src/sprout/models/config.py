@@ -1,4 +1,5 @@
-"""The `[model]` table of a run's settings file: how a model server is called."""
+"""The `[model]` table of a run's settings file: how a model server is called, and the model's
+context window when its client cannot find it."""
 
 from __future__ import annotations
 
@@ -22,6 +23,12 @@ class ModelConfig(BaseModel):
     """Retries of a request that timed out or got 429, 5xx or no connection (with backoff)."""
     max_tokens: int | None = Field(None, ge=1)
     """Tokens one reply may have; None leaves it to the server (which may fill its context)."""
+    context_tokens: int | None = Field(None, ge=1)
+    """The model's context length in tokens, prompt and reply together, for a client that
+    cannot find it (an `openai/` server) or finds one that is wrong; None: what the client
+    finds (`hf/` config.json, llama.cpp's /props, vLLM's and SGLang's /v1/models), or no
+    known window. The roles' prompts are built to fit it, and the actor's
+    `max_context_tokens` defaults to it."""
     tokenizer: str | None = None
     """A local Hugging Face model folder whose tokenizer and chat template render the prompts
     of a server that takes only token ids (`sglang/`); the server's own model's tokenizer."""

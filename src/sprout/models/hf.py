@@ -5,6 +5,8 @@ Generation uses the tokenizer's chat template and a plain sampling loop
 and the log-probabilities of the sampled tokens under the model itself
 (temperature 1, as a learner recomputes them). Token counts are real. How a
 context becomes ids, exactly, is the tokenizer half's (`sprout.models.hf_tokenizer`).
+The context window is config.json's `max_position_embeddings` (or `context_tokens`,
+`[model] context_tokens`): a prompt over it is refused, and a reply ends where it ends.
 
 torch and transformers are imported when a model is loaded, never at import.
 """
@@ -26,6 +28,7 @@ from sprout.models.types import (
     ModelError,
     TokenLogprob,
 )
+from sprout.models.window import OVERRIDE, ContextWindow
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
@@ -49,6 +52,7 @@ class HFModel(HFTokenizer):
         max_new_tokens: int = 1024,
         top_logprobs: int = 5,
         seed: int | None = None,
+        context_tokens: int | None = None,
     ) -> None:
         """Load the model at `path`.
 
@@ -57,7 +61,7 @@ class HFModel(HFTokenizer):
         float32), ``float32``, ``bfloat16`` or ``float16``. `max_new_tokens`
         caps each reply; `top_logprobs` alternatives per token come back when
         log-probs are asked (for the entropy schedule); `seed` makes sampling
-        reproducible.
+        reproducible; `context_tokens` replaces the window config.json gives.
         """
         name = f"hf/{path}"
         if max_new_tokens < 1:
@@ -69,6 +73,7 @@ class HFModel(HFTokenizer):
         super().__init__(Path(path).expanduser(), name)
         self.max_new_tokens = max_new_tokens
         self.top_logprobs = top_logprobs
+        self.context_tokens = context_tokens
 
         import torch
 
@@ -114,6 +119,17 @@ class HFModel(HFTokenizer):
         """Copy a state dict (e.g. a learner's) into `module`'s weights."""
         with self._lock:
             self.module.load_state_dict(state)
+
+    def context_window(self) -> ContextWindow | None:
+        """`context_tokens` when set, else config.json's `max_position_embeddings`; replies
+        are `max_new_tokens` long at most."""
+        if self.context_tokens is not None:
+            return ContextWindow(self.context_tokens, OVERRIDE, self.max_new_tokens)
+        limit = getattr(self.module.config, "max_position_embeddings", None)
+        if not isinstance(limit, int) or limit < 1:
+            return None
+        source = f"{self.path / 'config.json'} max_position_embeddings"
+        return ContextWindow(limit, source, self.max_new_tokens)
 
     def _stop_ids(self) -> frozenset[int]:
         stops = {self.end_of_turn_id}
@@ -174,16 +190,16 @@ class HFModel(HFTokenizer):
         """(ids, log-probs, top alternatives) of `n` replies, sampled with a KV cache."""
         import torch
 
-        limit = getattr(self.module.config, "max_position_embeddings", None)
+        window = self.context_window()
         budget = self.max_new_tokens
-        if limit is not None:
-            if len(prompt) >= limit:
+        if window is not None:
+            if len(prompt) >= window.tokens:
                 raise ModelError(
                     "context",
-                    f"{self.name}: the prompt has {len(prompt)} tokens, more than the model's "
-                    f"context of {limit}",
+                    f"{self.name}: the prompt has {len(prompt)} tokens, more than "
+                    f"{window.describe()}",
                 )
-            budget = min(budget, limit - len(prompt))
+            budget = min(budget, window.tokens - len(prompt))
         rows: list[tuple[list[int], list[float], list[dict[int, float]]]] = [
             ([], [], []) for _ in range(n)
         ]

@@ -81,6 +81,10 @@ class HFTokenizer:
         """The ids `messages` add after the stored context `prefix_ids` (`chat_tokens`)."""
         return added_ids(self, self.name, messages, prefix_ids)
 
+    def count_tokens(self, messages: list[Message]) -> int:
+        """The tokens of `messages` as a prompt (generation prompt included), exactly."""
+        return len(self.context_ids(messages, ()))
+
     def _end_of_turn(self) -> int:
         """The token the template closes an assistant reply with (ChatML: ``<|im_end|>``)."""
         eos = self.tokenizer.eos_token_id

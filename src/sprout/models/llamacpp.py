@@ -5,7 +5,8 @@ The server applies its own chat template (`/apply-template`) and tokenizer
 prompt goes to `/completion` as a token array with `return_tokens` and
 `n_probs`, and `cache_prompt` lets a branch's inherited prefix be served from
 the server's KV cache. `/completion` samples one reply per request, so `n`
-replies are `n` requests, seeded `seed`, `seed + 1`, ...
+replies are `n` requests, seeded `seed`, `seed + 1`, ... The context length is
+`/props`' `n_ctx` (of one slot: what one request may hold).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from sprout.models.http_json import JsonServer
 from sprout.models.token_server import Generation, Sample, Sampling, checked_sample
 from sprout.models.types import Message, ModelError
+from sprout.models.window import ContextWindow
 
 
 class LlamaCppServer:
@@ -65,6 +67,18 @@ class LlamaCppServer:
                 "reply's end cannot be told",
             )
         return ids[0]
+
+    def context_window(self) -> ContextWindow | None:
+        """`default_generation_settings.n_ctx` in `/props`: one slot's context, which is what
+        a request may fill (`--ctx-size` over `--parallel` slots)."""
+        try:
+            settings = self._props.get("default_generation_settings")
+        except ModelError:
+            return None
+        n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+        if not isinstance(n_ctx, int) or isinstance(n_ctx, bool) or n_ctx < 1:
+            return None
+        return ContextWindow(n_ctx, f"{self.base_url}/props n_ctx")
 
     def fingerprint(self) -> dict[str, Any]:
         props = self._props

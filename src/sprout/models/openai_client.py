@@ -36,6 +36,7 @@ from sprout.models.types import (
     TokenLogprob,
     ToolCall,
 )
+from sprout.models.window import OVERRIDE, ContextWindow
 
 OFFICIAL_URL = "https://api.openai.com/v1"
 TOP_LOGPROBS = 5
@@ -85,6 +86,12 @@ class OpenAIModel:
             )
             for url in urls
         }
+
+    def context_window(self) -> ContextWindow | None:
+        """`[model] context_tokens`: an OpenAI-compatible server says no context length of
+        its own; its prompts' tokens are estimated."""
+        tokens = self.options.context_tokens
+        return None if tokens is None else ContextWindow(tokens, OVERRIDE, self.options.max_tokens)
 
     def complete(
         self,

@@ -73,7 +73,8 @@ def resolve_model(
     from token ids (token-exact rollouts, see `models.token_server`); ``sglang/`` renders
     prompts with the local tokenizer `options.tokenizer` names.
     ``hf/PATH`` loads the local model folder PATH in-process (`hf_options`:
-    `HFModel`'s keywords: device, dtype, max_new_tokens, top_logprobs, seed).
+    `HFModel`'s keywords: device, dtype, max_new_tokens, top_logprobs, seed). Every kind
+    takes `options.context_tokens` as its context window, whatever it would find itself.
     ``oracle`` and ``oracle-noise[:errors=..,p=..,q=..,seed=..]`` replay a task's reference
     solution, so they need its `steps` (`Step`s or plain command strings).
     """
@@ -123,7 +124,10 @@ def _hf(spec: str, args: ModelArgs) -> Model:
     path = spec.removeprefix("hf/")
     if not path:
         raise ModelError("bad_input", f"--model {spec}: expected hf/<path to a model folder>")
-    return _hf_client()(path, **dict(args.hf_options or {}))
+    options = dict(args.hf_options or {})
+    if args.options is not None and args.options.context_tokens is not None:
+        options["context_tokens"] = args.options.context_tokens
+    return _hf_client()(path, **options)
 
 
 def _oracle(spec: str, args: ModelArgs) -> Model:
@@ -177,7 +181,9 @@ def _token_server(make_server: ServerMaker) -> Callable[[str, ModelArgs], Model]
             api_key=args.api_key,
         )
         server = make_server(http, name, spec, options)
-        return _token_server_client()(spec, server, max_tokens=options.max_tokens)
+        return _token_server_client()(
+            spec, server, max_tokens=options.max_tokens, context_tokens=options.context_tokens
+        )
 
     return build
 
@@ -200,7 +206,7 @@ def _sglang(http: JsonServer, name: str, spec: str, options: ModelConfig) -> Tok
             f"--model {spec}: SGLang's /generate takes token ids; name the model's local "
             "folder (its tokenizer and chat template) as tokenizer in the [model] table",
         )
-    return SGLangServer(http, HFTokenizer(Path(options.tokenizer), spec))
+    return SGLangServer(http, HFTokenizer(Path(options.tokenizer), spec), name)
 
 
 def _llamacpp(http: JsonServer, name: str, spec: str, options: ModelConfig) -> TokenServer:

@@ -5,7 +5,8 @@ log-probability (`meta_info.output_token_logprobs`); it applies no chat
 template to ids, so the template is applied here, once, by the model's own
 tokenizer from a local folder (`[model] tokenizer`), as verl and slime do with
 SGLang. One request samples one reply: `n` replies are `n` requests, seeded
-`seed`, `seed + 1`, ...
+`seed`, `seed + 1`, ... The context length is the `max_model_len` SGLang lists in
+`/v1/models` (its `/get_model_info` names none).
 """
 
 from __future__ import annotations
@@ -15,8 +16,15 @@ from typing import Any
 
 from sprout.models.hf_tokenizer import HFTokenizer
 from sprout.models.http_json import JsonServer
-from sprout.models.token_server import Generation, Sample, Sampling, checked_sample
+from sprout.models.token_server import (
+    Generation,
+    Sample,
+    Sampling,
+    checked_sample,
+    served_window,
+)
 from sprout.models.types import Message, ModelError
+from sprout.models.window import ContextWindow
 
 
 class SGLangServer:
@@ -24,9 +32,11 @@ class SGLangServer:
 
     kind = "SGLang"
 
-    def __init__(self, http: JsonServer, tokenizer: HFTokenizer) -> None:
+    def __init__(self, http: JsonServer, tokenizer: HFTokenizer, model: str) -> None:
         self.http = http
         self.tokenizer = tokenizer
+        self.model = model
+        """The served model's name, as `/v1/models` lists it (`sglang/NAME`)."""
         self.base_url = http.base_url
 
     def render(self, messages: list[Message]) -> str:
@@ -47,6 +57,10 @@ class SGLangServer:
             "server": self.kind,
             "base_url": self.base_url,
         }
+
+    def context_window(self) -> ContextWindow | None:
+        """`max_model_len` of the served model in `/v1/models`."""
+        return served_window(self.http, self.model)
 
     def generate(self, sampling: Sampling) -> Generation:
         params: dict[str, Any] = {"skip_special_tokens": False}

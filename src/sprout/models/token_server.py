@@ -8,15 +8,19 @@ the server's own template and tokenizer or a local one), and sends the whole
 prompt as ids, so a branch's inherited prefix is never re-rendered and the
 server's prefix cache serves it. Each sampled token's log-probability comes
 back with it (the behaviour policy's, for the learner's importance ratio).
-The wire formats live in one module per server, behind `TokenServer`.
+The wire formats live in one module per server, behind `TokenServer`, and so does
+how each says its context window (`sprout.models.window`): a prompt over it is refused
+here, before it is sent, as `hf/` refuses one.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sprout.models.chat_tokens import TextTokenizer, added_ids
 from sprout.models.types import (
@@ -27,6 +31,10 @@ from sprout.models.types import (
     ModelError,
     TokenLogprob,
 )
+from sprout.models.window import OVERRIDE, ContextWindow
+
+if TYPE_CHECKING:
+    from sprout.models.http_json import JsonServer
 
 TOP_LOGPROBS = 5
 """Alternatives asked per token when the caller wants them (the entropy schedule)."""
@@ -87,16 +95,50 @@ class TokenServer(TextTokenizer, Protocol):
         """What identifies the tokenizer and template this server applies."""
         ...
 
+    def context_window(self) -> ContextWindow | None:
+        """The context length the server reports (asked once); None when it says none."""
+        ...
+
 
 class TokenServerModel:
     """A `TokenModel` whose replies a server samples from ids (see the module's doc)."""
 
     capabilities = Capabilities(token_ids=True, logprobs=True)
 
-    def __init__(self, name: str, server: TokenServer, *, max_tokens: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        server: TokenServer,
+        *,
+        max_tokens: int | None = None,
+        context_tokens: int | None = None,
+    ) -> None:
+        """`context_tokens` (`[model] context_tokens`) replaces the window the server reports."""
         self.name = name
         self.server = server
         self.max_tokens = max_tokens
+        self.context_tokens = context_tokens
+        self._window: tuple[ContextWindow | None] | None = None
+        self._window_lock = threading.Lock()
+
+    def context_window(self) -> ContextWindow | None:
+        """The window `[model] context_tokens` sets, else the one the server reports (asked
+        once); its replies are `max_tokens` long at most."""
+        with self._window_lock:
+            if self._window is None:
+                found = (
+                    ContextWindow(self.context_tokens, OVERRIDE)
+                    if self.context_tokens is not None
+                    else self.server.context_window()
+                )
+                if found is not None:
+                    found = dataclasses.replace(found, reply_tokens=self.max_tokens)
+                self._window = (found,)
+            return self._window[0]
+
+    def count_tokens(self, messages: list[Message]) -> int:
+        """The tokens of `messages` as a prompt, by the server's own template and tokenizer."""
+        return len(self.context_ids(messages, ()))
 
     def tokenizer_fingerprint(self) -> dict[str, Any]:
         return {**self.server.fingerprint(), "model": self.name}
@@ -132,7 +174,7 @@ class TokenServerModel:
         prompt = prefix + self.context_ids(messages, prefix)
         top = TOP_LOGPROBS if logprobs else 0
         generation = self.server.generate(
-            Sampling(prompt, n, temperature, seed, top, self.max_tokens)
+            Sampling(prompt, n, temperature, seed, top, self._reply_tokens(len(prompt)))
         )
         if len(generation.samples) != n:
             raise ModelError(
@@ -148,6 +190,22 @@ class TokenServerModel:
             latency_s=time.monotonic() - started,
             prompt_ids=prompt,
         )
+
+    def _reply_tokens(self, prompt: int) -> int | None:
+        """`max_tokens`, cut to what the window leaves after a prompt of `prompt` tokens (None
+        stays None: the server's own choice); a `ModelError` ("context") when the window
+        leaves nothing, raised before anything is sent."""
+        window = self.context_window()
+        if window is None:
+            return self.max_tokens
+        if prompt >= window.tokens:
+            raise ModelError(
+                "context",
+                f"{self.name}: the prompt has {prompt} tokens, more than {window.describe()}",
+            )
+        if self.max_tokens is None:
+            return None
+        return min(self.max_tokens, window.tokens - prompt)
 
     def _choice(self, sample: Sample) -> Choice:
         ids = sample.ids[:-1] if sample.stopped else sample.ids
@@ -188,3 +246,19 @@ def checked_sample(
         tuple(pieces),
         tuple(top),
     )
+
+
+def served_window(http: JsonServer, name: str) -> ContextWindow | None:
+    """The window of model `name` in `/v1/models` (`max_model_len`, as vLLM and SGLang list
+    it; the first model listed when none is called `name`); None when the server lists
+    none, or cannot be asked."""
+    try:
+        cards = http.get("/v1/models").get("data")
+    except ModelError:
+        return None
+    listed = [c for c in cards if isinstance(c, dict)] if isinstance(cards, list) else []
+    named = [c for c in listed if c.get("id") == name] or listed[:1]
+    length = named[0].get("max_model_len") if named else None
+    if not isinstance(length, int) or isinstance(length, bool) or length < 1:
+        return None
+    return ContextWindow(length, f"{http.base_url}/v1/models max_model_len")

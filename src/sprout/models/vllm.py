@@ -4,7 +4,7 @@ The server's `/tokenize` applies its chat template and tokenizer (one place),
 `/detokenize` turns ids back into text; the prompt goes to `/v1/completions`
 as a token list with `return_token_ids`, so the reply's ids are the ids vLLM
 sampled and the inherited prefix of a branch is never re-rendered (vLLM's
-prefix cache serves it).
+prefix cache serves it). The context length is `/v1/models`' `max_model_len`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,15 @@ from functools import cached_property
 from typing import Any
 
 from sprout.models.http_json import JsonServer
-from sprout.models.token_server import Generation, Sample, Sampling, checked_sample
+from sprout.models.token_server import (
+    Generation,
+    Sample,
+    Sampling,
+    checked_sample,
+    served_window,
+)
 from sprout.models.types import Message, ModelError
+from sprout.models.window import ContextWindow
 
 _PROBE = "\x00sprout-reply\x00"
 
@@ -87,6 +94,10 @@ class VLLMServer:
             "probe_sha256": hashlib.sha256(repr(ids).encode()).hexdigest(),
             "end_of_turn": self.end_of_turn(),
         }
+
+    def context_window(self) -> ContextWindow | None:
+        """`max_model_len` of this model in `/v1/models`."""
+        return served_window(self.http, self.model)
 
     def generate(self, sampling: Sampling) -> Generation:
         body: dict[str, Any] = {
