@@ -8,10 +8,18 @@ import math
 import pytest
 
 from sprout.agent import ActorConfig
-from sprout.models import TokenLogprob, ToolCall
+from sprout.models import ModelError, TokenLogprob, ToolCall
 from sprout.sandbox import Limits
 from sprout.tree import Attempt
-from tests.support.scripted_model import FakeClock, ScriptedModel, SlowModel, bash, reply, submit
+from tests.support.scripted_model import (
+    FakeClock,
+    ScriptedModel,
+    SlowModel,
+    WindowedModel,
+    bash,
+    reply,
+    submit,
+)
 from tests.support.world import World, make_world
 
 pytestmark = pytest.mark.sandbox
@@ -175,6 +183,38 @@ def test_context_limit(world):
     assert "context limit" in attempt.end_reason
     assert "310" in attempt.end_reason and "300" in attempt.end_reason
     assert len(model.seen) == 3
+
+
+def windowed_script() -> list:
+    return [reply(bash("true"), prompt_tokens=100 * n, completion_tokens=10) for n in (1, 2, 3, 4)]
+
+
+def test_the_context_limit_is_the_models_window_when_none_is_set(world):
+    model = WindowedModel(windowed_script(), tokens=300)
+    actor = world.actor(model)
+    attempt = actor.run(world.root(actor))
+    assert attempt.status == "limit"
+    assert attempt.end_reason == (
+        "context limit (max_context_tokens unset: the model's context of 300 tokens "
+        "(the script)): 310 of 300 tokens"
+    )
+    assert len(model.seen) == 3
+
+
+def test_a_context_limit_that_is_set_wins_over_the_window(world):
+    model = WindowedModel(windowed_script(), tokens=300)
+    actor = world.actor(model, ActorConfig(max_context_tokens=200))
+    attempt = actor.run(world.root(actor))
+    assert attempt.end_reason == "context limit (max_context_tokens): 210 of 200 tokens"
+    assert len(model.seen) == 2
+
+
+def test_a_prompt_the_model_refuses_as_over_its_context_ends_at_its_limit(world):
+    too_long = ModelError("context", "the prompt has 4355 tokens, more than the model's context")
+    attempt, _ = world.play([bash("true"), too_long])
+    assert (attempt.status, attempt.fault) == ("limit", None)
+    assert attempt.end_reason == f"context limit: {too_long}"
+    assert [t.index for t in world.tree.own_turns(attempt)] == [1]
 
 
 def test_wall_time_limit(world):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sprout.models import Choice, Completion, Message, TokenLogprob, ToolCall
+from sprout.models.window import ContextWindow
 
 SUBMIT = "SPROUT_SUBMIT"
 """The default submit sentinel: a call that prints it ends the attempt."""
@@ -73,6 +74,27 @@ class ScriptedModel:
         if isinstance(item, BaseException):
             raise item
         return item if isinstance(item, Completion) else reply(item)
+
+
+class WindowedModel(ScriptedModel):
+    """A scripted model with a context window of `tokens` (its replies `reply_tokens` long at
+    most) and a tokenizer that counts one token per word, four more per message: what a
+    client that knows its window and holds its tokenizer declares."""
+
+    def __init__(
+        self,
+        replies: Iterable[str | Completion | BaseException],
+        tokens: int,
+        reply_tokens: int | None = None,
+    ) -> None:
+        super().__init__(replies, name="windowed")
+        self.window = ContextWindow(tokens, "the script", reply_tokens)
+
+    def context_window(self) -> ContextWindow:
+        return self.window
+
+    def count_tokens(self, messages: list[Message]) -> int:
+        return sum(len(str(m.get("content") or "").split()) + 4 for m in messages)
 
 
 @dataclass

@@ -34,6 +34,7 @@ from sprout.agent.state import AttemptState, Clock, Reply
 from sprout.agent.token_ids import TokenIds
 from sprout.agent.turn_records import call_record, model_call_record, turn_record
 from sprout.models import Completion, Model, ModelError
+from sprout.models.window import context_window
 from sprout.tree import Attempt, CallRecord, Fault, Message, RolloutTree, Turn
 from sprout.workspace import CheckpointLost, Fork, Workspace, WorkspaceError
 
@@ -112,6 +113,7 @@ class Actor:
             if own:  # killed after committing its submitting turn, before recording the end
                 check_submitted(self.config, own[-1])
             self._count_stored(state, own)
+            window = context_window(self.model)
             with self.workspace.fork(self.tree.checkpoint(attempt, state.index)) as fork:
                 if attempt.starting_turn is not None and state.index == attempt.boundary:
                     self._play(fork, state, self._starting_reply(state, attempt.starting_turn))
@@ -120,7 +122,7 @@ class Actor:
                         raise Interrupted()
                     if should_stop is not None and should_stop():
                         raise AttemptEnded("stopped", "stopped: another attempt passed")
-                    check_limits(self.config, state)
+                    check_limits(self.config, state, window)
                     self._play(fork, state, self._next_reply(state))
         except Interrupted:
             pass
@@ -167,6 +169,8 @@ class Actor:
         try:
             completion = self.token_ids.complete(state.messages, state.ids, **options)
         except ModelError as error:
+            if error.kind == "context":  # the prompt outgrew the model's window: its limit
+                raise AttemptEnded("limit", f"context limit: {error}") from None
             raise model_failed(self.model.name, error) from None
         self.tree.record_call(model_call_record(attempt, index, completion))
         state.spent += completion.prompt_tokens + completion.completion_tokens
