@@ -2,8 +2,9 @@
 resume.
 
 It reads the whole path (inherited turns included), what each turn's checkpoint
-changed, the patch and the verifier's diagnostics. Its analysis goes to the
-store and to the reviewer only: it never enters the actor's context.
+changed, the patch and the verifier's diagnostics, as much of them as the model's
+window holds (`sprout.roles.fit`). Its analysis goes to the store and to the
+reviewer only: it never enters the actor's context.
 """
 
 from __future__ import annotations
@@ -15,21 +16,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sprout.models import Model
 from sprout.roles.ask import Recorder, consult
+from sprout.roles.detail import ANALYST_LADDER, Detail
+from sprout.roles.fit import budget_for, fit
 from sprout.roles.heuristics import MAX_BOUNDARIES, heuristic_analysis
 from sprout.roles.output import OutputError, read_reply
 from sprout.roles.prompts import render
 from sprout.roles.touched import turn_files
 from sprout.roles.types import Analysis, RoleError
-from sprout.roles.views import (
-    INSTRUCTION_CHARS,
-    PATCH_CHARS,
-    diagnostics_view,
-    ends,
-    head,
-    turn_list,
-)
+from sprout.roles.views import diagnostics_view, ends, head, turn_list
 from sprout.task import Task
-from sprout.tree import Attempt, RolloutTree
+from sprout.tree import Attempt, RolloutTree, Turn
 
 
 class AnalystReply(BaseModel):
@@ -76,10 +72,9 @@ class Analyst:
         _check(task, attempt)
         files = turn_files(self.tree, attempt)
         last = self.tree.last_index(attempt)
-        prompt = self.prompt(task, attempt, files, last)
         analysis = consult(
             self.model,
-            prompt,
+            lambda: self.prompt(task, attempt, files, last),
             read=lambda text: _read(text, attempt.id, last),
             heuristic=lambda reason: heuristic_analysis(
                 attempt, self.tree.path(attempt), files, task.workdir, reason
@@ -99,17 +94,35 @@ class Analyst:
         return analysis
 
     def prompt(self, task: Task, attempt: Attempt, files: dict[int, list[str]], last: int) -> str:
-        """The analyst's prompt for `attempt`, every part capped (see `sprout.roles.views`)."""
+        """The analyst's prompt for `attempt`, as detailed as the model's window allows
+        (`sprout.roles.fit`); `PromptTooLong` when even its briefest is over it."""
+        path = self.tree.path(attempt)
+        return fit(
+            lambda detail: self._render(task, attempt, path, files, last, detail),
+            ANALYST_LADDER,
+            budget_for(self.model),
+            "analyst",
+        )
+
+    def _render(
+        self,
+        task: Task,
+        attempt: Attempt,
+        path: list[Turn],
+        files: dict[int, list[str]],
+        last: int,
+        detail: Detail,
+    ) -> str:
         return render(
             "analyst",
             self.template,
-            instruction=head(task.instruction.strip(), INSTRUCTION_CHARS),
+            instruction=head(task.instruction.strip(), detail.instruction),
             workdir=task.workdir,
             attempt=attempt,
             last=last,
-            path=turn_list(self.tree.path(attempt), files),
-            patch=ends(attempt.patch or "", PATCH_CHARS),
-            diagnostics=diagnostics_view(attempt.diagnostics),
+            path=turn_list(path, files, detail),
+            patch=ends(attempt.patch or "", detail.patch),
+            diagnostics=diagnostics_view(attempt.diagnostics, detail),
             call_format=self.call_format,
             max_boundaries=MAX_BOUNDARIES,
         )

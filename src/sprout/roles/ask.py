@@ -1,9 +1,10 @@
 """Asking a role's model for structured output: bounded retries, then the heuristic.
 
 One flow for both roles. A reply that `read` refuses is answered with the exact
-problem and asked again, at most `max_retries` times; a last refusal, or a
-request the server refuses as built (HTTP 400: a prompt over the context, say),
-hands over to the heuristic, with the reason recorded and told (`on_fallback`).
+problem and asked again, at most `max_retries` times; a last refusal, a prompt
+that cannot fit the model's window (`sprout.roles.fit`), or a request the model
+refuses as built (HTTP 400, or a prompt over its context), hands over to the
+heuristic, with the reason recorded and told (`on_fallback`).
 A server that gives no reply at all is a fault, not a refusal: its `ModelError`
 goes up to the schedule, which records the pair as an error. A model whose
 capabilities say it writes no structured output (the oracles) goes straight to
@@ -28,6 +29,9 @@ from sprout.tree import Message, ModelCallRecord, Role, RolloutTree
 
 T = TypeVar("T")
 
+REFUSALS = ("bad_request", "context")
+"""Kinds of `ModelError` that refuse the request as built, not a server's fault: the
+heuristic answers, where a fault ends the pair in error."""
 ECHO_CHARS = 4_000
 """A refused reply is sent back (so the model sees what it wrote) cut to this size."""
 
@@ -83,7 +87,7 @@ class Refused(Exception):
 
 def consult(
     model: Model,
-    prompt: str,
+    prompt: Callable[[], str],
     *,
     read: Callable[[str], T],
     heuristic: Callable[[str], T],
@@ -91,20 +95,21 @@ def consult(
     recorder: Recorder,
     max_retries: int,
 ) -> T:
-    """The model's answer to `prompt` as `read` parses it, or `heuristic(reason)`.
+    """The model's answer to the prompt `prompt()` builds, as `read` parses it, or
+    `heuristic(reason)` (a prompt that cannot be built to fit is refused with `Refused`).
 
     `as_reply` turns a heuristic answer into the JSON a model would have written,
     for the token estimate of a model that writes no structured output.
     """
-    messages: list[Message] = [{"role": "user", "content": prompt}]
     can = capabilities(model)
     if not can.structured_output:
         replays = "replays a reference solution and " if can.replays_solution else ""
         answer = heuristic(f"{model.name} {replays}writes no analyses or reviews")
+        messages: list[Message] = [{"role": "user", "content": prompt()}]
         recorder.estimate(messages, json.dumps(as_reply(answer)))
         return answer
     try:
-        return _ask(model, messages, read, recorder, max_retries)
+        return _ask(model, [{"role": "user", "content": prompt()}], read, recorder, max_retries)
     except Refused as refused:
         if recorder.on_fallback is not None:
             recorder.on_fallback(str(refused))
@@ -123,7 +128,7 @@ def _ask(
         try:
             completion = model.complete(messages)
         except ModelError as error:
-            if error.kind != "bad_request":
+            if error.kind not in REFUSALS:
                 raise
             raise Refused(f"request refused on try {number}: {error}") from None
         recorder.real(completion)

@@ -2,7 +2,9 @@
 
 For each branch it picks a parent among the failed attempts, a boundary, and
 writes the starting turn in the actor's voice: the only thing a schedule passes
-on to the actor. Analyses and the reviewer's reasons stay in the store.
+on to the actor. Analyses and the reviewer's reasons stay in the store. Its
+prompt holds every candidate's analysis and as much of the attempts' turns and
+the earlier branches as the model's window leaves (`sprout.roles.fit`).
 
 The same role without the verifier (`reads_verifier=False`) is the supervisor
 of the Shepherd baseline: it reads the failed trace, not the diagnostics nor any
@@ -20,20 +22,16 @@ from sprout.agent.parse import FormatError, parse_calls
 from sprout.fences import shell_blocks
 from sprout.models import Model
 from sprout.roles.ask import Recorder, consult
+from sprout.roles.detail import REVIEWER_LADDER, Detail
+from sprout.roles.fit import budget_for, fit
 from sprout.roles.heuristics import heuristic_review, trace_review
 from sprout.roles.output import MAX_PROBLEMS, OutputError, read_reply
 from sprout.roles.prompts import render
 from sprout.roles.touched import turn_files
 from sprout.roles.types import Analysis, BranchPlan, Review, RoleError
-from sprout.roles.views import (
-    HISTORY_BRANCHES,
-    INSTRUCTION_CHARS,
-    branch_view,
-    candidate_view,
-    head,
-)
+from sprout.roles.views import CandidateView, branch_view, candidate_view, head
 from sprout.task import Task
-from sprout.tree import Attempt, RolloutTree, boundary_problem
+from sprout.tree import Attempt, RolloutTree, Turn, boundary_problem
 
 STARTING_TURN_MAX = 8_000
 """Characters a starting turn may hold: it enters the actor's context, so it stays short."""
@@ -123,7 +121,7 @@ class Reviewer:
         tried = [(a.parent_id, a.boundary) for a in history if a.parent_id is not None]
         review = consult(
             self.model,
-            self.prompt(task, parents, lasts, analyses, history, branches),
+            lambda: self.prompt(task, parents, lasts, analyses, history, branches),
             read=lambda text: self._read(text, task, parents, lasts, history, branches),
             heuristic=lambda reason: self._heuristic(
                 task, parents, analyses, branches, tried, reason
@@ -174,33 +172,50 @@ class Reviewer:
         history: Sequence[Attempt],
         branches: int,
     ) -> str:
-        """The reviewer's prompt: analyses, compact turn lists, earlier branches' outcomes."""
-        views = []
-        for attempt_id in sorted(parents):
-            attempt = parents[attempt_id]
-            views.append(
-                candidate_view(
-                    attempt,
-                    lasts[attempt_id],
-                    self.tree.path(attempt),
-                    self._files(attempt),
-                    analyses.get(attempt_id) if self.reads_verifier else None,
-                    parent_listed=attempt.parent_id in parents,
-                    verifier=self.reads_verifier,
-                )
+        """The reviewer's prompt: analyses, compact turn lists, earlier branches' outcomes, as
+        detailed as the model's window allows (`sprout.roles.fit`); `PromptTooLong` when
+        even its briefest is over it."""
+        read = {a: (self.tree.path(parents[a]), self._files(parents[a])) for a in parents}
+
+        def render_at(detail: Detail) -> str:
+            return render(
+                "reviewer" if self.reads_verifier else "supervisor",
+                self.template,
+                instruction=head(task.instruction.strip(), detail.instruction),
+                workdir=task.workdir,
+                candidates=self._candidates(parents, lasts, analyses, read, detail),
+                history=[branch_view(a, detail) for a in history[-detail.history_branches :]],
+                history_omitted=max(len(history) - detail.history_branches, 0),
+                branches=branches,
+                max_calls=self.max_calls,
+                call_format=self.call_format,
             )
-        return render(
-            "reviewer" if self.reads_verifier else "supervisor",
-            self.template,
-            instruction=head(task.instruction.strip(), INSTRUCTION_CHARS),
-            workdir=task.workdir,
-            candidates=views,
-            history=[branch_view(a) for a in history[-HISTORY_BRANCHES:]],
-            history_omitted=max(len(history) - HISTORY_BRANCHES, 0),
-            branches=branches,
-            max_calls=self.max_calls,
-            call_format=self.call_format,
-        )
+
+        role = "reviewer" if self.reads_verifier else "supervisor"
+        return fit(render_at, REVIEWER_LADDER, budget_for(self.model), role)
+
+    def _candidates(
+        self,
+        parents: Mapping[int, Attempt],
+        lasts: Mapping[int, int],
+        analyses: Mapping[int, Analysis],
+        read: Mapping[int, tuple[list[Turn], dict[int, list[str]]]],
+        detail: Detail,
+    ) -> list[CandidateView]:
+        """Each candidate as `detail` shows it, in id order; `read` holds its path and what
+        each of its turns changed."""
+        return [
+            candidate_view(
+                parents[attempt_id],
+                lasts[attempt_id],
+                *read[attempt_id],
+                analyses.get(attempt_id) if self.reads_verifier else None,
+                parent_listed=parents[attempt_id].parent_id in parents,
+                verifier=self.reads_verifier,
+                detail=detail,
+            )
+            for attempt_id in sorted(parents)
+        ]
 
     def _read(
         self,

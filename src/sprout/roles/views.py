@@ -1,9 +1,10 @@
 """Compact, capped views of attempts for the roles' prompts.
 
 An attempt can hold hundreds of turns and calls that print thousands of lines;
-every piece shown to a role is cut to a fixed size here, so a prompt's length
-is bounded whatever the attempt did. Outputs and logs keep their tail (where
-errors are), prose keeps its head, patches keep both ends.
+every piece shown to a role is cut here to the caps of a `Detail`
+(`sprout.roles.detail`), so a prompt's length is bounded whatever the attempt did,
+and shrinks, a step at a time, until it fits the model's window. Outputs and logs
+keep their tail (where errors are), prose keeps its head, patches keep both ends.
 """
 
 from __future__ import annotations
@@ -13,33 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from sprout.fences import without_shell_blocks
+from sprout.roles.detail import FULL, Detail
 from sprout.roles.types import Analysis
 from sprout.tree import Attempt, CallRecord, Turn
 
-INSTRUCTION_CHARS = 6_000
-TEXT_CHARS = 600
-"""A reply's text (its reasoning and fenced commands)."""
-COMMAND_CHARS = 300
-OUTPUT_CHARS = 500
-"""The tail of each call's output."""
 FILES_PER_TURN = 8
 BRIEF_FILES = 3
-FULL_CHARS = 40_000
-"""Budget of the turns shown in full, latest first; earlier turns are shown brief."""
-LISTED_CHARS = 60_000
-"""Budget of the whole turn list (full and brief); turns before it are counted, not shown."""
 BRIEF_COMMAND_CHARS = 120
-PATCH_CHARS = 8_000
-FAILING_TESTS = 12
-TEST_MESSAGE_CHARS = 800
-LOG_TAIL_CHARS = 3_000
-LOG_TAIL_WITH_TESTS_CHARS = 1_000
-"""When the failing tests carry their own messages, the log's tail mostly repeats them."""
-SUMMARY_CHARS = 1_000
-ANALYSIS_CHARS = 1_500
-"""Each free-text field of an analysis, as the reviewer reads it."""
-STARTING_TURN_CHARS = 1_200
-"""An earlier starting turn, as the reviewer's history shows it."""
 
 
 def head(text: str, limit: int) -> str:
@@ -99,21 +80,24 @@ class TurnList:
 def turn_list(
     turns: Sequence[Turn],
     files: Mapping[int, Sequence[str]],
+    detail: Detail = FULL,
     *,
-    full_chars: int = FULL_CHARS,
-    listed_chars: int = LISTED_CHARS,
+    brief: bool = False,
 ) -> TurnList:
-    """The turns, latest first, in full while `full_chars` lasts, then brief (commands only)
-    while `listed_chars` lasts; `files` holds the paths each turn changed, by index."""
+    """The turns, latest first: the newest in full, then more in full while `detail.full`
+    lasts, then brief (commands and exit status) while `detail.listed` lasts, the newest
+    shown whatever its size; `brief` lists them all brief, in `detail.candidate_turns`.
+    `files` holds the paths each turn changed, by index."""
     views: list[TurnView] = []
-    full_left, listed_left = full_chars, listed_chars
+    full_left = 0 if brief else detail.full
+    listed_left = detail.candidate_turns if brief else detail.listed
     for turn in reversed(turns):
-        view = _turn_view(turn, files.get(turn.index, ()), brief=False)
-        if _size(view) > full_left:
+        view = _turn_view(turn, files.get(turn.index, ()), detail, brief=brief)
+        if not view.brief and views and _size(view) > full_left:
             full_left = 0  # earlier turns are brief too: the full ones are the latest run
-            view = _turn_view(turn, files.get(turn.index, ()), brief=True)
+            view = _turn_view(turn, files.get(turn.index, ()), detail, brief=True)
         size = _size(view)
-        if size > listed_left:
+        if size > listed_left and views:
             break
         full_left -= 0 if view.brief else size
         listed_left -= size
@@ -127,13 +111,13 @@ def _size(view: TurnView) -> int:
     return 40 + len(view.text) + calls + sum(len(path) + 2 for path in view.files)
 
 
-def _turn_view(turn: Turn, files: Sequence[str], *, brief: bool) -> TurnView:
+def _turn_view(turn: Turn, files: Sequence[str], detail: Detail, *, brief: bool) -> TurnView:
     shown = BRIEF_FILES if brief else FILES_PER_TURN
     return TurnView(
         index=turn.index,
         author=turn.author,
-        text="" if brief else head(without_shell_blocks(turn.text), TEXT_CHARS),
-        calls=tuple(_call_view(call, brief=brief) for call in turn.calls),
+        text="" if brief else head(without_shell_blocks(turn.text), detail.text),
+        calls=tuple(_call_view(call, detail, brief=brief) for call in turn.calls),
         files=tuple(files[:shown]),
         more_files=max(len(files) - shown, 0),
         format_error=turn.format_error,
@@ -141,14 +125,15 @@ def _turn_view(turn: Turn, files: Sequence[str], *, brief: bool) -> TurnView:
     )
 
 
-def _call_view(call: CallRecord, *, brief: bool) -> CallView:
+def _call_view(call: CallRecord, detail: Detail, *, brief: bool) -> CallView:
     status = "timed out" if call.timed_out else f"exit {call.exit_code}"
     if brief:
-        return CallView(head(" ".join(call.command.split()), BRIEF_COMMAND_CHARS), status, "")
+        shown = min(BRIEF_COMMAND_CHARS, detail.command)
+        return CallView(head(" ".join(call.command.split()), shown), status, "")
     return CallView(
-        head(call.command.strip(), COMMAND_CHARS),
+        head(call.command.strip(), detail.command),
         status,
-        tail(call.output.strip(), OUTPUT_CHARS) or "(no output)",
+        tail(call.output.strip(), detail.output) or "(no output)",
     )
 
 
@@ -162,25 +147,28 @@ class DiagnosticsView:
     log_tail: str
 
 
-def diagnostics_view(diagnostics: Mapping[str, Any] | None) -> DiagnosticsView:
+def diagnostics_view(
+    diagnostics: Mapping[str, Any] | None, detail: Detail = FULL
+) -> DiagnosticsView:
     """The verifier's findings as stored (`Diagnostics.to_json()`), capped for a prompt."""
     data = diagnostics or {}
     failing = [
         (
             head(str(test.get("name", "?")), 200),
-            head(str(test.get("message", "")), TEST_MESSAGE_CHARS),
+            head(str(test.get("message", "")), detail.test_message),
         )
         for test in data.get("tests", ())
         if isinstance(test, Mapping) and test.get("outcome") in ("failed", "error")
     ]
+    shown = detail.failing_tests
     return DiagnosticsView(
-        summary=head(str(data.get("summary") or "no diagnostics were stored"), SUMMARY_CHARS),
-        failing=tuple(failing[:FAILING_TESTS]),
-        more_failing=max(len(failing) - FAILING_TESTS, 0),
+        summary=head(str(data.get("summary") or "no diagnostics were stored"), detail.summary),
+        failing=tuple(failing[:shown]),
+        more_failing=max(len(failing) - shown, 0),
         required_missing=tuple(str(name) for name in data.get("required_missing", ()))[:20],
         log_tail=tail(
             str(data.get("log_tail") or "").strip(),
-            LOG_TAIL_WITH_TESTS_CHARS if failing else LOG_TAIL_CHARS,
+            detail.log_tail_with_tests if failing else detail.log_tail,
         ),
     )
 
@@ -190,12 +178,6 @@ def outcome(attempt: Attempt) -> str:
     if attempt.reward is None:
         return attempt.status if attempt.status != "running" else "running, not verified yet"
     return f"reward {attempt.reward:g} ({attempt.status})"
-
-
-REVIEW_CHARS = 8_000
-"""Budget of each candidate attempt's (brief) turn list in the reviewer's prompt."""
-HISTORY_BRANCHES = 20
-"""Earlier branches shown to the reviewer, latest first."""
 
 
 @dataclass(frozen=True)
@@ -226,6 +208,7 @@ def candidate_view(
     *,
     parent_listed: bool,
     verifier: bool = True,
+    detail: Detail = FULL,
 ) -> CandidateView:
     """`attempt` for the reviewer; `turns` is its whole path, shown from its own first turn
     when its parent is listed too (so a shared prefix is read once). With `verifier=False`
@@ -244,19 +227,19 @@ def candidate_view(
         outcome=outcome(attempt) if verifier else attempt.status,
         end_reason=head(attempt.end_reason or "", 300),
         last=last,
-        summary=head(str((attempt.diagnostics or {}).get("summary") or ""), SUMMARY_CHARS)
+        summary=head(str((attempt.diagnostics or {}).get("summary") or ""), detail.summary)
         if verifier
         else "",
         analysis=None
         if analysis is None
         else {
-            "why_failed": head(analysis.why_failed, ANALYSIS_CHARS),
-            "keep": head(analysis.keep, ANALYSIS_CHARS),
+            "why_failed": head(analysis.why_failed, detail.analysis),
+            "keep": head(analysis.keep, detail.analysis),
             "boundaries": list(analysis.boundaries),
             "source": analysis.source,
         },
         inherited_from=attempt.parent_id if parent_listed else None,
-        path=turn_list(own, files, full_chars=0, listed_chars=REVIEW_CHARS),
+        path=turn_list(own, files, detail, brief=True),
     )
 
 
@@ -272,13 +255,13 @@ class BranchView:
     outcome: str
 
 
-def branch_view(attempt: Attempt) -> BranchView:
+def branch_view(attempt: Attempt, detail: Detail = FULL) -> BranchView:
     turn = attempt.starting_turn
     return BranchView(
         id=attempt.id,
         round=attempt.round,
         parent_id=attempt.parent_id,
         boundary=attempt.boundary,
-        starting_turn=None if turn is None else head(turn.strip(), STARTING_TURN_CHARS),
+        starting_turn=None if turn is None else head(turn.strip(), detail.starting_turn),
         outcome=outcome(attempt),
     )
