@@ -19,6 +19,7 @@ import pytest
 from sprout.agent import ActorConfig
 from sprout.models.config import ModelConfig
 from sprout.models.resolve import resolve_model
+from sprout.models.window import ContextWindow, context_window
 from tests.support.llama_server import Recorder, llama_server, recording_proxy
 from tests.support.world import make_world
 
@@ -96,7 +97,9 @@ def test_llama_server_stores_what_it_sampled(overlay_store, tmp_path):
         recording_proxy(server) as (url, recorder),
     ):
         play_and_check(world, "llamacpp/smollm2", url, recorder, LLAMACPP)
+        window = context_window(resolve_model("llamacpp/smollm2", base_url=url))
     assert world.store.get_meta("tokenizer")["server"] == "llama.cpp"
+    assert window == ContextWindow(4096, f"{url}/props n_ctx")  # its -c 4096, one slot
 
 
 @pytest.mark.sandbox
@@ -110,4 +113,6 @@ def test_vllm_stores_what_it_sampled(overlay_store, tmp_path):
     world = make_world(overlay_store, tmp_path, files={"README": "a task\n"})
     with recording_proxy(server) as (url, recorder):
         play_and_check(world, f"vllm/{name}", url, recorder, VLLM)
+        window = context_window(resolve_model(f"vllm/{name}", base_url=url))
     assert world.store.get_meta("tokenizer")["server"] == "vLLM"
+    assert window is not None and window.source.endswith("/v1/models max_model_len")

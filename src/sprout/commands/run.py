@@ -43,7 +43,8 @@ def add_parser(commands: Any) -> None:
         "--config",
         metavar="FILE",
         help="TOML settings: an [actor] table (docs/agent.md), a [roles] table (docs/roles.md) "
-        "and a [model] table (timeouts, retries, max_tokens, extra_body; docs/agent.md)",
+        "and a [model] table (timeouts, retries, max_tokens, context_tokens, extra_body; "
+        "docs/agent.md)",
     )
     run.add_argument(
         "--base-url",
