@@ -6,7 +6,7 @@ and the log-probabilities of the sampled tokens under the model itself
 (temperature 1, as a learner recomputes them). Token counts are real. How a
 context becomes ids, exactly, is the tokenizer half's (`sprout.models.hf_tokenizer`).
 The context window is config.json's `max_position_embeddings` (or `context_tokens`,
-`[model] context_tokens`): a prompt over it is refused, and a reply ends where it ends.
+`[model] context_tokens`): a prompt over it is refused, and a reply stops where it ends.
 
 torch and transformers are imported when a model is loaded, never at import.
 """
