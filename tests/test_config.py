@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from sprout.config import only_tables, parse_toml, read_table, read_toml, validate_table
+from sprout.config import (
+    changed_settings,
+    only_tables,
+    parse_toml,
+    read_table,
+    read_toml,
+    validate_table,
+)
 
 
 class Limits(BaseModel):
@@ -66,3 +73,20 @@ def test_only_the_known_tables(tmp_path: Path):
     only_tables({"sprout": {}}, ["sprout", "repos"], "f.toml", "hint")
     with pytest.raises(ValueError, match=r"^f\.toml: network: unknown; put it in \[sprout\]$"):
         only_tables({"sprout": {}, "network": False}, ["sprout"], "f.toml", "put it in [sprout]")
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    timeout: float = 60.0
+    added_since: int | None = None
+
+
+def test_a_resume_sees_no_change_in_a_field_added_since_the_run_began() -> None:
+    stored = {"model": "m", "table": {"timeout": 30.0}}  # stored before `added_since` was
+    wanted = {"model": "m", "table": _Table(timeout=30.0).model_dump(mode="json")}
+    assert changed_settings(stored, wanted, {"table": _Table}) == []
+    retimed = {"model": "m", "table": _Table(timeout=10.0).model_dump(mode="json")}
+    assert changed_settings(stored, retimed, {"table": _Table}) == ["table"]
+    gone = {"model": "m", "table": {"timeout": 30.0, "removed": 1}}
+    assert changed_settings(gone, wanted, {"table": _Table}) == ["table"]
+    assert changed_settings(stored, {**wanted, "model": "n"}, {"table": _Table}) == ["model"]

@@ -83,3 +83,20 @@ def check_template(source: str | None, variables: frozenset[str]) -> str | None:
             f"{', '.join(sorted(variables))}"
         )
     return source
+
+
+def changed_settings(
+    stored: Mapping[str, Any], wanted: Mapping[str, Any], tables: Mapping[str, type[BaseModel]]
+) -> list[str]:
+    """The keys whose values differ between the settings a run was started with (`stored`)
+    and those of its `--resume` (`wanted`), sorted. A `tables` entry is read through today's
+    model first, so a field added since the run began, at its default, changes nothing:
+    a new option of sprout's must not lock every older run out of `--resume`."""
+    normal = dict(stored)
+    for key, model in tables.items():
+        if key in normal:
+            try:
+                normal[key] = model.model_validate(normal[key]).model_dump(mode="json")
+            except ValidationError:  # a field gone or retyped since: a change
+                continue
+    return sorted(key for key in {*normal, *wanted} if normal.get(key) != wanted.get(key))

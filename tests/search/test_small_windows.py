@@ -1,5 +1,5 @@
 """A model whose context window the roles' prompts outgrow: `sprout run --method
-train-rollouts` on the example tasks with the tiny local model (a 4,096-token window and a
+train-rollouts` on example tasks with the tiny local model (a 4,096-token window and a
 tokenizer of 400 pieces, so three turns of an attempt fill it) ends every task with its
 group of rollouts, the roles fitting their prompts or falling back, never in error."""
 
@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 
 
 @pytest.mark.timeout(900)
-def test_every_example_task_yields_its_training_records(
+def test_every_task_yields_its_training_records(
     tmp_path: Path, tiny_model_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     require_host_image()
@@ -28,14 +28,16 @@ def test_every_example_task_yields_its_training_records(
     config.write_text("[actor]\nmax_turns = 3\n\n[roles]\nmax_retries = 0\n")
     out = tmp_path / "run"
     spec = f"hf/{tiny_model_path}"
-    argv = ["run", str(EXAMPLE_TASKS), "--model", spec, "--method", "train-rollouts"]
+    # two of the examples: each task's group is played alike, and the suite's time is dear
+    tasks = [str(EXAMPLE_TASKS / name) for name in ("blog-slugs", "invoice-rounding")]
+    argv = ["run", *tasks, "--model", spec, "--method", "train-rollouts"]
     assert main([*argv, "--children", "1", "--config", str(config), "--out", str(out)]) == 0
     progress = capsys.readouterr()
     assert "ERROR" not in progress.out + progress.err
 
     results = json.loads((out / "results.json").read_text())
     tasks = results["tasks"]
-    assert len(tasks) >= 8
+    assert len(tasks) == 2
     assert all("error" not in row["train-rollouts"] for row in tasks.values())
     sources = results["methods"]["train-rollouts"]["role_sources"]
     assert sum(sources["analyst"].values()) == 2 * len(tasks)  # both roots of each task failed

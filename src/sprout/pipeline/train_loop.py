@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sprout.agent import ActorConfig
+from sprout.config import changed_settings
 from sprout.errors import SproutError
 from sprout.models.config import ModelConfig
 from sprout.models.fingerprint import TOKENIZER_META
@@ -71,6 +72,10 @@ def _settings_json(settings: TrainSettings) -> dict[str, Any]:
         "learner": settings.learner.model_dump(mode="json"),
         **({"rollout_server": settings.rollout_server} if settings.rollout_server else {}),
     }
+
+
+TRAIN_TABLES = {"actor": ActorConfig, "learner": LearnerConfig}
+"""The tables of `_settings_json`, read back through their models on `--resume`."""
 
 
 def policy_path(out: Path, step: int) -> Path:
@@ -151,8 +156,7 @@ def _claim_settings(run: RunFolder, settings: TrainSettings) -> None:
     stored = run.tree.get_meta("train")
     if stored is None:
         run.tree.set_meta("train", wanted)
-    elif stored != wanted:
-        changed = sorted(key for key in wanted if stored.get(key) != wanted[key])
+    elif changed := changed_settings(stored, wanted, TRAIN_TABLES):
         raise TrainResumeError(
             f"{run.path}: --resume with different settings ({', '.join(changed)}) than the "
             "run was started with"

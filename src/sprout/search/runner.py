@@ -16,6 +16,7 @@ from typing import Any
 
 from sprout.agent import Actor, ActorConfig
 from sprout.agent.ending import crash_reason
+from sprout.config import changed_settings
 from sprout.errors import SproutError
 from sprout.models import Model
 from sprout.models.config import ModelConfig
@@ -73,6 +74,10 @@ class RunSettings:
         return found
 
 
+SETTINGS_TABLES = {"actor": ActorConfig, "roles": RolesConfig, "model_options": ModelConfig}
+"""The tables of `RunSettings.to_json`, read back through their models on `--resume`."""
+
+
 def check_settings(settings: RunSettings) -> None:
     """Refuse, before anything runs, what cannot work: entropy with a model with no log-probs."""
     if settings.workers < 1:
@@ -100,8 +105,7 @@ def open_run(path: str, settings: RunSettings, *, resume: bool) -> RunFolder:
     wanted = settings.to_json()
     if stored is None:
         run.tree.set_meta("settings", wanted)
-    elif stored != wanted:
-        changed = sorted(key for key in wanted if stored.get(key) != wanted[key])
+    elif changed := changed_settings(stored, wanted, SETTINGS_TABLES):
         run.close()
         raise RunSettingsError(
             f"{path}: --resume with different settings ({', '.join(changed)}) than the run "
