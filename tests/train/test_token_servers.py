@@ -119,3 +119,21 @@ def test_an_unreachable_server_is_a_server_fault_said_with_its_address():
     assert raised.value.kind == "unreachable"
     assert "http://127.0.0.1:9/apply-template" in str(raised.value)
     assert len(told) == 1 and "retry 1 of 1" in told[0]
+
+
+def test_the_learner_takes_the_ids_a_vllm_server_of_its_model_made(
+    tokenizer, tiny_model_path, tmp_path
+):
+    from sprout.models.fingerprint import check_tokenizer, tokenizer_fingerprint
+    from sprout.train.tiny import build_tiny_model
+
+    with serving(FakeTokenServer(tokenizer, [])) as url:
+        recorded = served("vllm", url, tiny_model_path).tokenizer_fingerprint()
+    assert "sha256" not in recorded  # vLLM shows ids, not its vocabulary
+    check_tokenizer(recorded, tokenizer_fingerprint(tokenizer), where="run")
+
+    from transformers import AutoTokenizer
+
+    other = AutoTokenizer.from_pretrained(build_tiny_model(tmp_path / "other", vocab_size=300))
+    with pytest.raises(ModelError, match="its token ids were made by tokenizer"):
+        check_tokenizer(recorded, tokenizer_fingerprint(other), where="run")

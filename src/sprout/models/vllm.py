@@ -9,11 +9,11 @@ prefix cache serves it). The context length is `/v1/models`' `max_model_len`.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
+from sprout.models.fingerprint import PROBE, probe_sha256
 from sprout.models.http_json import JsonServer
 from sprout.models.token_server import (
     Generation,
@@ -85,13 +85,12 @@ class VLLMServer:
         return self._end_of_turn
 
     def fingerprint(self) -> dict[str, Any]:
-        probe = [{"role": "user", "content": "sprout"}]
-        ids = self._chat_ids(probe, add_generation_prompt=True)
+        ids = self._chat_ids(PROBE, add_generation_prompt=True)
         return {
             "server": self.kind,
             "base_url": self.base_url,
             "model": self.model,
-            "probe_sha256": hashlib.sha256(repr(ids).encode()).hexdigest(),
+            "probe_sha256": probe_sha256(ids),
             "end_of_turn": self.end_of_turn(),
         }
 
