@@ -12,14 +12,15 @@ The tokenizer and chat
 template are the tiny model's real ones (transformers), so
 what the client renders, sends and stores can be checked against them. The
 replies are scripted texts, returned as the ids they encode to plus the
-end-of-turn token, as a server that sampled them would. Every prompt it was
+end-of-turn token, as a server that sampled them would: a list, taken in order, or a
+function of the prompt's text (a scripted model that reads what it was shown). Every prompt it was
 sent is kept in `prompts`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,9 +28,9 @@ from tests.support.loopback import loopback
 
 
 class FakeTokenServer:
-    def __init__(self, tokenizer: Any, replies: list[str]) -> None:
+    def __init__(self, tokenizer: Any, replies: list[str] | Callable[[str], str]) -> None:
         self.tokenizer = tokenizer
-        self.replies = list(replies)
+        self.replies = replies if callable(replies) else list(replies)
         self.prompts: list[list[int]] = []
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.broken: str | None = None
@@ -63,10 +64,7 @@ class FakeTokenServer:
         if route == "/tokenize":
             return 200, {"tokens": self.encode(body["prompt"])}
         if route == "/detokenize":
-            text = self.tokenizer.decode(
-                body["tokens"], skip_special_tokens=False, clean_up_tokenization_spaces=False
-            )
-            return 200, {"prompt": text}
+            return 200, {"prompt": self.decode(body["tokens"])}
         if route == "/v1/completions":
             return 200, self.completions(body)
         if route == "/generate":
@@ -79,15 +77,25 @@ class FakeTokenServer:
         self.loaded.append(path)
         return 200, {"success": True, "message": "Succeeded to update model weights."}
 
-    def sampled(self) -> list[int]:
-        """The next scripted reply as the ids a server samples: its tokens, then the stop."""
-        return [*self.encode(self.replies.pop(0)), self.end]
+    def decode(self, ids: list[int]) -> str:
+        return str(
+            self.tokenizer.decode(
+                ids, skip_special_tokens=False, clean_up_tokenization_spaces=False
+            )
+        )
+
+    def sampled(self, prompt: list[int]) -> list[int]:
+        """The next scripted reply to `prompt` as the ids a server samples: its tokens, then
+        the stop."""
+        replies = self.replies
+        text = replies(self.decode(prompt)) if callable(replies) else replies.pop(0)
+        return [*self.encode(text), self.end]
 
     def generate(self, body: dict[str, Any]) -> dict[str, Any]:
         prompt = body["input_ids"]
         assert isinstance(prompt, list) and body.get("return_logprob") is True
         self.prompts.append(prompt)
-        ids = self.sampled()
+        ids = self.sampled(prompt)
         meta: dict[str, Any] = {
             "finish_reason": {"type": "stop", "matched": self.end},
             "prompt_tokens": len(prompt),
@@ -108,7 +116,7 @@ class FakeTokenServer:
         self.prompts.append(prompt)
         choices = []
         for index in range(body.get("n", 1)):
-            ids = self.sampled()
+            ids = self.sampled(prompt)
             pieces = self.tokenizer.convert_ids_to_tokens(ids)
             choice = {
                 "index": index,

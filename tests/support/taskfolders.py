@@ -7,6 +7,7 @@ context, solution, hidden tests); the builder lays the files out where the loade
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -253,3 +254,40 @@ def hello_tb1_task(root: Path, files: dict[str, str] | None = None) -> Path:
     }
     contents.update(files or {})
     return write_tb1_task(root, "hello", {name: text for name, text in contents.items() if text})
+
+
+# --- long-explore: a task an explorer reads for hundreds of turns ---------------------------
+
+LONG_RECORDS = 5000
+"""Lines of data/records.log, the long task's answer."""
+
+LONG_TEST_SH = f"""#!/bin/bash
+# TAP, naming the file that is wrong, so the verifier's findings say what failed.
+cd /workspace
+found=$(cat answer.txt 2>/dev/null)
+echo 1..1
+if [ "$found" = {LONG_RECORDS} ]; then echo "ok 1 - answer"; else
+  echo "not ok 1 - answer"; echo "  ---"
+  echo "  message: answer.txt: expected {LONG_RECORDS}, found $found"; echo "  ..."; fi
+"""
+
+
+def long_task(root: Path, name: str = "long-explore", *, parts: int = 300) -> Path:
+    """A native task on the host image without network: count the lines of
+    data/records.log (5,000) into answer.txt. Set-up makes data/, with `parts`
+    logs of 2,000 lines each to explore (data/part-N.log, N from 1); the hidden test
+    names answer.txt and what it found when the count is wrong."""
+    setup = (
+        f"mkdir data && seq 1 {LONG_RECORDS} | sed 's/^/record /' > data/records.log && "
+        f'for n in $(seq 1 {parts}); do seq -f "part $n line %g" 1 2000 > data/part-$n.log; '
+        "done"
+    )
+    return write_task(
+        root,
+        name,
+        instruction="Count the lines of data/records.log and write the count to answer.txt.\n",
+        toml='[verifier]\ntimeout_sec = 30\n\n[sprout]\nimage = "host"\nnetwork = false\n'
+        f'results = "tap"\nsetup = [{json.dumps(setup)}]\n',
+        solve="#!/bin/bash\n# step\nwc -l < data/records.log > answer.txt\n",
+        tests={"test.sh": LONG_TEST_SH},
+    )
