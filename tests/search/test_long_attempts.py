@@ -184,6 +184,11 @@ def test_a_killed_long_run_resumes_without_playing_a_finished_turn_again(
     played = [row for row in after - before if row[2] == "actor"]
     # each actor call of the resumed run played a turn that was not stored before the kill
     assert played and explorer.calls["actor"] - asked == len(played)
+    with sqlite3.connect(db) as connection:
+        [(root,)] = connection.execute("SELECT id FROM attempts WHERE kind = 'root'")
+    stored = max(index for attempt, index, *_ in before if attempt == root)
+    # the killed root went on after its last stored turn, rather than starting over
+    assert min(index for attempt, index, *_ in played if attempt == root) == stored + 1
 
 
 def _turn_rows(db: Path) -> set[tuple[int, int, str, float]]:
