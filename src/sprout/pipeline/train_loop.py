@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from sprout.agent import ActorConfig
 from sprout.config import changed_settings
 from sprout.errors import SproutError
@@ -74,7 +76,7 @@ def _settings_json(settings: TrainSettings) -> dict[str, Any]:
     }
 
 
-TRAIN_TABLES = {"actor": ActorConfig, "learner": LearnerConfig}
+TRAIN_TABLES: dict[str, type[BaseModel]] = {"actor": ActorConfig, "learner": LearnerConfig}
 """The tables of `_settings_json`, read back through their models on `--resume`."""
 
 

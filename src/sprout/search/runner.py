@@ -14,6 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from sprout.agent import Actor, ActorConfig
 from sprout.agent.ending import crash_reason
 from sprout.config import changed_settings
@@ -74,7 +76,11 @@ class RunSettings:
         return found
 
 
-SETTINGS_TABLES = {"actor": ActorConfig, "roles": RolesConfig, "model_options": ModelConfig}
+SETTINGS_TABLES: dict[str, type[BaseModel]] = {
+    "actor": ActorConfig,
+    "roles": RolesConfig,
+    "model_options": ModelConfig,
+}
 """The tables of `RunSettings.to_json`, read back through their models on `--resume`."""
 
 
