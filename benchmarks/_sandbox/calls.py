@@ -1,9 +1,9 @@
 """Section 1: what one shell call costs, beside `subprocess.run` of the same program.
 
 Also the jail's share of it (the same call without seccomp, without cgroups, as a
-machine lacking them runs it), the same call with its store on tmpfs (where a new inode
-is free), and with `--against SRC` the same call of another sprout tree, say the commit
-before a change, timed in the same run.
+machine lacking them runs it: then a launcher in no cgroup starts it), the same call with
+its store on tmpfs (where a new inode is free), and with `--against SRC` the same call of
+another sprout tree, say the commit before a change, timed in the same run.
 """
 
 import json
@@ -14,6 +14,7 @@ from typing import Any
 
 from _stats import fmt_ms, fmt_ratio, p50, p90, summary, timed
 from sprout.sandbox import LayerStore, Sandbox
+from sprout.sandbox.jail.launcher import Launcher
 
 from .common import WARMUP, BenchError, Context, Row, must, new_store, remove, tmpfs_scratch
 
@@ -22,6 +23,7 @@ SECTION = "1. per call"
 AGAINST_SCRIPT = r"""
 import json, sys, tempfile, time
 from sprout.sandbox import LayerStore, Sandbox
+from sprout.sandbox.jail.launcher import Launcher
 parent, warmup, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 with tempfile.TemporaryDirectory(dir=parent) as scratch:
     with Sandbox.create(LayerStore(scratch + "/s", durable=False, place=False)) as sb:
@@ -57,13 +59,15 @@ def _against_series(ctx: Context, source: str, n: int) -> list[float]:
 
 
 def _jail_variant(
-    sandbox: Sandbox, whole: tuple[Any, Any], *, seccomp: bool, cgroups: bool
+    sandbox: Sandbox, whole: tuple[Any, Any, Any], bare: Any, *, seccomp: bool, cgroups: bool
 ) -> None:
     """Run `sandbox`'s next calls as a machine without libseccomp or cgroups runs them
-    (`whole`: the backend's seccomp flag and cgroup with the whole jail)."""
+    (`whole`: the backend's seccomp flag, cgroup and launcher with the whole jail; `bare`:
+    a launcher in no cgroup)."""
     backend: Any = sandbox._backend
     backend.seccomp = whole[0] if seccomp else False
     backend.cgroup = whole[1] if cgroups else None
+    backend.launcher = whole[2] if cgroups else bare
 
 
 def _time_calls(
@@ -75,17 +79,20 @@ def _time_calls(
         key: [] for key in ("box", "exec", "plain", "shell", "tmpfs", *JAIL_VARIANTS)
     }
     backend: Any = sb._backend
+    must(sb.run("true"), "run true")  # the sandbox's launcher starts at its first call
     whole = (getattr(backend, "seccomp", False), getattr(backend, "cgroup", None))
+    whole += (getattr(backend, "launcher", None),)
+    bare = Launcher.start(backend.helper, []) if ctx.mode != "copy" else None
     for i in range(WARMUP + n):
         timings: dict[str, float] = {}
         timings["box"], obs = timed(lambda: sb.run("true"))
         must(obs, "run true")
         if ctx.mode != "copy":
             for name, (seccomp, cgroups) in JAIL_VARIANTS.items():
-                _jail_variant(sb, whole, seccomp=seccomp, cgroups=cgroups)
+                _jail_variant(sb, whole, bare, seccomp=seccomp, cgroups=cgroups)
                 timings[name], obs = timed(lambda: sb.run("true"))
                 must(obs, f"run true, {name}")
-            _jail_variant(sb, whole, seccomp=True, cgroups=True)
+            _jail_variant(sb, whole, bare, seccomp=True, cgroups=True)
         if on_tmpfs is not None:
             timings["tmpfs"], obs = timed(lambda: on_tmpfs.run("true"))
             must(obs, "run true, store on tmpfs")
@@ -96,6 +103,8 @@ def _time_calls(
         if i >= WARMUP:
             for key, seconds in timings.items():
                 series[key].append(seconds)
+    if bare is not None:
+        bare.close()
     return series
 
 

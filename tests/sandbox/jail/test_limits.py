@@ -12,6 +12,7 @@ import pytest
 
 from sprout.sandbox import LayerStore, Limits, Sandbox
 from sprout.sandbox.jail import cgroups
+from tests.support.sandbox_cgroups import own_cgroups, require_sandbox_cgroups
 
 pytestmark = pytest.mark.sandbox
 
@@ -20,12 +21,7 @@ MIB = 1024**2
 
 @pytest.fixture
 def cgroup_support() -> cgroups.CgroupSupport:
-    found = cgroups.support()
-    if found.missing:
-        if os.environ.get("SPROUT_REQUIRE_SANDBOX") == "1" and os.geteuid() == 0:
-            pytest.fail(f"root without sandbox cgroups: {found.describe()}")
-        pytest.skip(f"no cgroup for sandboxes here: {found.describe()}")
-    return found
+    return require_sandbox_cgroups()
 
 
 FORK_BOMB = """python3 -c '
@@ -49,7 +45,7 @@ def test_a_fork_bomb_stops_at_the_process_limit(overlay_store, cgroup_support, p
         observation = sandbox.run(FORK_BOMB.format(seconds=marker), timeout=60)
         message, _, forked = observation.output.strip().rpartition(" ")
         assert message == "Resource temporarily unavailable", observation.output
-        assert int(forked) <= 49  # python itself is the 50th process (the call's init is extra)
+        assert int(forked) <= 49  # python is the 50th process (the launcher's are extra)
         assert sandbox.run("echo still usable").output == "still usable\n"
     assert procs.survivors(marker) == []
 
@@ -97,17 +93,6 @@ def test_a_layer_over_its_disk_cap_fails_the_write(btrfs_with_quotas, tmp_path):
         assert fork.run("ls").output == "big\nfiller\nmore0\nmore1\nmore2\nmore3\n"
     assert store.gc(keep=[first]) > 0
     assert len(os.listdir(btrfs_with_quotas / "store" / "s")) == len(store.layers())
-
-
-def own_cgroups(found: cgroups.CgroupSupport) -> set[str]:
-    """The sandbox cgroups this process has made, seen on the host."""
-    prefix = f"sprout-{os.getpid()}-"
-    return {
-        os.path.join(parent, name)
-        for parent in set(found.parents.values())
-        for name in os.listdir(parent)
-        if name.startswith(prefix)
-    }
 
 
 def test_each_sandbox_has_its_own_cgroup_which_goes_when_it_closes(overlay_store, cgroup_support):

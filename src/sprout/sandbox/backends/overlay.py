@@ -10,12 +10,14 @@ import os
 import stat
 import subprocess
 import threading
+import time
 
-from sprout.sandbox.backends.process import command_script, run_captured
+from sprout.sandbox.backends.process import Child, capture, command_script
 from sprout.sandbox.backends.protocol import BASE_ENV, OpenLayer, shell_for
 from sprout.sandbox.errors import BadArgument, SandboxSetupFailed, SandboxUnavailable
 from sprout.sandbox.jail import cgroups
 from sprout.sandbox.jail.helper import helper_build
+from sprout.sandbox.jail.launcher import Launcher
 from sprout.sandbox.layers.store import LayerStore
 from sprout.sandbox.layers.whiteouts import lookup, resolve
 from sprout.sandbox.network.namespace import SandboxNetwork
@@ -25,9 +27,12 @@ from sprout.sandbox.types import Observation, SandboxConfig
 SETUP_FAILED = 125
 SCRIPT_PATH = "/proc/self/fd/3"
 """Where the shell reads its command: box.c's --script-fd moves the script there."""
+LAUNCH_PROCESSES = 3
+"""The processes of a call in the sandbox's pids cgroup besides the command's: its init, its
+helper and the launcher's supervisor of it; the launcher itself is one more, per sandbox."""
 
 
-def _kill_helper(process: subprocess.Popen[bytes]) -> None:
+def _kill_helper(process: Child) -> None:
     """Killing the helper kills its PID namespace, and with it every process of the call."""
     if process.poll() is None:
         process.kill()
@@ -60,7 +65,9 @@ class OverlayBackend:
         self.image_root: str | None = None
         self.cgroup: cgroups.SandboxCgroup | None = None
         self.network: SandboxNetwork | None = None
+        self.launcher: Launcher | None = None
         self._network_lock = threading.Lock()
+        self._launcher_lock = threading.Lock()
 
     def open(self, sandbox: OpenLayer) -> None:
         """Pick the shell and make the sandbox's cgroup (where the machine gives sprout one).
@@ -77,7 +84,7 @@ class OverlayBackend:
         found = cgroups.support()
         if found.parents:
             limits = sandbox.config.limits
-            pids = limits.processes + 1 if limits.processes else 0  # the call's init too
+            pids = limits.processes + LAUNCH_PROCESSES + 1 if limits.processes else 0
             wanted = cgroups.CgroupLimits(limits.memory_bytes, pids, limits.cpus)
             try:
                 self.cgroup = cgroups.SandboxCgroup.create(wanted, found)
@@ -85,16 +92,22 @@ class OverlayBackend:
                 raise SandboxSetupFailed(f"the sandbox's cgroup: {error}") from None
 
     def run(self, sandbox: OpenLayer, command: str, timeout: float) -> Observation:
-        """The shell runs `command` as the script /proc/self/fd/3: see `command_script`."""
+        """The shell runs `command` as the script /proc/self/fd/3: see `command_script`.
+        The sandbox's launcher starts the call, inside the sandbox's cgroups."""
         fds = self._network_fds(sandbox)
+        launcher = self._launcher()
         with command_script(command.encode()) as script:
-            observation = run_captured(
-                self._argv(sandbox, [SCRIPT_PATH], script_fd=script),
-                env=_environment(sandbox.config),
+            start = time.monotonic()
+            argv = self._argv(sandbox, [SCRIPT_PATH], script_fd=script, launched=True)
+            process = launcher.launch(
+                argv, _environment(sandbox.config), {fd: fd for fd in (script, *fds)}
+            )
+            observation = capture(
+                process,
+                start=start,
                 timeout=timeout,
                 output_cap=sandbox.config.limits.output_bytes,
                 kill=_kill_helper,
-                pass_fds=(script, *fds),
             )
         if observation.exit_code == SETUP_FAILED and observation.output.startswith("sprout-box:"):
             raise SandboxSetupFailed(observation.output.strip().splitlines()[-1])
@@ -107,6 +120,19 @@ class OverlayBackend:
             self._argv(sandbox, []), env=env, check=False, pass_fds=fds
         ).returncode
 
+    def _launcher(self) -> Launcher:
+        """The sandbox's launcher (jail/launcher.py), started at its first call, and again
+        at the call after one that lost it (the OOM killer of the sandbox's memory cgroup
+        may pick it, as any process inside)."""
+        with self._launcher_lock:
+            if self.launcher is not None and not self.launcher.alive:
+                self.launcher.close()
+                self.launcher = None
+            if self.launcher is None:
+                directories = self.cgroup.directories if self.cgroup else []
+                self.launcher = Launcher.start(self.helper, directories)
+            return self.launcher
+
     def _network_fds(self, sandbox: OpenLayer) -> tuple[int, ...]:
         """The sandbox's network namespace under its policy (network/namespace.py), made at its
         first call: a sandbox that only seals, reads or forks pays nothing."""
@@ -118,10 +144,15 @@ class OverlayBackend:
         return self.network.fds
 
     def _argv(
-        self, sandbox: OpenLayer, shell_arguments: list[str], script_fd: int | None = None
+        self,
+        sandbox: OpenLayer,
+        shell_arguments: list[str],
+        script_fd: int | None = None,
+        launched: bool = False,
     ) -> list[str]:
         """The helper's command line for one call of the shell with `shell_arguments`;
-        `script_fd`, if given, is moved to fd 3 for the shell (SCRIPT_PATH).
+        `script_fd`, if given, is moved to fd 3 for the shell (SCRIPT_PATH). `launched`:
+        the launcher starts it, inside the cgroups already; else it joins them.
 
         Every path the kernel shows inside (in /proc/self/mountinfo) is relative to
         the store's `l/` directory, so no call learns where the store or its run lives.
@@ -154,7 +185,7 @@ class OverlayBackend:
         argv += ["--host"] if config.image == "host" else ["--image", config.image]
         argv += ["--idmap", str(store.ids)] if store.ids is not None else ["--rootless"]
         for directory in self.cgroup.directories if self.cgroup else []:
-            argv += ["--cgroup", directory]
+            argv += ["--in-cgroup" if launched else "--cgroup", directory]
         program = self.build.filter_with_userns if config.user_namespaces else self.build.filter
         if self.seccomp and program is not None:
             argv += ["--seccomp", program]
@@ -238,7 +269,11 @@ class OverlayBackend:
             raise SandboxSetupFailed(f"the disk cap of layer {sandbox.upper}: {error}") from None
 
     def close(self, sandbox: OpenLayer) -> None:
-        """Nothing stays mounted between calls; the network and the cgroup go."""
+        """Nothing stays mounted between calls; the launcher, the network and the cgroup go
+        (the launcher first: a cgroup holding a process cannot be removed)."""
+        if self.launcher is not None:
+            self.launcher.close()
+            self.launcher = None
         if self.network is not None:
             self.network.close()
             self.network = None

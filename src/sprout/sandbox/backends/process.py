@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import IO, Protocol, TypeVar
 
 from sprout.sandbox.errors import BadArgument
 from sprout.sandbox.types import Observation
@@ -155,6 +156,23 @@ class CappedOutput:
         return f"{head}\n[... {cut} bytes of output cut ...]\n{tail}"
 
 
+class Child(Protocol):
+    """A started process as `capture` reads it: `subprocess.Popen`, or a call the sandbox's
+    launcher started (jail/launcher.py)."""
+
+    @property
+    def stdout(self) -> IO[bytes] | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
+
+
+C = TypeVar("C", bound=Child)
+
+
 def run_captured(
     argv: Sequence[str],
     *,
@@ -171,9 +189,6 @@ def run_captured(
     stdin is /dev/null; `pass_fds` stay open in the child (a command's script).
     The child leads its own process group (or session, with `new_session`), so
     a Ctrl-C at the terminal reaches sprout alone, which lets the call finish.
-
-    Reading stops at end of file or shortly after the process exits, so a
-    background child that keeps the pipe open cannot hang the caller.
     """
     start = time.monotonic()
     process = subprocess.Popen(
@@ -187,6 +202,18 @@ def run_captured(
         process_group=None if new_session else 0,
         pass_fds=tuple(pass_fds),
     )
+    return capture(process, start=start, timeout=timeout, output_cap=output_cap, kill=kill)
+
+
+def capture(
+    process: C, *, start: float, timeout: float, output_cap: int, kill: Callable[[C], None]
+) -> Observation:
+    """The observation of `process` (started at monotonic time `start`), whose stdout pipe
+    carries its output, killed with `kill` at `timeout`.
+
+    Reading stops at end of file or shortly after the process exits, so a
+    background child that keeps the pipe open cannot hang the caller.
+    """
     assert process.stdout is not None
     output = CappedOutput(output_cap)
     deadline = start + timeout
@@ -211,10 +238,7 @@ def run_captured(
 
 
 def _read_until_exit(
-    process: subprocess.Popen[bytes],
-    output: CappedOutput,
-    deadline: float,
-    kill: Callable[[subprocess.Popen[bytes]], None],
+    process: C, output: CappedOutput, deadline: float, kill: Callable[[C], None]
 ) -> bool:
     """Feed `process`'s output pipe to `output` until end of file, or until a short drain
     once the process has exited or been killed at `deadline`; whether it timed out.

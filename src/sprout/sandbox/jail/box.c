@@ -27,11 +27,14 @@
  * made, with /proc masked as runc masks it and a minimal /dev; with --user, as
  * that uid, gid and groups (the image's USER), without capabilities when not 0.
  *
- * Process shape:  helper --fork--> init (PID 1 of the new PID namespace)
+ * Process shape:  [launcher --fork--> supervisor --fork+exec-->] helper
+ *                  helper --fork--> init (PID 1 of the new PID namespace)
  *                                   --fork--> command
- * When the command exits, init exits, and the kernel kills everything left in
- * the namespace: no process outlives its call. If the helper is killed (a
- * timeout), init gets SIGKILL through PR_SET_PDEATHSIG, with the same effect.
+ * The launcher (--launcher, below) is the sandbox's one process inside its
+ * cgroups, so that a call joins none. When the command exits, init exits, and
+ * the kernel kills everything left in the namespace: no process outlives its
+ * call. If the helper is killed (a timeout), init gets SIGKILL through
+ * PR_SET_PDEATHSIG, with the same effect.
  *
  * The command's text comes as an inherited, sealed memfd (--script-fd), which
  * the shell runs as the script /proc/self/fd/3: Linux caps one argument at
@@ -58,7 +61,9 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -94,6 +99,7 @@ struct options {
     const char *seccomp;      /* a BPF program from --write-seccomp */
     const char *cgroups[MAX_CGROUPS];
     int n_cgroups;
+    int in_cgroups;           /* --in-cgroup: started inside them (by the launcher), checked */
     rlim_t nproc, fsize, cpu, nofile;
     int script_fd;            /* --script-fd: an inherited fd, moved to SCRIPT_FD, or -1 */
     int has_user;             /* --user: run the command as these ids, not the sandbox's root */
@@ -568,9 +574,38 @@ static void set_limit(int resource, rlim_t value) {
     if (setrlimit(resource, &lim) < 0) die("setrlimit %d", resource);
 }
 
-static void join_cgroups(const struct options *o) {
+/* Whether this process is in every one of the sandbox's cgroups: they all have one name,
+ * which ends one line of /proc/self/cgroup per hierarchy. */
+static int inside_cgroups(const struct options *o) {
+    char text[4096], suffix[512];
+    const char *name = strrchr(o->cgroups[0], '/') + 1;
+    int found = 0;
+    ssize_t n;
+    int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) die("open /proc/self/cgroup");
+    n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0) die("read /proc/self/cgroup");
+    text[n] = 0;
+    snprintf(suffix, sizeof suffix, "/%s", name);
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        size_t length = strlen(line);
+        if (length >= strlen(suffix) && !strcmp(line + length - strlen(suffix), suffix)) found++;
+    }
+    for (int i = 1; i < o->n_cgroups; i++)
+        if (strcmp(strrchr(o->cgroups[i], '/') + 1, name)) return 0;
+    return found == o->n_cgroups;
+}
+
+/* With --cgroup, init joins the cgroups; with --in-cgroup it was started inside them
+ * (the launcher's child) and only makes sure: a call never runs outside its limits. */
+static void enter_cgroups(const struct options *o) {
     char path[PATH_LEN];
-    for (int i = 0; i < o->n_cgroups; i++) {
+    if (o->in_cgroups && o->n_cgroups && !inside_cgroups(o)) {
+        errno = EPERM;
+        die("not inside the sandbox's cgroups (%s)", o->cgroups[0]);
+    }
+    for (int i = 0; i < o->n_cgroups && !o->in_cgroups; i++) {
         snprintf(path, sizeof path, "%s/cgroup.procs", o->cgroups[i]);
         write_file(path, "0");
     }
@@ -629,7 +664,7 @@ static int run_init(const struct options *o, int alive, int userns) {
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) die("prctl dumpable");
     if (unshare(CLONE_NEWNS) < 0) die("unshare a mount namespace");
     mount_proc();
-    join_cgroups(o);
+    enter_cgroups(o);
     if (syscall(SYS_pivot_root, ".", ".") < 0) die("pivot_root");
     if (umount2(".", MNT_DETACH) < 0) die("detach the old root");
     if (chdir("/") < 0) die("chdir /");
@@ -667,6 +702,13 @@ static unsigned long long parse_number(const char *flag, const char *text) {
 static int parse_fd(const char *flag, const char *text) {
     unsigned long long fd = parse_number(flag, text);
     if (fd <= 2 || fd > 1 << 20) { errno = EINVAL; die("%s %s", flag, text); }
+    return (int)fd;
+}
+
+/* A descriptor's number in a call's helper: the standard streams too. */
+static int parse_fd_number(const char *text) {
+    unsigned long long fd = parse_number("a call's descriptor", text);
+    if (fd > 1 << 20) { errno = EINVAL; die("a call's descriptor %s", text); }
     return (int)fd;
 }
 
@@ -730,9 +772,12 @@ static void parse(int argc, char **argv, struct options *o) {
         else if (!strcmp(flag, "--seccomp")) o->seccomp = value;
         else if (!strcmp(flag, "--idmap")) parse_idmap(value, o);
         else if (!strcmp(flag, "--user")) parse_user(value, o);
-        else if (!strcmp(flag, "--cgroup")) {
-            if (o->n_cgroups == MAX_CGROUPS || value[0] != '/') { errno = EINVAL; die("--cgroup %s", value); }
+        else if (!strcmp(flag, "--cgroup") || !strcmp(flag, "--in-cgroup")) {
+            if (o->n_cgroups == MAX_CGROUPS || value[0] != '/') { errno = EINVAL; die("%s %s", flag, value); }
+            int inherited = !strcmp(flag, "--in-cgroup");
+            if (o->n_cgroups && inherited != o->in_cgroups) { errno = EINVAL; die("--cgroup with --in-cgroup"); }
             o->cgroups[o->n_cgroups++] = value;
+            o->in_cgroups = inherited;
         }
         else if (!strcmp(flag, "--nproc")) o->nproc = parse_number(flag, value);
         else if (!strcmp(flag, "--fsize")) o->fsize = parse_number(flag, value);
@@ -750,8 +795,9 @@ static void parse(int argc, char **argv, struct options *o) {
         errno = EINVAL;
         die("usage: sprout-box (--idmap HOST:COUNT | --rootless) --layer-root D --lower L "
             "--upper U --work W --scratch S [--image DIR | --host] [--workdir P] "
-            "[--cgroup DIR]... [--seccomp BPF] [--no-network | --netns-fd N] [--userns-fd N] "
-            "[--script-fd N] [--user UID:GID[:GROUPS]] -- COMMAND...\n"
+            "[--cgroup DIR... | --in-cgroup DIR...] [--seccomp BPF] [--no-network | --netns-fd N] "
+            "[--userns-fd N] [--script-fd N] [--user UID:GID[:GROUPS]] -- COMMAND...\n"
+            "       sprout-box --launcher [--cgroup DIR]...\n"
             "       sprout-box --write-seccomp BPF [--nested-userns]\n"
             "       sprout-box --hold-network [--rootless]\n"
             "       sprout-box --bind-udp ADDRESS PORT FD");
@@ -792,6 +838,237 @@ static int bind_udp(const char *address, const char *port, const char *via) {
     return 0;
 }
 
+/* ---- the launcher: one process per sandbox, inside its cgroups ----------------------- */
+
+/* --launcher [--cgroup DIR]...: joins the sandbox's cgroups once, then starts each call's
+ * helper as a descendant of its own, so that every call is born inside them. Joining a
+ * cgroup v1 hierarchy (a write to cgroup.procs) takes the kernel's cgroup threadgroup lock
+ * for writing, which waits for an RCU grace period unless another join came just before
+ * (measured here: 10-15 ms on about one call in ten); a fork inherits the cgroups and takes
+ * that lock only for reading. (cgroup v2's CLONE_INTO_CGROUP would do it for one clone;
+ * v1 has nothing like it.)
+ *
+ * Standard input, output and error are one end of a stream socket whose other end sprout
+ * holds. Once inside, the launcher says "ready\n"; then each call is one frame: two uint32
+ * (the body's length, the number of descriptors), sent with the descriptors (SCM_RIGHTS),
+ * then the body, NUL-terminated strings: the number of arguments, the number of
+ * environment entries, the arguments (the first names the helper), the entries, and for
+ * each descriptor but the last the number it takes in the helper (0, 1 and 2 among them).
+ * The last descriptor is the call's own socket: the call's wait status comes back on it in
+ * decimal with a newline, and a shutdown of sprout's end (a timeout) kills the call. End of
+ * file on standard input (sprout closed the sandbox, or died) ends the launcher, and with
+ * it, through PR_SET_PDEATHSIG, every call still running. Inside the sandbox's memory
+ * cgroup the launcher is one more process the OOM killer may pick: then the call in
+ * flight ends as killed, as it would had the killer picked the command, and sprout starts
+ * another launcher at the sandbox's next call. */
+
+#define MAX_CALL_FDS 16
+#define MAX_FRAME (4u << 20)
+
+struct call {
+    char *body;
+    char **argv, **envp;
+    int fds[MAX_CALL_FDS + 1];  /* the helper's descriptors, then the call's socket */
+    int targets[MAX_CALL_FDS];
+    int n_fds;                  /* the helper's descriptors (the socket is fds[n_fds]) */
+};
+
+/* `size` bytes of `fd` into `buffer`: 1, or 0 at end of file, -1 on an error. */
+static int read_exactly(int fd, char *buffer, size_t size) {
+    while (size > 0) {
+        ssize_t n = read(fd, buffer, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return (int)n;
+        buffer += n;
+        size -= (size_t)n;
+    }
+    return 1;
+}
+
+/* The strings of a frame's body, from `*at`; NULL when the body ends first. */
+static char *next_string(char **at, const char *end) {
+    char *found = *at;
+    char *nul = found < end ? memchr(found, 0, (size_t)(end - found)) : NULL;
+    if (!nul) return NULL;
+    *at = nul + 1;
+    return found;
+}
+
+static char **string_array(char **at, const char *end, unsigned long count) {
+    char **array = calloc(count + 1, sizeof *array);
+    if (!array) die("calloc");
+    for (unsigned long i = 0; i < count; i++)
+        if (!(array[i] = next_string(at, end))) { errno = EINVAL; die("a call's frame ends early"); }
+    return array;
+}
+
+static void parse_call(struct call *call, size_t length) {
+    char *at = call->body, *end = call->body + length, *count;
+    unsigned long n_args, n_env;
+    if (!(count = next_string(&at, end))) { errno = EINVAL; die("a call's frame is empty"); }
+    n_args = parse_number("a call's arguments", count);
+    if (!(count = next_string(&at, end))) { errno = EINVAL; die("a call's frame ends early"); }
+    n_env = parse_number("a call's environment", count);
+    if (n_args == 0 || n_args > 4096 || n_env > 65536) { errno = EINVAL; die("a call's frame"); }
+    call->argv = string_array(&at, end, n_args);
+    call->envp = string_array(&at, end, n_env);
+    for (int i = 0; i < call->n_fds; i++) {
+        if (!(count = next_string(&at, end))) { errno = EINVAL; die("a call's frame ends early"); }
+        call->targets[i] = parse_fd_number(count);
+    }
+}
+
+/* The next call's frame from `channel`: 1, or 0 at end of file. */
+static int receive_call(int channel, struct call *call) {
+    uint32_t header[2];
+    union { char buffer[CMSG_SPACE(sizeof(int) * (MAX_CALL_FDS + 1))]; struct cmsghdr align; } control;
+    struct iovec iov = {header, sizeof header};
+    struct msghdr message;
+    struct cmsghdr *part;
+    ssize_t n;
+    int got = 0;
+    memset(&message, 0, sizeof message);
+    memset(call, 0, sizeof *call);
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.buffer;
+    message.msg_controllen = sizeof control.buffer;
+    do n = recvmsg(channel, &message, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
+    if (n == 0) return 0;
+    if (n < 0) die("receive a call");
+    for (part = CMSG_FIRSTHDR(&message); part; part = CMSG_NXTHDR(&message, part))
+        if (part->cmsg_level == SOL_SOCKET && part->cmsg_type == SCM_RIGHTS) {
+            got = (int)((part->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+            memcpy(call->fds, CMSG_DATA(part), sizeof(int) * (size_t)got);
+        }
+    if ((size_t)n < sizeof header &&
+        read_exactly(channel, (char *)header + n, sizeof header - (size_t)n) != 1)
+        die("receive a call's header");
+    if (message.msg_flags & MSG_CTRUNC || got < 2 || (uint32_t)got != header[1] ||
+        header[0] > MAX_FRAME) {
+        errno = EINVAL;
+        die("a call's frame: %u descriptors, %u bytes", header[1], header[0]);
+    }
+    call->n_fds = got - 1;
+    if (!(call->body = malloc(header[0] + 1))) die("malloc");
+    if (read_exactly(channel, call->body, header[0]) != 1) die("receive a call's body");
+    parse_call(call, header[0]);
+    return 1;
+}
+
+static void release_call(struct call *call) {
+    for (int i = 0; i <= call->n_fds; i++) close(call->fds[i]);
+    free(call->argv);
+    free(call->envp);
+    free(call->body);
+}
+
+/* In the helper's process: each descriptor at its number, nothing else kept, the signal
+ * mask a fresh process has, then the helper. */
+static void exec_helper(const struct call *call) {
+    sigset_t none;
+    int above = call->fds[call->n_fds], moved[MAX_CALL_FDS];
+    sigemptyset(&none);
+    if (sigprocmask(SIG_SETMASK, &none, NULL) < 0) _exit(SETUP_FAILED);
+    for (int i = 0; i < call->n_fds; i++) {
+        if (call->fds[i] > above) above = call->fds[i];
+        if (call->targets[i] > above) above = call->targets[i];
+    }
+    for (int i = 0; i < call->n_fds; i++)  /* first out of the way of every target */
+        if ((moved[i] = fcntl(call->fds[i], F_DUPFD_CLOEXEC, above + 1)) < 0) _exit(SETUP_FAILED);
+    for (int i = 0; i < call->n_fds; i++)
+        if (dup2(moved[i], call->targets[i]) < 0) _exit(SETUP_FAILED);
+    execve(call->argv[0], call->argv, call->envp);
+    die("exec %s", call->argv[0]);  /* standard error is the call's output by now */
+}
+
+static void send_status(int socket_fd, int status) {
+    char text[32];
+    int n = snprintf(text, sizeof text, "%d\n", status);
+    (void)send(socket_fd, text, (size_t)n, MSG_NOSIGNAL);
+}
+
+/* A call that could not start: why, on its output (the descriptor it gave as 2), and
+ * exit status SETUP_FAILED. */
+static void call_failed(const struct call *call, const char *what) {
+    char text[256];
+    int n = snprintf(text, sizeof text, "sprout-box: %s: %s\n", what, strerror(errno));
+    for (int i = 0; i < call->n_fds; i++)
+        if (call->targets[i] == STDERR_FILENO && write(call->fds[i], text, (size_t)n) < 0) break;
+    send_status(call->fds[call->n_fds], SETUP_FAILED << 8);
+}
+
+/* The launcher's child for one call: it starts the helper, kills it if sprout shuts the
+ * call's socket, and reports its wait status there. It stays out of the helper's way:
+ * a process outside the call's PID namespace, which nothing inside can see or signal. */
+static void supervise_call(const struct call *call, pid_t launcher) {
+    sigset_t child_exits;
+    int events, status = SIGKILL, socket_fd = call->fds[call->n_fds]; /* if none comes */
+    pid_t helper;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != launcher) _exit(SETUP_FAILED);
+    helper = fork();
+    if (helper < 0) {
+        call_failed(call, "fork the call's helper");
+        _exit(0);
+    }
+    if (helper == 0) exec_helper(call);
+    for (int i = 0; i < call->n_fds; i++) close(call->fds[i]); /* the output ends with the call */
+    sigemptyset(&child_exits);
+    sigaddset(&child_exits, SIGCHLD); /* blocked since the launcher: it waits in `events` */
+    events = signalfd(-1, &child_exits, SFD_CLOEXEC);
+    while (waitpid(helper, &status, WNOHANG) == 0) {
+        struct pollfd watch[2] = {{socket_fd, POLLIN, 0}, {events, POLLIN, 0}};
+        struct signalfd_siginfo info;
+        if (events < 0 || (poll(watch, 2, -1) < 0 && errno != EINTR) || watch[0].revents) {
+            kill(helper, SIGKILL);
+            while (waitpid(helper, &status, 0) < 0 && errno == EINTR) {}
+            break;
+        }
+        if (watch[1].revents && read(events, &info, sizeof info) < 0 && errno != EAGAIN) break;
+    }
+    send_status(socket_fd, status);
+    _exit(0);
+}
+
+static int launcher(int argc, char **argv) {
+    char path[PATH_LEN];
+    sigset_t child_exits;
+    struct call call;
+    pid_t self = getpid();
+    int events;
+    for (int i = 2; i < argc; i += 2) {
+        if (strcmp(argv[i], "--cgroup") || i + 1 >= argc || argv[i + 1][0] != '/') {
+            errno = EINVAL;
+            die("usage: sprout-box --launcher [--cgroup DIR]...");
+        }
+        snprintf(path, sizeof path, "%s/cgroup.procs", argv[i + 1]);
+        write_file(path, "0");
+    }
+    sigemptyset(&child_exits);
+    sigaddset(&child_exits, SIGCHLD);
+    if (sigprocmask(SIG_BLOCK, &child_exits, NULL) < 0) die("block SIGCHLD");
+    if ((events = signalfd(-1, &child_exits, SFD_CLOEXEC)) < 0) die("signalfd");
+    if (write(STDOUT_FILENO, "ready\n", 6) != 6) die("say ready");
+    for (;;) {
+        struct pollfd watch[2] = {{STDIN_FILENO, POLLIN, 0}, {events, POLLIN, 0}};
+        struct signalfd_siginfo info;
+        if (poll(watch, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            die("poll");
+        }
+        if (watch[1].revents) {  /* reaped here, their CPU time counts as sprout's children's */
+            if (read(events, &info, sizeof info) < 0 && errno != EAGAIN) die("read signalfd");
+            while (waitpid(-1, NULL, WNOHANG) > 0) {}
+        }
+        if (!watch[0].revents) continue;
+        if (!receive_call(STDIN_FILENO, &call)) return 0;
+        pid_t child = fork();
+        if (child == 0) supervise_call(&call, self);
+        if (child < 0) call_failed(&call, "fork the call's supervisor");
+        release_call(&call);
+    }
+}
+
 int main(int argc, char **argv) {
     struct options o;
     int flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
@@ -814,6 +1091,7 @@ int main(int argc, char **argv) {
         }
         return hold_network(argc == 3);
     }
+    if (argc >= 2 && !strcmp(argv[1], "--launcher")) return launcher(argc, argv);
     parse(argc, argv, &o);
     if (o.seccomp) read_seccomp(o.seccomp);
     /* If the caller dies (kill -9 of the agent process), the call dies with it:

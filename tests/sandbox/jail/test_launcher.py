@@ -1,0 +1,98 @@
+"""The sandbox's launcher: one process, inside the sandbox's cgroups, that starts every call,
+so that no call joins a cgroup (on cgroup v1 a join waits for an RCU grace period: the tail
+of a call's latency, docs/benchmarks.md). What the jail must keep: every call runs inside
+the cgroups, a helper outside them refuses to run, and a lost launcher costs its call only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from sprout.sandbox import LayerStore, Observation, Sandbox
+from tests.support.processes import ProcessWatch
+from tests.support.sandbox_cgroups import own_cgroups, processes_in, require_sandbox_cgroups
+
+pytestmark = pytest.mark.sandbox
+
+
+def _in_background(sandbox: Sandbox, command: str) -> tuple[threading.Thread, list[Observation]]:
+    done: list[Observation] = []
+    thread = threading.Thread(target=lambda: done.append(sandbox.run(command, timeout=60)))
+    thread.start()
+    return thread, done
+
+
+def _wait_for(procs: ProcessWatch, marker: str) -> int:
+    deadline = time.monotonic() + 30
+    while not (found := procs.matching(marker)):
+        assert time.monotonic() < deadline, "the call's command never started"
+        time.sleep(0.01)
+    return found[0]
+
+
+def _settled(directory: str, grace_s: float = 3.0) -> set[int]:
+    """The processes in `directory` once a call's last ones have gone: its supervisor
+    reports the exit status a moment before it exits itself."""
+    deadline = time.monotonic() + grace_s
+    while len(found := processes_in(directory)) > 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return found
+
+
+def test_between_calls_the_launcher_alone_is_in_the_cgroups_and_each_call_starts_inside(
+    overlay_store: LayerStore, procs: ProcessWatch, marker: str
+) -> None:
+    found = require_sandbox_cgroups()
+    before = own_cgroups(found)
+    with Sandbox.create(overlay_store) as sandbox:
+        directories = sorted(own_cgroups(found) - before)
+        assert directories and all(processes_in(d) == set() for d in directories)
+        assert sandbox.run("echo first").output == "first\n"
+        (launcher,) = _settled(directories[0])
+        assert all(_settled(d) == {launcher} for d in directories)
+        thread, done = _in_background(sandbox, f"sleep {marker}")
+        command = _wait_for(procs, marker)
+        assert all(command in processes_in(d) for d in directories)
+        os.kill(command, signal.SIGKILL)
+        thread.join()
+        assert done[0].exit_code == 137
+        assert all(_settled(d) == {launcher} for d in directories)
+    assert not os.path.exists(f"/proc/{launcher}"), "the launcher outlived its sandbox"
+
+
+def test_a_call_started_outside_the_cgroups_refuses_to_run(overlay_store: LayerStore) -> None:
+    require_sandbox_cgroups()
+    with Sandbox.create(overlay_store) as sandbox:
+        backend = sandbox._backend
+        argv = backend._argv(sandbox, ["-c", "echo ran"], launched=True)
+        fds = backend._network_fds(sandbox)
+        outside = subprocess.run(argv, capture_output=True, text=True, pass_fds=fds)
+    assert outside.returncode == 125 and "ran" not in outside.stdout
+    assert "not inside the sandbox's cgroups" in outside.stderr
+
+
+def test_a_lost_launcher_ends_its_call_and_the_next_call_gets_another(
+    overlay_store: LayerStore, procs: ProcessWatch, marker: str
+) -> None:
+    """As when the OOM killer of the sandbox's memory cgroup picks the launcher: the call in
+    flight ends as killed, with every process of it, and the sandbox goes on."""
+    found = require_sandbox_cgroups()
+    before = own_cgroups(found)
+    with Sandbox.create(overlay_store) as sandbox:
+        directory = sorted(own_cgroups(found) - before)[0]
+        sandbox.run("true")
+        (launcher,) = _settled(directory)
+        thread, done = _in_background(sandbox, f"sleep {marker}")
+        _wait_for(procs, marker)
+        os.kill(launcher, signal.SIGKILL)
+        thread.join()
+        assert done[0].exit_code == 137 and procs.survivors(marker) == []
+        assert sandbox.run("echo still usable").output == "still usable\n"
+        (another,) = _settled(directory)
+        assert another != launcher
