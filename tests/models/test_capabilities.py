@@ -81,7 +81,7 @@ def test_every_kind_of_model_builds_its_client_and_answers_its_capabilities(pref
     assert capabilities(model) == spec_capabilities(spec)
 
 
-@pytest.mark.parametrize("spec", ["openai", "vllm", "oracle:p=1", "oracle-noisy", "hf"])
+@pytest.mark.parametrize("spec", ["openai", "vllm", "oracles", "oracle-noisy", "hf"])
 def test_a_spec_only_like_a_kind_is_none(spec: str):
     with pytest.raises(ModelError, match=r"expected one of openai/<name>, vllm/<name>"):
         spec_capabilities(spec)

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from sprout.models import ModelError
+from sprout.models import oracle as oracle_module
 from sprout.models.estimate import estimate_tokens
 from sprout.models.oracle import (
     SUBMIT_COMMAND,
@@ -18,6 +19,7 @@ from sprout.models.oracle import (
     Step,
     next_step,
     parse_noise_spec,
+    step_reply,
 )
 from sprout.models.resolve import resolve_model
 
@@ -317,7 +319,32 @@ def test_oracle_specs_resolve_with_steps():
     assert resolve_model("oracle-noise", steps=COMMANDS).name == "oracle-noise:p=0.3,seed=1"
 
 
-@pytest.mark.parametrize("spec", ["oracle", "oracle-noise:p=0.1"])
+def test_the_oracle_takes_its_think_time_for_each_reply(monkeypatch):
+    slept: list[float] = []
+    monkeypatch.setattr(oracle_module.time, "sleep", slept.append)
+    oracle = resolve_model("oracle:think=2", steps=COMMANDS)
+    assert isinstance(oracle, OracleModel) and oracle.name == "oracle:think=2"
+    first = oracle.complete([{"role": "user", "content": "go"}]).choices[0].text
+    assert first == step_reply(1, len(COMMANDS), COMMANDS[0]) and slept == [2.0]
+    assert resolve_model("oracle", steps=COMMANDS).think_s == 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("oracle:think=soon", "think must be 0 to 3600 seconds"),
+        ("oracle:think=-1", "think must be 0 to 3600 seconds"),
+        ("oracle:pace=2", "unknown option 'pace'"),
+        ("oracle:think", "unknown option 'think'"),
+    ],
+)
+def test_bad_oracle_specs_name_the_bad_option(spec, message):
+    with pytest.raises(ModelError, match=re.escape(f"--model {spec}: {message}")) as raised:
+        resolve_model(spec, steps=COMMANDS)
+    assert raised.value.kind == "bad_input"
+
+
+@pytest.mark.parametrize("spec", ["oracle", "oracle:think=1", "oracle-noise:p=0.1"])
 def test_oracle_specs_without_steps_say_what_is_missing(spec):
     with pytest.raises(ModelError, match=re.escape(f"--model {spec}: needs a task's")) as raised:
         resolve_model(spec)
@@ -325,7 +352,7 @@ def test_oracle_specs_without_steps_say_what_is_missing(spec):
 
 
 def test_unknown_specs_list_the_oracles():
-    with pytest.raises(ModelError, match=r"'oracle-nosie'.*oracle, oracle-noise"):
+    with pytest.raises(ModelError, match=r"'oracle-nosie'.*oracle\[:think=SECONDS\], oracle-noise"):
         resolve_model("oracle-nosie", steps=COMMANDS)
     with pytest.raises(ModelError, match="oracle-noise"):
         noisy(p=-0.1)

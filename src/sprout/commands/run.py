@@ -72,7 +72,8 @@ def _add_what_to_run(run: argparse.ArgumentParser) -> None:
         required=True,
         metavar="M",
         help="openai/<name> (an OpenAI-compatible server: --base-url or OPENAI_BASE_URL, "
-        "key in OPENAI_API_KEY), oracle, or oracle-noise[:errors=independent|trap,p=<0..1>,"
+        "key in OPENAI_API_KEY), oracle[:think=<seconds>], or "
+        "oracle-noise[:errors=independent|trap,p=<0..1>,"
         "q=<0..1>,seed=<int>] (a simulation: docs/run.md)",
     )
     run.add_argument(

@@ -152,17 +152,24 @@ class OracleModel:
 
     `temperature`, `tools` and `logprobs` are accepted and ignored: the replies
     are scripted, `n` choices are `n` copies, and log-probs are never returned.
-    Token counts are estimates from text length, marked `estimated`.
+    Token counts are estimates from text length, marked `estimated`. `think_s`
+    is how long each reply takes (`oracle:think=2`): a model's time per turn, for
+    measuring many attempts alive at once (`sprout bench scale`) without a server.
     """
 
     capabilities = REPLAYS
 
     def __init__(
-        self, steps: Iterable[Step | str], *, submit_command: str = SUBMIT_COMMAND
+        self,
+        steps: Iterable[Step | str],
+        *,
+        submit_command: str = SUBMIT_COMMAND,
+        think_s: float = 0.0,
     ) -> None:
-        self.name = "oracle"
+        self.name = "oracle" if not think_s else f"oracle:think={_number(think_s)}"
         self.steps = as_steps(steps)
         self.submit_command = submit_command
+        self.think_s = think_s
 
     def reply(self, index: int) -> str:
         """The reply that plays step `index` (0-based), or submits when it is past the last."""
@@ -183,7 +190,29 @@ class OracleModel:
         """`n` copies of the reply that plays the step `messages` call for."""
         started = time.monotonic()
         reply = self.reply(next_step(messages, self.steps))
+        time.sleep(self.think_s)
         return _completion(messages, [reply] * n, started)
+
+
+def parse_oracle_spec(spec: str) -> float:
+    """The think time in seconds of ``oracle[:think=<seconds>]`` (0 without it)."""
+    options = spec.removeprefix("oracle").removeprefix(":")
+    if spec != "oracle" and not spec.startswith("oracle:"):
+        raise ModelError("bad_input", f"--model {spec}: expected oracle[:think=<seconds>]")
+    if not options:
+        return 0.0
+    key, equals, value = (part.strip() for part in options.partition("="))
+    if key != "think" or not equals:
+        raise ModelError(
+            "bad_input", f"--model {spec}: unknown option {key!r}; expected think=<seconds>"
+        )
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 3600:
+        raise ModelError("bad_input", f"--model {spec}: think must be 0 to 3600 seconds")
+    return seconds
 
 
 ErrorModel = Literal["independent", "trap"]

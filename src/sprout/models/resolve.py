@@ -20,6 +20,7 @@ from sprout.models.oracle import (
     OracleNoiseModel,
     Step,
     parse_noise_spec,
+    parse_oracle_spec,
 )
 from sprout.models.types import Capabilities, Model, ModelError
 
@@ -75,8 +76,8 @@ def resolve_model(
     ``hf/PATH`` loads the local model folder PATH in-process (`hf_options`:
     `HFModel`'s keywords: device, dtype, max_new_tokens, top_logprobs, seed). Every kind
     takes `options.context_tokens` as its context window, whatever it would find itself.
-    ``oracle`` and ``oracle-noise[:errors=..,p=..,q=..,seed=..]`` replay a task's reference
-    solution, so they need its `steps` (`Step`s or plain command strings).
+    ``oracle[:think=..]`` and ``oracle-noise[:errors=..,p=..,q=..,seed=..]`` replay a task's
+    reference solution, so they need its `steps` (`Step`s or plain command strings).
     """
     args = ModelArgs(base_url, api_key, steps, hf_options, options)
     return model_kind(spec).build(spec, args)
@@ -131,7 +132,8 @@ def _hf(spec: str, args: ModelArgs) -> Model:
 
 
 def _oracle(spec: str, args: ModelArgs) -> Model:
-    return OracleModel(_solution_steps(spec, args))
+    think_s = parse_oracle_spec(spec)  # a bad option is told before missing steps
+    return OracleModel(_solution_steps(spec, args), think_s=think_s)
 
 
 def _oracle_noise(spec: str, args: ModelArgs) -> Model:
@@ -221,7 +223,7 @@ MODELS: dict[str, ModelKind] = {
     "sglang/": ModelKind("sglang/<name>", _token_server_client, _token_server(_sglang)),
     "llamacpp/": ModelKind("llamacpp/<name>", _token_server_client, _token_server(_llamacpp)),
     "hf/": ModelKind("hf/<path>", _hf_client, _hf, loads=True),
-    "oracle": ModelKind("oracle", lambda: OracleModel, _oracle),
+    "oracle": ModelKind("oracle[:think=SECONDS]", lambda: OracleModel, _oracle, options=True),
     "oracle-noise": ModelKind(
         f"oracle-noise[:{NOISE_OPTIONS}]", lambda: OracleNoiseModel, _oracle_noise, options=True
     ),
