@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser(
         "bench",
-        help="run a benchmark from benchmarks/ (sandbox, search, learner, viewer)",
+        help="run a benchmark from benchmarks/ (sandbox, scale, search, learner, viewer)",
         description="Run benchmarks/NAME.py; options after NAME go to the benchmark "
         "(try `sprout bench sandbox --help`).",
     )
