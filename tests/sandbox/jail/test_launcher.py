@@ -7,6 +7,7 @@ the cgroups, a helper outside them refuses to run, and a lost launcher costs its
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import threading
@@ -96,3 +97,20 @@ def test_a_lost_launcher_ends_its_call_and_the_next_call_gets_another(
         assert sandbox.run("echo still usable").output == "still usable\n"
         (another,) = _settled(directory)
         assert another != launcher
+
+
+def test_calls_run_in_a_process_holding_descriptors_past_1024(overlay_store: LayerStore) -> None:
+    """Hundreds of open sandboxes hold that many (select(2) cannot wait on them)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if max(soft, hard) < 1200:
+        pytest.skip(f"RLIMIT_NOFILE {soft}/{hard}: too few descriptors to pass 1024")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        with Sandbox.create(overlay_store) as sandbox:
+            assert sandbox.run("echo past 1024").output == "past 1024\n"
+            assert sandbox.run("sleep 5", timeout=0.5).timed_out
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -35,6 +35,14 @@ EXIT_TIMEOUT_S = 5.0
 """How long closing waits for the launcher to go (its cgroups can be removed only then)."""
 
 
+def _readable(sock: socket.socket, timeout: float | None) -> bool:
+    """Whether `sock` can be read within `timeout` seconds (None: no limit). poll(2), not
+    select(2): a process with hundreds of sandboxes open holds descriptors past 1024."""
+    waiting = select.poll()
+    waiting.register(sock, select.POLLIN)
+    return bool(waiting.poll(None if timeout is None else max(timeout, 0.0) * 1000))
+
+
 class LaunchedCall:
     """One call's helper, started by the launcher: what `subprocess.Popen` offers the
     caller (`stdout`, `poll`, `wait`, `kill`, `returncode`), over the call's own socket."""
@@ -74,8 +82,7 @@ class LaunchedCall:
     def _ready(self, timeout: float | None) -> bool:
         if self.returncode is not None:
             return True
-        readable, _, _ = select.select([self._status], [], [], timeout)
-        return bool(readable)
+        return _readable(self._status, timeout)
 
     def _finish(self, last: bytes) -> None:
         """The wait status the launcher sent; none (it was killed, or died): SIGKILL's."""
@@ -128,8 +135,7 @@ class Launcher:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not said.endswith(b"\n"):
             left = deadline - time.monotonic()
-            readable, _, _ = select.select([self._channel], [], [], max(left, 0.0))
-            chunk = self._channel.recv(4096) if readable else b""
+            chunk = self._channel.recv(4096) if _readable(self._channel, left) else b""
             if not chunk:
                 break
             said += chunk

@@ -177,9 +177,12 @@ class DnsFilter:
             listener.close()
             return self._fail(str(error))
         self._ready.set()
+        waiting = select.poll()  # not select(2): descriptors may be past 1024
+        waiting.register(listener, select.POLLIN)
+        waiting.register(self._wake_read, select.POLLIN)
         with upstream, listener:
             while True:
-                ready, _, _ = select.select([listener.fileno(), self._wake_read], [], [])
+                ready = [fd for fd, _ in waiting.poll()]
                 if self._wake_read in ready:
                     break
                 try:

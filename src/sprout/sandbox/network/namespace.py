@@ -329,8 +329,9 @@ class SandboxNetwork:
                     raise SandboxSetupFailed(
                         f"the sandbox's firewall (nft): {said.decode().strip()}"
                     )
-                ready, _, _ = select.select([ready_read], [], [], START_TIMEOUT_S)
-                if not ready or not os.read(ready_read, 1):
+                waiting = select.poll()  # not select(2): descriptors may be past 1024
+                waiting.register(ready_read, select.POLLIN)
+                if not waiting.poll(START_TIMEOUT_S * 1000) or not os.read(ready_read, 1):
                     said_by_stack.seek(0)
                     problem = said_by_stack.read().decode(errors="replace").strip()
                     raise SandboxSetupFailed(
