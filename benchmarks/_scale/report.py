@@ -89,6 +89,7 @@ def _ms(found: dict) -> str:
 SWEEP_HEADER = [
     "alive",
     "turns/s",
+    "vs 1 alive",
     "call p50/p90/p99 ms",
     "seal p50/p90/p99 ms",
     "fork p99 ms",
@@ -102,12 +103,14 @@ SWEEP_HEADER = [
 
 def sweep_table(levels: list[dict], markdown: bool) -> str:
     rows = [SWEEP_HEADER]
+    alone = levels[0]["turns_per_s"]
     for level in levels:
         held = level["per_open_sandbox"]
         rows.append(
             [
                 str(level["attempts"]),
                 f"{level['turns_per_s']:.1f}",
+                f"{level['turns_per_s'] / alone:.2f}x",
                 _ms(level["call"]),
                 _ms(level["seal"]),
                 f"{level['fork']['p99_ms']:.1f}",
@@ -127,6 +130,7 @@ RUNNER_HEADER = [
     "tasks",
     "turns",
     "turns/s",
+    "vs 1 alive",
     "attempts/s",
     "CPU ms/turn (user+sys)",
     "CPUs busy",
@@ -135,6 +139,7 @@ RUNNER_HEADER = [
 
 def runner_table(levels: list[dict], markdown: bool) -> str:
     rows = [RUNNER_HEADER]
+    alone = levels[0]["turns_per_s"]
     for level in levels:
         rows.append(
             [
@@ -142,6 +147,7 @@ def runner_table(levels: list[dict], markdown: bool) -> str:
                 str(level["tasks"]),
                 f"{level['turns']:g}",
                 f"{level['turns_per_s']:.1f}",
+                f"{level['turns_per_s'] / alone:.2f}x",
                 f"{level['attempts_per_s']:.2f}",
                 _cpu(level),
                 f"{level['cpus_busy']:.2f}/{level['machine_cpus_busy']:.2f}",
