@@ -55,7 +55,7 @@ SIZES = {
     "max": (256, 32, "most attempts alive at once"),
     "repeat": (3, 1, "runs of each level"),
     "idle": (1000, 100, "sandboxes open and idle at once"),
-    "runner_max": (32, 4, "most attempts alive through the runner (0: none)"),
+    "runner_max": (16, 4, "most attempts alive through the runner (0: none)"),
     "tail_rounds": (5, 2, "rounds of the per-call tail"),
     "tail_calls": (100, 30, "calls of each series in a round of the tail"),
 }

@@ -24,7 +24,8 @@ def combine(runs: list[Any]) -> Any:
 
 
 def saturation(levels: list[dict], cpus: int) -> dict[str, Any]:
-    """Where turns/s stops growing with the attempts alive, and what bounds it there."""
+    """Where turns/s stops growing with the attempts alive, what bounds it there, and the
+    most the machine's CPUs would give at the CPU each turn took."""
     peak = max(levels, key=lambda level: level["turns_per_s"])
     knee = next(
         (
@@ -38,42 +39,51 @@ def saturation(levels: list[dict], cpus: int) -> dict[str, Any]:
     )
     at = knee or peak
     cpu_ms = at["cpu_ms_per_turn"]["user"] + at["cpu_ms_per_turn"]["system"]
-    found = {
+    return {
         "peak_turns_per_s": peak["turns_per_s"],
         "peak_at_attempts": peak["attempts"],
         "knee_at_attempts": knee["attempts"] if knee else None,
         "cpu_ms_per_turn": round(cpu_ms, 2),
         "cpus_busy": at["cpus_busy"],
+        "machine_cpus_busy": at["machine_cpus_busy"],
         "cpu_ceiling_turns_per_s": round(cpus * 1000 / cpu_ms, 1) if cpu_ms else None,
+        "bottleneck": _bottleneck(at, cpus, cpu_ms, knee is not None),
     }
-    found["bottleneck"] = _bottleneck(at, cpus, cpu_ms, knee is not None)
-    return found
 
 
 def _bottleneck(at: dict, cpus: int, cpu_ms: float, saturated: bool) -> str:
-    """The reason, read off the measured figures of the level where growth stopped."""
-    where = f"at {at['attempts']} attempts alive"
+    """The reason, read off the measured figures of the level where growth stopped (or of
+    the peak, where it did not)."""
+    where = (
+        f"turns/s stops growing at {at['attempts']} attempts alive"
+        if saturated
+        else f"turns/s still grows at {at['attempts']} attempts alive"
+    )
     user, system = at["cpu_ms_per_turn"]["user"], at["cpu_ms_per_turn"]["system"]
-    ours, machine = at["cpus_busy"], at["machine_cpus_busy"]
+    ours, machine, own = at["cpus_busy"], at["machine_cpus_busy"], at["sprout_process_cpus_busy"]
+    cost = (
+        f"{cpu_ms:.1f} ms of CPU per turn ({user:.1f} user, {system:.1f} system, "
+        f"{at['sprout_process_cpu_ms_per_turn']:.1f} of it in sprout's own process) caps "
+        f"{cpus} CPUs at {cpus * 1000 / cpu_ms:.0f} turns/s"
+    )
     if not saturated:
-        return f"still growing at {at['attempts']} attempts alive: not saturated"
+        return (
+            f"{where}: not saturated ({machine:.2f} of the machine's {cpus} CPUs busy, "
+            f"{ours:.2f} of them this benchmark's); {cost}"
+        )
     if machine >= CPU_BOUND * cpus:
         return (
-            f"CPU-bound {where}: {machine:.2f} of the machine's {cpus} CPUs busy "
-            f"({ours:.2f} of them this benchmark's, the rest other work); {cpu_ms:.1f} ms "
-            f"of CPU per turn ({user:.1f} user, {system:.1f} system, of which "
-            f"{at['sprout_process_cpu_ms_per_turn']:.1f} in sprout's own process) caps the "
-            f"{ours:.2f} CPUs it had at {ours * 1000 / cpu_ms:.0f} turns/s"
+            f"{where}, CPU-bound: {machine:.2f} of the machine's {cpus} CPUs busy, "
+            f"{ours:.2f} of them this benchmark's (the rest other work); {cost}"
         )
-    own = at["sprout_process_cpus_busy"]
     if own >= CPU_BOUND:
         return (
-            f"bound by sprout's own process {where}: its Python threads keep {own:.2f} CPUs "
-            "busy, and one interpreter runs about one CPU's worth of bytecode at a time"
+            f"{where}, bound by sprout's own process: its Python threads keep {own:.2f} CPUs "
+            f"busy, and one interpreter runs about one CPU's worth of bytecode; {cost}"
         )
     return (
-        f"not CPU-bound {where} ({machine:.2f} of the machine's {cpus} CPUs busy): the "
-        "attempts wait, for their think time or for each other"
+        f"{where}, not CPU-bound ({machine:.2f} of the machine's {cpus} CPUs busy): the "
+        f"attempts wait, for their think time or for each other; {cost}"
     )
 
 
@@ -132,8 +142,8 @@ RUNNER_HEADER = [
     "turns/s",
     "vs 1 alive",
     "attempts/s",
-    "CPU ms/turn (user+sys)",
-    "CPUs busy",
+    "CPU ms/turn (user+sys; sprout's process)",
+    "CPUs busy (ours/machine)",
 ]
 
 

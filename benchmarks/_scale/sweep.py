@@ -44,8 +44,12 @@ class Level:
     first_calls: list[float] = field(default_factory=list)
     calls: list[float] = field(default_factory=list)
     seals: list[float] = field(default_factory=list)
-    rates: list[float] = field(default_factory=list)
-    """Each attempt's timed turns per second of its own."""
+    starts: list[float] = field(default_factory=list)
+    """When each attempt began its timed turns."""
+    ends: list[float] = field(default_factory=list)
+    """When each attempt ended them."""
+    turn_ends: list[float] = field(default_factory=list)
+    """When each timed turn ended."""
     errors: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -62,6 +66,19 @@ def _turn(sandbox: Sandbox, level: Level) -> None:
     seal_s, _ = timed(sandbox.checkpoint)
     level.calls.append(call_s)
     level.seals.append(seal_s)
+    level.turn_ends.append(time.perf_counter())
+
+
+def turns_per_s(level: Level) -> float:
+    """Turns ended per second while every attempt was playing (from the last one to start
+    its timed turns to the first one to end them): the rate with all of them alive, which
+    neither the staggered start of thinking attempts nor the early end of some dilutes.
+    Where that window is too short to hold a turn of each, all turns over the whole time."""
+    start, end = max(level.starts), min(level.ends)
+    within = sum(1 for t in level.turn_ends if start < t <= end)
+    if within < level.attempts:
+        return len(level.turn_ends) / (max(level.ends) - min(level.starts))
+    return within / (end - start)
 
 
 def _attempt(store: LayerStore, base: str, level: Level, index: int) -> None:
@@ -80,11 +97,11 @@ def _attempt(store: LayerStore, base: str, level: Level, index: int) -> None:
         level.opened.wait()
         level.go.wait()
         time.sleep(level.think_s * index / level.attempts)
-        started = time.perf_counter()
+        level.starts.append(time.perf_counter())
         for _ in range(level.turns):
             time.sleep(level.think_s)
             _turn(sandbox, level)
-        level.rates.append(level.turns / (time.perf_counter() - started))
+        level.ends.append(time.perf_counter())
         level.done.wait()
         level.close.wait()
     except threading.BrokenBarrierError:
@@ -155,7 +172,7 @@ def run_level(store: LayerStore, base: str, attempts: int, think_s: float, turns
         "think_s": think_s,
         "turns": timed_turns,
         "wall_s": round(wall_s, 3),
-        "turns_per_s": round(sum(level.rates), 2),
+        "turns_per_s": round(turns_per_s(level), 2),
         "call": tail(level.calls),
         "seal": tail(level.seals),
         "fork": tail(level.forks),
