@@ -37,15 +37,6 @@ def _wait_for(procs: ProcessWatch, marker: str) -> int:
     return found[0]
 
 
-def _settled(directory: str, grace_s: float = 3.0) -> set[int]:
-    """The processes in `directory` once a call's last ones have gone: its supervisor
-    reports the exit status a moment before it exits itself."""
-    deadline = time.monotonic() + grace_s
-    while len(found := processes_in(directory)) > 1 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return found
-
-
 def test_between_calls_the_launcher_alone_is_in_the_cgroups_and_each_call_starts_inside(
     overlay_store: LayerStore, procs: ProcessWatch, marker: str
 ) -> None:
@@ -55,15 +46,15 @@ def test_between_calls_the_launcher_alone_is_in_the_cgroups_and_each_call_starts
         directories = sorted(own_cgroups(found) - before)
         assert directories and all(processes_in(d) == set() for d in directories)
         assert sandbox.run("echo first").output == "first\n"
-        (launcher,) = _settled(directories[0])
-        assert all(_settled(d) == {launcher} for d in directories)
+        (launcher,) = processes_in(directories[0])
+        assert all(processes_in(d) == {launcher} for d in directories)
         thread, done = _in_background(sandbox, f"sleep {marker}")
         command = _wait_for(procs, marker)
         assert all(command in processes_in(d) for d in directories)
         os.kill(command, signal.SIGKILL)
         thread.join()
         assert done[0].exit_code == 137
-        assert all(_settled(d) == {launcher} for d in directories)
+        assert all(processes_in(d) == {launcher} for d in directories)
     assert not os.path.exists(f"/proc/{launcher}"), "the launcher outlived its sandbox"
 
 
@@ -88,14 +79,14 @@ def test_a_lost_launcher_ends_its_call_and_the_next_call_gets_another(
     with Sandbox.create(overlay_store) as sandbox:
         directory = sorted(own_cgroups(found) - before)[0]
         sandbox.run("true")
-        (launcher,) = _settled(directory)
+        (launcher,) = processes_in(directory)
         thread, done = _in_background(sandbox, f"sleep {marker}")
         _wait_for(procs, marker)
         os.kill(launcher, signal.SIGKILL)
         thread.join()
         assert done[0].exit_code == 137 and procs.survivors(marker) == []
         assert sandbox.run("echo still usable").output == "still usable\n"
-        (another,) = _settled(directory)
+        (another,) = processes_in(directory)
         assert another != launcher
 
 

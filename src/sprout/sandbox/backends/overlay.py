@@ -27,9 +27,9 @@ from sprout.sandbox.types import Observation, SandboxConfig
 SETUP_FAILED = 125
 SCRIPT_PATH = "/proc/self/fd/3"
 """Where the shell reads its command: box.c's --script-fd moves the script there."""
-LAUNCH_PROCESSES = 3
-"""The processes of a call in the sandbox's pids cgroup besides the command's: its init, its
-helper and the launcher's supervisor of it; the launcher itself is one more, per sandbox."""
+LAUNCH_PROCESSES = 2
+"""The processes of a call in the sandbox's pids cgroup besides the command's: its init and
+its helper; the launcher itself is one more, per sandbox."""
 
 
 def _kill_helper(process: Child) -> None:

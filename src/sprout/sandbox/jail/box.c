@@ -27,7 +27,7 @@
  * made, with /proc masked as runc masks it and a minimal /dev; with --user, as
  * that uid, gid and groups (the image's USER), without capabilities when not 0.
  *
- * Process shape:  [launcher --fork--> supervisor --fork+exec-->] helper
+ * Process shape:  [launcher --fork+exec-->] helper
  *                  helper --fork--> init (PID 1 of the new PID namespace)
  *                                   --fork--> command
  * The launcher (--launcher, below) is the sandbox's one process inside its
@@ -841,7 +841,7 @@ static int bind_udp(const char *address, const char *port, const char *via) {
 /* ---- the launcher: one process per sandbox, inside its cgroups ----------------------- */
 
 /* --launcher [--cgroup DIR]...: joins the sandbox's cgroups once, then starts each call's
- * helper as a descendant of its own, so that every call is born inside them. Joining a
+ * helper as a child of its own, so that every call is born inside them. Joining a
  * cgroup v1 hierarchy (a write to cgroup.procs) takes the kernel's cgroup threadgroup lock
  * for writing, which waits for an RCU grace period unless another join came just before
  * (measured here: 10-15 ms on about one call in ten); a fork inherits the cgroups and takes
@@ -957,7 +957,8 @@ static int receive_call(int channel, struct call *call) {
 }
 
 static void release_call(struct call *call) {
-    for (int i = 0; i <= call->n_fds; i++) close(call->fds[i]);
+    for (int i = 0; i <= call->n_fds; i++)
+        if (call->fds[i] >= 0) close(call->fds[i]);
     free(call->argv);
     free(call->envp);
     free(call->body);
@@ -998,43 +999,88 @@ static void call_failed(const struct call *call, const char *what) {
     send_status(call->fds[call->n_fds], SETUP_FAILED << 8);
 }
 
-/* The launcher's child for one call: it starts the helper, kills it if sprout shuts the
- * call's socket, and reports its wait status there. It stays out of the helper's way:
- * a process outside the call's PID namespace, which nothing inside can see or signal. */
-static void supervise_call(const struct call *call, pid_t launcher) {
-    sigset_t child_exits;
-    int events, status = SIGKILL, socket_fd = call->fds[call->n_fds]; /* if none comes */
+/* The calls running, each its helper (a child of the launcher) and the call's socket;
+ * a free entry's socket is -1. */
+#define MAX_CALLS 256
+static struct running {
     pid_t helper;
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != launcher) _exit(SETUP_FAILED);
+    int socket_fd;
+    int killed;  /* sprout shut the socket (a timeout): the helper has had SIGKILL */
+} running[MAX_CALLS];
+
+/* Starts the call's helper as the launcher's child, so inside the cgroups, and keeps the
+ * call's socket to report its end on. */
+static void start_call(struct call *call) {
+    int slot = 0;
+    pid_t helper;
+    while (slot < MAX_CALLS && running[slot].socket_fd >= 0) slot++;
+    if (slot == MAX_CALLS) {
+        errno = EAGAIN;
+        call_failed(call, "start a call: too many running in this sandbox");
+        return;
+    }
     helper = fork();
     if (helper < 0) {
         call_failed(call, "fork the call's helper");
-        _exit(0);
+        return;
     }
     if (helper == 0) exec_helper(call);
-    for (int i = 0; i < call->n_fds; i++) close(call->fds[i]); /* the output ends with the call */
-    sigemptyset(&child_exits);
-    sigaddset(&child_exits, SIGCHLD); /* blocked since the launcher: it waits in `events` */
-    events = signalfd(-1, &child_exits, SFD_CLOEXEC);
-    while (waitpid(helper, &status, WNOHANG) == 0) {
-        struct pollfd watch[2] = {{socket_fd, POLLIN, 0}, {events, POLLIN, 0}};
-        struct signalfd_siginfo info;
-        if (events < 0 || (poll(watch, 2, -1) < 0 && errno != EINTR) || watch[0].revents) {
-            kill(helper, SIGKILL);
-            while (waitpid(helper, &status, 0) < 0 && errno == EINTR) {}
-            break;
+    running[slot].helper = helper;
+    running[slot].socket_fd = call->fds[call->n_fds];
+    running[slot].killed = 0;
+    call->fds[call->n_fds] = -1; /* kept: release_call leaves it open */
+}
+
+/* Every helper that has exited, reaped (its CPU time then counts as the launcher's
+ * children's, and so as sprout's) and its wait status sent on its call's socket. */
+static void reap_calls(void) {
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+        for (int i = 0; i < MAX_CALLS; i++)
+            if (running[i].socket_fd >= 0 && running[i].helper == pid) {
+                send_status(running[i].socket_fd, status);
+                close(running[i].socket_fd);
+                running[i].socket_fd = -1;
+            }
+}
+
+/* Waits for the next thing to do: a call on standard input, a helper's exit (`events`),
+ * or a call's socket shut (its helper is killed here, and reaped when it has gone).
+ * 0 when the launcher is to end. */
+static int serve_once(int events) {
+    struct pollfd watch[MAX_CALLS + 2] = {{STDIN_FILENO, POLLIN, 0}, {events, POLLIN, 0}};
+    int slots[MAX_CALLS], n = 2;
+    struct signalfd_siginfo info;
+    struct call call;
+    for (int i = 0; i < MAX_CALLS; i++)
+        if (running[i].socket_fd >= 0 && !running[i].killed) {
+            watch[n] = (struct pollfd){running[i].socket_fd, POLLIN, 0};
+            slots[n++ - 2] = i;
         }
-        if (watch[1].revents && read(events, &info, sizeof info) < 0 && errno != EAGAIN) break;
+    if (poll(watch, (nfds_t)n, -1) < 0) {
+        if (errno == EINTR) return 1;
+        die("poll");
     }
-    send_status(socket_fd, status);
-    _exit(0);
+    if (watch[1].revents) {
+        if (read(events, &info, sizeof info) < 0 && errno != EAGAIN) die("read signalfd");
+        reap_calls();
+    }
+    for (int k = 2; k < n; k++)
+        if (watch[k].revents) {
+            kill(running[slots[k - 2]].helper, SIGKILL);
+            running[slots[k - 2]].killed = 1;
+        }
+    if (!watch[0].revents) return 1;
+    if (!receive_call(STDIN_FILENO, &call)) return 0;
+    start_call(&call);
+    release_call(&call);
+    return 1;
 }
 
 static int launcher(int argc, char **argv) {
     char path[PATH_LEN];
     sigset_t child_exits;
-    struct call call;
-    pid_t self = getpid();
     int events;
     for (int i = 2; i < argc; i += 2) {
         if (strcmp(argv[i], "--cgroup") || i + 1 >= argc || argv[i + 1][0] != '/') {
@@ -1044,29 +1090,14 @@ static int launcher(int argc, char **argv) {
         snprintf(path, sizeof path, "%s/cgroup.procs", argv[i + 1]);
         write_file(path, "0");
     }
+    for (int i = 0; i < MAX_CALLS; i++) running[i].socket_fd = -1;
     sigemptyset(&child_exits);
     sigaddset(&child_exits, SIGCHLD);
     if (sigprocmask(SIG_BLOCK, &child_exits, NULL) < 0) die("block SIGCHLD");
     if ((events = signalfd(-1, &child_exits, SFD_CLOEXEC)) < 0) die("signalfd");
     if (write(STDOUT_FILENO, "ready\n", 6) != 6) die("say ready");
-    for (;;) {
-        struct pollfd watch[2] = {{STDIN_FILENO, POLLIN, 0}, {events, POLLIN, 0}};
-        struct signalfd_siginfo info;
-        if (poll(watch, 2, -1) < 0) {
-            if (errno == EINTR) continue;
-            die("poll");
-        }
-        if (watch[1].revents) {  /* reaped here, their CPU time counts as sprout's children's */
-            if (read(events, &info, sizeof info) < 0 && errno != EAGAIN) die("read signalfd");
-            while (waitpid(-1, NULL, WNOHANG) > 0) {}
-        }
-        if (!watch[0].revents) continue;
-        if (!receive_call(STDIN_FILENO, &call)) return 0;
-        pid_t child = fork();
-        if (child == 0) supervise_call(&call, self);
-        if (child < 0) call_failed(&call, "fork the call's supervisor");
-        release_call(&call);
-    }
+    while (serve_once(events)) {}
+    return 0;
 }
 
 int main(int argc, char **argv) {

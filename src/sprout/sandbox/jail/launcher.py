@@ -4,7 +4,7 @@ Every call's helper used to be started by sprout and to join the sandbox's cgrou
 own, and on cgroup v1 a join waits for an RCU grace period of the kernel's whenever no
 other join came just before: 10-15 ms on about one call in ten here, most of the tail of a
 call's latency. The launcher (`sprout-box --launcher`, box.c) joins them once, at the
-sandbox's first call, and starts each call's helper as a descendant of its own, so the
+sandbox's first call, and starts each call's helper as a child of its own, so the
 call is born inside them and joins nothing; the helper's init checks that it is inside
 (`--in-cgroup`) before it runs the command. The launcher lives as long as its socket:
 when sprout closes the sandbox, or dies, it ends, and every call still running with it.
