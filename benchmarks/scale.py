@@ -168,10 +168,10 @@ def _chart(found: dict[str, Any]) -> str:
     for hue, (think, ran) in enumerate(found["runner"].items()):
         points = [(level["attempts"], level["turns_per_s"]) for level in ran["levels"]]
         runner.append((f"think {think} s", points, hue, False))
-    panels: list[plot.Panel] = [("turns/s, sandbox API", "turns/s", api)]
+    panels: list[plot.Panel] = [("turns/s, sandbox API", "turns/s", api, False)]
     if runner:
-        panels.append(("turns/s, sprout's runner", "turns/s", runner))
-    panels.append(("per-call latency, sandbox API", "ms", latency))
+        panels.append(("turns/s, sprout's runner", "turns/s", runner, False))
+    panels.append(("per-call latency, sandbox API", "ms (log scale)", latency, True))
     return plot.chart(panels, "sprout bench scale: medians of the repeats")
 
 

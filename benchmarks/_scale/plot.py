@@ -2,6 +2,7 @@
 by side, each some figure against the attempts alive, on a log2 axis."""
 
 import math
+from collections.abc import Callable
 from html import escape
 
 WIDTH, HEIGHT = 440, 300
@@ -10,8 +11,8 @@ COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 
 Series = tuple[str, list[tuple[float, float]], int, bool]
 """A line's label, its (x, y) points, its colour (an index) and whether it is dashed."""
-Panel = tuple[str, str, list[Series]]
-"""A panel's title, its y axis's label and its lines."""
+Panel = tuple[str, str, list[Series], bool]
+"""A panel's title, its y axis's label, its lines, and whether its y axis is log10."""
 
 
 def _element(name: str, text: str = "", **attributes: object) -> str:
@@ -28,15 +29,15 @@ def _nice_top(value: float) -> float:
     return next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= value)
 
 
-def _axes(title: str, y_label: str, top: float, span: float, offset: int) -> list[str]:
-    """Title, grid, tick labels and axis labels of one panel at horizontal `offset`."""
+def _axes(title: str, y_label: str, y_ticks: list[float], span: float, offset: int) -> list[str]:
+    """Title, grid, tick labels and axis labels of one panel at horizontal `offset`;
+    `y_ticks` are the labels of the y axis's evenly spaced grid lines, bottom first."""
     left, right, bottom = offset + LEFT, offset + WIDTH - RIGHT, HEIGHT - BOTTOM
     parts = [_element("text", title, x=offset + WIDTH / 2, y=18, text_anchor="middle")]
-    for step in range(5):
-        py = round(bottom - (bottom - TOP) * step / 4, 1)
+    for step, tick in enumerate(y_ticks):
+        py = round(bottom - (bottom - TOP) * step / (len(y_ticks) - 1), 1)
         parts.append(_element("line", x1=left, y1=py, x2=right, y2=py, stroke="#ddd"))
-        label = f"{top * step / 4:g}"
-        parts.append(_element("text", label, x=left - 6, y=py + 4, text_anchor="end"))
+        parts.append(_element("text", f"{tick:g}", x=left - 6, y=py + 4, text_anchor="end"))
     for power in range(int(span) + 1):
         px = round(left + (right - left) * power / span, 1)
         parts.append(_element("line", x1=px, y1=TOP, x2=px, y2=bottom, stroke="#eee"))
@@ -49,17 +50,30 @@ def _axes(title: str, y_label: str, top: float, span: float, offset: int) -> lis
     return parts
 
 
-def _panel(title: str, y_label: str, series: list[Series], x_max: float, offset: int) -> list[str]:
+def _y_scale(values: list[float], log: bool) -> tuple[list[float], Callable[[float], float]]:
+    """The y axis's tick labels and the function that maps a value to 0..1 of its height:
+    linear from 0 to a round top, or log10 between the powers of ten around `values`."""
+    if not log:
+        top = _nice_top(max(values, default=1))
+        return [top * step / 4 for step in range(5)], lambda y: y / top
+    low = math.floor(math.log10(max(min(values, default=1), 1e-3)))
+    high = max(math.ceil(math.log10(max(values, default=1))), low + 1)
+    ticks = [10.0**power for power in range(low, high + 1)]
+    return ticks, lambda y: (math.log10(max(y, 10.0**low)) - low) / (high - low)
+
+
+def _panel(panel: Panel, x_max: float, offset: int) -> list[str]:
     """One chart at horizontal `offset`: axes, grid, lines, points and a legend."""
-    top = _nice_top(max((y for _, points, _, _ in series for _, y in points), default=1))
+    title, y_label, series, log = panel
+    ticks, height = _y_scale([y for _, points, _, _ in series for _, y in points], log)
     span = max(math.log2(x_max), 1)
 
     def at(x: float, y: float) -> tuple[float, float]:
         px = offset + LEFT + (WIDTH - LEFT - RIGHT) * math.log2(x) / span
-        py = HEIGHT - BOTTOM - (HEIGHT - TOP - BOTTOM) * y / top
+        py = HEIGHT - BOTTOM - (HEIGHT - TOP - BOTTOM) * height(y)
         return round(px, 1), round(py, 1)
 
-    parts = _axes(title, y_label, top, span, offset)
+    parts = _axes(title, y_label, ticks, span, offset)
     for index, (label, points, hue, dashed) in enumerate(series):
         colour = COLOURS[hue % len(COLOURS)]
         dash = {"stroke_dasharray": "5,3"} if dashed else {}
@@ -77,11 +91,11 @@ def _panel(title: str, y_label: str, series: list[Series], x_max: float, offset:
 def chart(panels: list[Panel], caption: str) -> str:
     """`panels` side by side, over one caption."""
     x_max = max(
-        (x for _, _, lines in panels for _, points, _, _ in lines for x, _ in points), default=2
+        (x for _, _, lines, _ in panels for _, points, _, _ in lines for x, _ in points), default=2
     )
     body = []
-    for index, (title, y_label, lines) in enumerate(panels):
-        body += _panel(title, y_label, lines, x_max, index * WIDTH)
+    for index, panel in enumerate(panels):
+        body += _panel(panel, x_max, index * WIDTH)
     width = WIDTH * len(panels)
     body.append(_element("text", caption, x=width / 2, y=HEIGHT + 14, text_anchor="middle"))
     return (
