@@ -4,9 +4,10 @@ rlimits do not hold a hostile root (the kernel exempts it from RLIMIT_NPROC,
 and nothing rlimit-shaped caps memory), cgroups do. Each sandbox gets a cgroup
 under sprout's own, in every hierarchy that has one of the controllers: cgroup
 v2 where it has them delegated to sprout's cgroup, v1 controllers (`memory`,
-`pids`, `cpu`) where they are mounted there instead. The helper's init process
-joins them before it starts the command, so every process of every call is
-inside; the sandbox's cgroup namespace then shows that cgroup as "/".
+`pids`, `cpu`) where they are mounted there instead. The sandbox's launcher
+(launcher.py) joins them once and starts every call from inside, so every process
+of every call is inside (the call's init checks it before it starts the command);
+the sandbox's cgroup namespace then shows that cgroup as "/".
 
 Going over a limit is an ordinary failure inside: the kernel's OOM killer ends
 the process that allocated (exit 137), `fork` fails with EAGAIN.
