@@ -13,7 +13,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,14 +61,12 @@ def _big_files(folder: Path, size: int) -> Path:
 
 
 def _append_one_byte(sandbox: Sandbox, path: str, size: int) -> str:
-    """Append one byte to the `size`-byte file `path` of a lower layer and seal the turn,
-    which must take well under a second; the new checkpoint."""
-    start = time.perf_counter()
+    """Append one byte to the `size`-byte file `path` of a lower layer and seal the turn;
+    the new checkpoint, whose stored bytes the caller checks (what the append cost is a
+    benchmark's figure, `sprout bench sandbox`, not a timed test's)."""
     appended = sandbox.run(f"printf x >> {path} && stat -c %s {path}")
     checkpoint = sandbox.checkpoint()
-    took = time.perf_counter() - start
     assert appended.output == f"{size + 1}\n"
-    assert took < 0.5, f"append and seal took {took:.2f} s"
     return checkpoint
 
 
