@@ -29,7 +29,7 @@ from sprout.images.debian import build_debian
 from sprout.images.names import ensure_image, resolve_from
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.sandbox.jail.helper import helper_build
-from sprout.tasks import base_checkpoint, load_tasks
+from sprout.tasks import base_checkpoint_of, load_tasks
 
 DEFAULT_TASK = Path(__file__).resolve().parents[1] / "examples" / "tasks" / "blog-slugs"
 
@@ -78,12 +78,12 @@ def bench_base_layer(task_folder: Path, scratch: Path) -> dict[str, float]:
             raise SystemExit(f"sprout bench tasks: {loaded.errors[0]}")
         [task] = loaded.tasks
         first, second = LayerStore(scratch / "run-a"), LayerStore(scratch / "run-b")
-        cold, base = stats.timed(lambda: base_checkpoint(task, first))
-        warm, again = stats.timed(lambda: base_checkpoint(task, second))
+        cold, base = stats.timed(lambda: base_checkpoint_of(task, first))
+        warm, again = stats.timed(lambda: base_checkpoint_of(task, second))
         assert again == base, "the second run should link the first one's base layer"
         with Sandbox.fork(second, base) as sandbox:  # the linked layer is usable
             assert sandbox.run("true").exit_code == 0
-        cached, _ = stats.timed(lambda: base_checkpoint(task, first))
+        cached, _ = stats.timed(lambda: base_checkpoint_of(task, first))
     finally:
         if previous is None:
             os.environ.pop("SPROUT_CACHE", None)

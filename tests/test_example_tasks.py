@@ -17,7 +17,7 @@ import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task
-from sprout.tasks import base_checkpoint, load_tasks
+from sprout.tasks import base_checkpoint_of, load_tasks
 from sprout.verify import run_verifier
 from tests.support.repo_paths import EXAMPLE_TASKS
 from tests.support.requirements import require_host_image
@@ -54,7 +54,7 @@ def test_every_wrong_variant_fails_the_hidden_tests(task_id: str, tmp_path: Path
     require_host_image()
     task: Task = TASKS[task_id]
     layers = LayerStore(tmp_path / "layers")
-    base = base_checkpoint(task, layers)
+    base = base_checkpoint_of(task, layers)
     assert run_verifier(task, layers, base, base).reward == 0
     # The checkpoint after each reference step, so that a variant replays only what follows it.
     after = [base]

@@ -360,9 +360,9 @@ class RolloutTree:
         turns = self.path(attempt, boundary)
         if turns:
             return turns[-1].checkpoint
-        base = self.root_of(attempt).base_checkpoint
-        assert base is not None, "a root always records checkpoint 0"
-        return base
+        found = self.root_of(attempt).base_checkpoint
+        assert found is not None, "a root always records checkpoint 0"
+        return found
 
     def changes(self, attempt: Attempt) -> dict[int, tuple[Change, ...] | None]:
         """What each turn on `attempt`'s path changed, by turn index: as recorded when the

@@ -225,7 +225,8 @@ def test_the_shipped_copy_is_out_of_every_sandboxs_sight(
         shutil.rmtree(task.path)  # only the driver had it
         host = TaskHost("n1", str(tmp_path / "store"), [], 1, folder=ShippedFolder(digest, None))
         try:
-            base = host.base(task, True)  # the oracle's: the shipped solution at /solution
+            # the oracle's checkpoint 0: the shipped solution at /solution
+            base = host.base_checkpoint(task, True)
             fork = host.fork(base)
             reads = f"cat {shown}/control.txt {root}/canary.txt {copy}/tests/test.sh"
             seen = host.run(fork, f"{reads}; ls -a {root}", 10).output

@@ -21,7 +21,7 @@ from sprout.images.bases import shared_store
 from sprout.images.runstores import stores_by_image
 from sprout.runfolder import RunFolder
 from sprout.sandbox import LayerStore, Sandbox
-from sprout.tasks import base_checkpoint, load_native
+from sprout.tasks import base_checkpoint_of, load_native
 from sprout.tree import CheckpointRef
 from tests.support.processes import ProcessWatch
 from tests.support.requirements import require_host_image
@@ -195,7 +195,7 @@ def test_gc_images_keeps_an_image_a_runs_own_store_stands_on(
     with monkeypatch.context() as other_ids:
         other_ids.setenv("SPROUT_ID_RANGE", "1200000000:65536")
         run = LayerStore(tmp_path / "run" / "layers")
-    base = base_checkpoint(task, run)
+    base = base_checkpoint_of(task, run)
     assert shared_store(run) is None, "the base layer is the run's own"
     [image] = tool_cache.images()
     assert stores_by_image() == {image.digest: [run.path]}

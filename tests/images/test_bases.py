@@ -14,7 +14,7 @@ from sprout.images.bases import shared_store
 from sprout.images.gc import collect
 from sprout.images.network import CA_BUNDLE
 from sprout.sandbox import LayerStore, Sandbox
-from sprout.tasks import base_checkpoint, load_native
+from sprout.tasks import base_checkpoint_of, load_native
 from tests.support.tool_image import TOOL_IMAGE, greet_task
 
 pytestmark = pytest.mark.sandbox
@@ -24,8 +24,8 @@ def test_two_runs_share_one_build_of_a_base_layer(tool_cache: ImageCache, tmp_pa
     task = load_native(greet_task(tmp_path / "tasks"))
     assert task.image == TOOL_IMAGE and task.warnings == ()
     first, second = LayerStore(tmp_path / "run-a" / "layers"), LayerStore(tmp_path / "run-b")
-    base = base_checkpoint(task, first)
-    assert base_checkpoint(task, second) == base, "the second run linked the first one's build"
+    base = base_checkpoint_of(task, first)
+    assert base_checkpoint_of(task, second) == base, "the second run linked the first one's build"
     machine = shared_store(first)
     assert machine is not None and machine.layer(base)
     built = {layer.id for layer in machine.layers()}
@@ -53,7 +53,8 @@ def test_concurrent_runs_wait_for_one_build(tool_cache: ImageCache, tmp_path: Pa
     stores = [LayerStore(tmp_path / f"run-{i}") for i in range(3)]
     found: list[str] = []
     threads = [
-        threading.Thread(target=lambda s=s: found.append(base_checkpoint(task, s))) for s in stores
+        threading.Thread(target=lambda s=s: found.append(base_checkpoint_of(task, s)))
+        for s in stores
     ]
     for thread in threads:
         thread.start()
@@ -66,7 +67,7 @@ def test_a_host_task_keeps_its_base_layer_in_its_own_run(tool_cache: ImageCache,
     folder = greet_task(tmp_path / "tasks")
     (folder / "task.toml").write_text('version = "1.0"\n[sprout]\nimage = "host"\n')
     store = LayerStore(tmp_path / "run")
-    base_checkpoint(load_native(folder), store)
+    base_checkpoint_of(load_native(folder), store)
     machine = shared_store(store)
     assert machine is not None and machine.layers() == []
 
@@ -76,8 +77,8 @@ def test_gc_keeps_what_runs_link_and_frees_the_rest(tool_cache: ImageCache, tmp_
 
     task = load_native(greet_task(tmp_path / "tasks"))
     run_a, run_b = tmp_path / "run-a", tmp_path / "run-b"
-    base = base_checkpoint(task, LayerStore(run_a / "layers"))
-    base_checkpoint(task, LayerStore(run_b / "layers"))
+    base = base_checkpoint_of(task, LayerStore(run_a / "layers"))
+    base_checkpoint_of(task, LayerStore(run_b / "layers"))
     machine = shared_store(LayerStore(run_b / "layers"))
     assert machine is not None
     assert collect(keep_days=0).bases == 0, "both runs link it"
@@ -99,7 +100,7 @@ def test_gc_keeps_what_runs_link_and_frees_the_rest(tool_cache: ImageCache, tmp_
 
 
 def test_gc_leaves_images_that_a_base_layer_stands_on(tool_cache: ImageCache, tmp_path: Path):
-    base_checkpoint(load_native(greet_task(tmp_path / "tasks")), LayerStore(tmp_path / "run"))
+    base_checkpoint_of(load_native(greet_task(tmp_path / "tasks")), LayerStore(tmp_path / "run"))
     done = collect(keep_days=0, images=True)
     assert done.images == [] and [image.names for image in tool_cache.images()] == [(TOOL_IMAGE,)]
 
@@ -112,7 +113,9 @@ def test_a_base_layer_trusts_what_this_machine_trusts(
     proxy_ca = b"-----BEGIN CERTIFICATE-----\nUFJPWFk=\n-----END CERTIFICATE-----\n"
     (tmp_path / "machine.pem").write_bytes(proxy_ca)
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "machine.pem"))
-    base = base_checkpoint(load_native(greet_task(tmp_path / "tasks")), LayerStore(tmp_path / "r"))
+    base = base_checkpoint_of(
+        load_native(greet_task(tmp_path / "tasks")), LayerStore(tmp_path / "r")
+    )
     store = LayerStore(tmp_path / "r")
     bundle = store.read(base, "/etc/ssl/certs/ca-certificates.crt")
     assert bundle is not None and proxy_ca.strip() in bundle
@@ -137,7 +140,7 @@ def test_the_agent_gets_the_machines_index_settings_and_still_no_network(
     )
     task = load_native(greet_task(tmp_path / "tasks", toml))
     store = LayerStore(tmp_path / "run")
-    with Sandbox.fork(store, base_checkpoint(task, store)) as agent:
+    with Sandbox.fork(store, base_checkpoint_of(task, store)) as agent:
         env = dict(
             line.split("=", 1) for line in agent.run("env").output.splitlines() if "=" in line
         )
@@ -163,15 +166,15 @@ def test_a_base_layer_is_built_again_only_when_what_its_set_up_saw_changes(
     monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
     task = load_native(greet_task(tmp_path / "tasks"))
     store = LayerStore(tmp_path / "run")
-    base = base_checkpoint(task, store)
-    assert base_checkpoint(task, LayerStore(tmp_path / "other")) == base, "nothing changed"
+    base = base_checkpoint_of(task, store)
+    assert base_checkpoint_of(task, LayerStore(tmp_path / "other")) == base, "nothing changed"
     bundle.write_bytes(b"-----BEGIN CERTIFICATE-----\nVFdP\n-----END CERTIFICATE-----\n")
-    with_new_authority = base_checkpoint(task, store)
+    with_new_authority = base_checkpoint_of(task, store)
     assert with_new_authority != base
     assert b"VFdP" in (store.read(with_new_authority, CA_BUNDLE) or b"")
     resolv.write_text("nameserver 10.0.0.2\n")
-    with_new_resolver = base_checkpoint(task, store)
+    with_new_resolver = base_checkpoint_of(task, store)
     assert with_new_resolver not in (base, with_new_authority)
     assert store.read(with_new_resolver, "/etc/resolv.conf") == b"nameserver 10.0.0.2\n"
     monkeypatch.setenv("PIP_INDEX_URL", "https://mirror.example/simple")
-    assert base_checkpoint(task, store) not in (base, with_new_authority, with_new_resolver)
+    assert base_checkpoint_of(task, store) not in (base, with_new_authority, with_new_resolver)

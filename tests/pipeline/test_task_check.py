@@ -286,7 +286,7 @@ def test_a_fault_no_one_foresaw_is_still_one_tasks_line(
     def broken(*_args: object) -> str:
         raise KeyError("a bug in sprout")
 
-    monkeypatch.setattr("sprout.pipeline.task_check.base_checkpoint", broken)
+    monkeypatch.setattr("sprout.pipeline.task_check.base_checkpoint_of", broken)
     result = check_task(load_native(calc_task(tmp_path, "calc")), run)
     assert result.problem == "sprout failed on this task: KeyError: 'a bug in sprout'"
     assert "Traceback" in result.detail and "KeyError" in result.detail

@@ -56,8 +56,8 @@ class DiskLosingSandboxes:
     def store(self) -> LayerStore:
         return self._local.layers
 
-    def base(self, task: Task, *, replays: bool) -> str:
-        return self._local.base(task, replays=replays)
+    def base_checkpoint(self, task: Task, *, replays: bool) -> str:
+        return self._local.base_checkpoint(task, replays=replays)
 
     def workspace(self, task: Task) -> Workspace:
         return _LosingWorkspace(self, self._local.workspace(task))

@@ -14,7 +14,7 @@ import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import TaskError
-from sprout.tasks import base_checkpoint, load_swebench, load_tasks
+from sprout.tasks import base_checkpoint_of, load_swebench, load_tasks
 from sprout.tasks.native import load_native
 from tests.support.taskfolders import calc_task, write_tb1_task
 
@@ -305,7 +305,7 @@ def test_links_inside_a_copied_folder_are_copied_as_links(
     (data / "up").symlink_to("../../../secret")
     (data / "calc").symlink_to("../calc.py")
     (task / "environment" / "Dockerfile").write_text("FROM host\nCOPY data /app/data\n")
-    base = base_checkpoint(load_native(task), overlay_store)
+    base = base_checkpoint_of(load_native(task), overlay_store)
     with Sandbox.fork(overlay_store, base) as sandbox:
         seen = sandbox.run(
             "cd /app/data && for f in out up calc; do printf '%s ' $f; readlink $f; done; "
@@ -340,7 +340,7 @@ def test_a_context_that_changed_after_loading_is_a_set_up_error_naming_the_line(
     task = load_native(calc_task(tmp_path, "changed"))
     change(task.path / "environment")
     with pytest.raises(TaskError) as caught:
-        base_checkpoint(task, overlay_store)
+        base_checkpoint_of(task, overlay_store)
     message = str(caught.value)
     assert message.startswith(
         "changed: set-up step 1 at environment/Dockerfile:3 ('COPY calc.py /app/'): "
@@ -357,4 +357,4 @@ def test_a_pipe_in_a_copied_clone_is_a_set_up_error(overlay_store: LayerStore, t
     loaded = load_native(task)
     os.mkfifo(context / "data" / "pipe")  # after loading, as a SWE-bench clone may hold one
     with pytest.raises(TaskError, match=r"data/pipe is a named pipe; a build copies files"):
-        base_checkpoint(loaded, overlay_store)
+        base_checkpoint_of(loaded, overlay_store)

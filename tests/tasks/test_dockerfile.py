@@ -10,7 +10,7 @@ import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import SetupStep, TaskError
-from sprout.tasks import base_checkpoint, load_native
+from sprout.tasks import base_checkpoint_of, load_native
 from sprout.tasks.buildcontext import Ignore, clean_source, matches
 from sprout.tasks.dockerfile import ARCH, DEFAULT_PATH, DockerfilePlan, plan_dockerfile
 from sprout.tasks.dockerwords import ExpansionError, expand
@@ -447,7 +447,7 @@ def test_copy_onto_existing_directories_merges_as_docker_does(
         "src/junk.pyc": "junk",
     }
     task = load_native(make_task(tmp_path, dockerfile, files))
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     output = run_in(
         overlay_store,
         base,
@@ -475,7 +475,7 @@ def test_copy_from_a_stage_takes_only_what_it_names(overlay_store: LayerStore, t
     )
     task = load_native(make_task(tmp_path, dockerfile))
     assert [s.kind for s in task.setup] == ["copy", "copy"]
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     output = run_in(
         overlay_store,
         base,
@@ -498,7 +498,7 @@ def test_run_heredocs_users_and_shells(overlay_store: LayerStore, tmp_path: Path
         'SHELL ["/bin/bash", "-c"]\nRUN echo ${BASH_VERSION:+bash} > shell\n'
     )
     task = load_native(make_task(tmp_path, dockerfile))
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     output = run_in(
         overlay_store, base, "head -1 main.c; cat py.txt; echo; cat who home shell; stat -c %U who"
     )

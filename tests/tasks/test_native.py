@@ -8,7 +8,7 @@ from sprout.images import ImageCache
 from sprout.images.names import resolve_from
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import TaskError
-from sprout.tasks import base_checkpoint, load_native, split_solution
+from sprout.tasks import base_checkpoint_of, load_native, split_solution
 from sprout.tasks.dockerfile import plan_dockerfile
 from sprout.tasks.image_choice import choose_task_images
 from tests.support.taskfolders import FIX_CALC_DOCKERFILE, fix_calc_task
@@ -160,8 +160,8 @@ def test_markers_count_only_outside_heredocs_and_every_other_line_is_kept():
 @pytest.mark.sandbox
 def test_base_layer_is_built_once_and_hides_the_tests(overlay_store: LayerStore, tmp_path):
     task = load_native(fix_calc_task(tmp_path, toml=ON_HOST))
-    first = base_checkpoint(task, overlay_store)
-    again = base_checkpoint(task, overlay_store)
+    first = base_checkpoint_of(task, overlay_store)
+    again = base_checkpoint_of(task, overlay_store)
     assert again == first  # cached: the RUN step (which stamps the time) did not run again
     with Sandbox.fork(overlay_store, first) as sandbox:
         seen = sandbox.run("pwd; cat built.txt; ls src; echo $APP_MODE; ls /tests 2>&1 | head -1")
@@ -181,7 +181,7 @@ def test_a_failing_setup_step_names_the_task_and_step(overlay_store: LayerStore,
         )
     )
     with pytest.raises(TaskError, match=r"fix-calc: set-up step 4 .* exit code 7: broken"):
-        base_checkpoint(task, overlay_store)
+        base_checkpoint_of(task, overlay_store)
 
 
 def interfaces(sandbox: Sandbox) -> list[str]:
@@ -192,7 +192,7 @@ def interfaces(sandbox: Sandbox) -> list[str]:
 
 def test_an_offline_task_gives_the_agent_only_loopback(overlay_store: LayerStore, tmp_path):
     task = load_native(fix_calc_task(tmp_path, toml=ON_HOST + "network = false\n"))
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     with Sandbox.fork(overlay_store, base) as agent:
         assert interfaces(agent) == ["lo"]
         assert agent.run("cat built.txt").output == "hello test\n"  # set-up still ran
@@ -298,7 +298,7 @@ def test_the_agent_gets_the_tasks_limits_and_set_up_the_defaults(
 ):
     toml = ON_HOST + '[environment]\ncpus = 1\nmemory = "300M"\n'
     task = load_native(fix_calc_task(tmp_path, toml=toml))
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     limits = overlay_store.layer(base).config.limits
     assert (limits.cpus, limits.memory_bytes) == (1.0, 300 << 20)
     with Sandbox.fork(overlay_store, base) as agent:

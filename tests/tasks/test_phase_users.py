@@ -11,7 +11,7 @@ import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task, TaskError
-from sprout.tasks import base_checkpoint, load_native, solution_checkpoint
+from sprout.tasks import base_checkpoint_of, load_native, solution_checkpoint
 from sprout.verify.runner import run_verifier
 from tests.support.taskfolders import write_task
 
@@ -51,7 +51,7 @@ def test_the_agent_and_the_oracle_run_as_agent_user_and_the_verifier_as_the_imag
 ) -> None:
     task = _task(tmp_path, '[agent]\nuser = "app"\n', dockerfile=SETUP)
     assert (task.agent_user, task.verifier_user) == ("app", None)
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     with Sandbox.fork(overlay_store, base) as agent:
         seen = agent.run('id -un; echo "$HOME"; stat -c %U /logs/agent /logs/verifier')
     assert seen.output.splitlines() == ["app", "/home/app", "app", "root"]
@@ -67,7 +67,7 @@ def test_the_verifier_runs_as_verifier_user_and_the_agent_as_the_dockerfiles(
     overlay_store: LayerStore, tmp_path: Path
 ) -> None:
     task = _task(tmp_path, '[verifier]\nuser = "grader"\n')
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     with Sandbox.fork(overlay_store, base) as agent:
         seen = agent.run("id -un; stat -c %U /logs/agent /logs/verifier; touch /logs/verifier/x")
     assert seen.output.splitlines()[:3] == ["app", "app", "grader"]
@@ -79,7 +79,7 @@ def test_the_verifier_runs_as_verifier_user_and_the_agent_as_the_dockerfiles(
 def test_a_uid_given_as_a_number_is_that_uid(overlay_store: LayerStore, tmp_path: Path) -> None:
     task = _task(tmp_path, "[agent]\nuser = 4245\n")
     assert task.agent_user == "4245"
-    with Sandbox.fork(overlay_store, base_checkpoint(task, overlay_store)) as agent:
+    with Sandbox.fork(overlay_store, base_checkpoint_of(task, overlay_store)) as agent:
         assert agent.run("id -un").output == "grader\n"
 
 
@@ -96,7 +96,7 @@ def test_a_root_verifier_gives_the_agent_nothing_of_root(
         "|| echo 0 > /logs/verifier/reward.txt\n"
     )
     task = _task(tmp_path, '[verifier]\nuser = "root"\n', test_sh=test_sh.replace("~", "/home/app"))
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     with Sandbox.fork(overlay_store, base) as agent:
         wrote = agent.run("echo tampered > /srv/canary")
         read = agent.run("cat /srv/root-only")
@@ -123,7 +123,7 @@ def test_a_user_the_image_lacks_is_one_line_naming_the_field(
 ) -> None:
     task = _task(tmp_path, toml)
     with pytest.raises(TaskError) as raised:
-        base_checkpoint(task, overlay_store)
+        base_checkpoint_of(task, overlay_store)
     assert str(raised.value) == (
         f"phases: task.toml: {field}.user: user 'ghost' is not in the image's /etc/passwd"
     )
@@ -133,11 +133,11 @@ def test_a_user_the_image_lacks_is_one_line_naming_the_field(
 def test_the_base_layer_is_a_new_one_when_a_phase_user_changes(
     overlay_store: LayerStore, tmp_path: Path
 ) -> None:
-    plain = base_checkpoint(_task(tmp_path / "a", ""), overlay_store)
-    assert base_checkpoint(_task(tmp_path / "b", ""), overlay_store) == plain  # cached
+    plain = base_checkpoint_of(_task(tmp_path / "a", ""), overlay_store)
+    assert base_checkpoint_of(_task(tmp_path / "b", ""), overlay_store) == plain  # cached
     bases = {plain}
     for number, toml in enumerate(['[verifier]\nuser = "root"\n', '[agent]\nuser = "app"\n']):
-        bases.add(base_checkpoint(_task(tmp_path / f"c{number}", toml), overlay_store))
+        bases.add(base_checkpoint_of(_task(tmp_path / f"c{number}", toml), overlay_store))
     assert len(bases) == 3
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task, TaskError
-from sprout.tasks import base_checkpoint, load_swebench
+from sprout.tasks import base_checkpoint_of, load_swebench
 from sprout.tasks.swebench import COPIED_CLONE, patch_files
 from sprout.tasks.swebench_rows import apply_command
 from tests.support.rootfs import build_rootfs, shared_libraries
@@ -178,7 +178,7 @@ def test_oracle_passes_the_untouched_repository_fails(
     from sprout.verify import run_verifier
 
     task = only_task(write_jsonl(tmp_path / "dev.jsonl", [record(made)]), tmp_path / "repos")
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     with Sandbox.fork(overlay_store, base) as sandbox:
         seen = sandbox.run("pwd; git log --all --format=%s; git status --porcelain; ls /tests")
     assert seen.output.splitlines()[:2] == ["/testbed", "base"]  # no later commit, clean tree
@@ -219,7 +219,7 @@ def test_a_root_filesystem_image_checks_out_a_copy_of_the_clone(
         shutil.copy(os.path.realpath(library), target)
     (tmp_path / "dev.sprout.toml").write_text(f'[sprout]\nimage = "{rootfs}"\n')
     task = only_task(write_jsonl(tmp_path / "dev.jsonl", [record(made)]), tmp_path / "repos")
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     with Sandbox.fork(overlay_store, base) as sandbox:
         seen = sandbox.run(f"git log --all --format=%s; ls; ls {COPIED_CLONE} {tmp_path} 2>&1")
     lines = seen.output.splitlines()
@@ -236,4 +236,4 @@ def test_a_commit_missing_from_the_clone_is_named(
     with pytest.raises(
         TaskError, match=r"acme__calc-1: set-up step 2 .*0{40} is not in .*fetch it"
     ):
-        base_checkpoint(task, overlay_store)
+        base_checkpoint_of(task, overlay_store)

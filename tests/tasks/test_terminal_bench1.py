@@ -8,7 +8,7 @@ import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import TaskError
-from sprout.tasks import base_checkpoint, load_terminal_bench1
+from sprout.tasks import base_checkpoint_of, load_terminal_bench1
 from tests.support.taskfolders import (
     HELLO_RUN_TESTS,
     HELLO_TASK_YAML,
@@ -156,7 +156,7 @@ def test_verifier_runs_run_tests_on_a_fork_only(overlay_store: LayerStore, tmp_p
 
     on_host = {"sprout.toml": '[sprout]\nimage = "host"\n'}  # its pytest, without a build
     task = load_terminal_bench1(hello_tb1_task(tmp_path, on_host))
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     untouched = run_verifier(task, overlay_store, base, base)
     assert untouched.reward == 0
     assert untouched.diagnostics.passed == 1 and untouched.diagnostics.failed == 1

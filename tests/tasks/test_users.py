@@ -10,7 +10,7 @@ import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task, TaskError
-from sprout.tasks import base_checkpoint, load_native, solution_checkpoint
+from sprout.tasks import base_checkpoint_of, load_native, solution_checkpoint
 from sprout.verify.runner import run_verifier
 from tests.support.taskfolders import write_task
 
@@ -43,7 +43,7 @@ def _task(tmp_path: Path, dockerfile: str = DOCKERFILE) -> Task:
 
 def _start(task: Task, layers: LayerStore) -> str:
     """Checkpoint 0 as the agent gets it: the base layer, its user applied."""
-    return base_checkpoint(task, layers)
+    return base_checkpoint_of(task, layers)
 
 
 def test_the_agent_runs_as_the_final_user_in_its_workdir(overlay_store: LayerStore, tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
-from sprout.tasks import base_checkpoint, load_native
+from sprout.tasks import base_checkpoint_of, load_native
 from tests.support.taskfolders import write_task
 
 pytestmark = pytest.mark.sandbox
@@ -49,7 +49,7 @@ def test_untouched_task_fails_and_a_fix_passes(overlay_store: LayerStore, tmp_pa
     from sprout.verify import run_verifier
 
     task = load_native(make_task(tmp_path))
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     untouched = run_verifier(task, overlay_store, base, base)
     assert untouched.reward == 0
     assert untouched.diagnostics.passed == 1 and untouched.diagnostics.failed == 1
@@ -69,7 +69,7 @@ def test_hidden_tests_never_reach_an_agent_visible_layer(overlay_store: LayerSto
     from sprout.verify import run_verifier
 
     task = load_native(make_task(tmp_path))
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     checkpoint = fixed(overlay_store, base)
     run_verifier(task, overlay_store, checkpoint, base)
     for layer in (base, checkpoint):
@@ -86,7 +86,7 @@ def test_exit_code_results_and_timeouts(overlay_store: LayerStore, tmp_path):
     path = make_task(tmp_path, results="exit-code")
     (path / "tests" / "test.sh").write_text("cd /app && grep -q 'a + b' src/calc.py\n")
     task = load_native(path)
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     assert run_verifier(task, overlay_store, base, base).reward == 0
     assert run_verifier(task, overlay_store, fixed(overlay_store, base), base).reward == 1
     slow = task.model_copy(update={"verifier_command": "sleep 30", "verifier_timeout_s": 0.5})
@@ -116,5 +116,5 @@ def test_the_verifier_runs_under_its_own_network_policy(
     )
     task = load_native(path)
     assert (task.network, task.verifier_network) == (False, verifier_network)
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     assert run_verifier(task, overlay_store, base, base).reward == 1

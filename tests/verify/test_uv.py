@@ -206,13 +206,13 @@ def uv_fetched() -> Path:
 def test_a_terminal_bench_2_verifier_runs_unmodified(
     overlay_store: LayerStore, tmp_path: Path, python_image: str, uv_fetched: Path
 ) -> None:
-    from sprout.tasks import base_checkpoint, load_native
+    from sprout.tasks import base_checkpoint_of, load_native
 
     require_host_image()
     folder = write_tb2_task(tmp_path)
     task = load_native(folder)
     assert task.verifier_command == "bash /tests/test.sh" and task.tests_dir is not None
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
 
     started = time.monotonic()
     untouched = run_verifier(task, overlay_store, base, base).diagnostics
@@ -245,7 +245,7 @@ def test_a_terminal_bench_2_verifier_runs_as_the_dockerfiles_user(
 ) -> None:
     """Harbor runs test.sh as the image's USER: uv is installed for that user, who owns the
     ~/.local uv writes under, and the standard test.sh passes on the solved task."""
-    from sprout.tasks import base_checkpoint, load_native
+    from sprout.tasks import base_checkpoint_of, load_native
 
     folder = write_tb2_task(tmp_path)
     dockerfile = folder / "environment" / "Dockerfile"
@@ -254,7 +254,7 @@ def test_a_terminal_bench_2_verifier_runs_as_the_dockerfiles_user(
         "USER app\nWORKDIR /app\nCOPY calc.py /app/calc.py\n"
     )
     task = load_native(folder)
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     with Sandbox.fork(overlay_store, base) as sandbox:
         assert sandbox.run("sed -i 's/a - b/a + b/' /app/calc.py").exit_code == 0
         solved = sandbox.checkpoint()
@@ -269,14 +269,14 @@ def test_a_verifier_that_needs_a_python_the_image_lacks_says_so_in_one_line(
     overlay_store: LayerStore, tmp_path: Path, python_image: str, uv_fetched: Path
 ) -> None:
     from sprout.pipeline.task_check import verifier_crash
-    from sprout.tasks import base_checkpoint, load_native
+    from sprout.tasks import base_checkpoint_of, load_native
 
     require_host_image()
     folder = write_tb2_task(tmp_path)
     script = TB2_TEST_SH.replace("apt-get", ": apt-get").replace("-p 3.13", "-p 3.12")
     (folder / "tests" / "test.sh").write_text(script)
     task = load_native(folder)
-    base = base_checkpoint(task, overlay_store)
+    base = base_checkpoint_of(task, overlay_store)
     diagnostics = run_verifier(task, overlay_store, base, base).diagnostics
     if diagnostics.passed + diagnostics.failed:
         pytest.skip("this machine reaches github.com: uv downloaded Python 3.12 itself")

@@ -74,7 +74,7 @@ class TaskHost:
         self._forks: dict[str, tuple[ExitStack, SandboxFork]] = {}
         self._lock = threading.Lock()
         self._linking = threading.Lock()
-        """Held while layers are linked into the store (a base lent from the machine's cache,
+        """Held while layers are linked into the store (a base layer lent from the machine's cache,
         a dead node's layers adopted): linking checks for each link, then makes it."""
         self._service = TaskSandboxService(
             self.store, have=self._can_have, slots=self._slots, linking=self._linking
@@ -84,9 +84,9 @@ class TaskHost:
         """(this node's id, this store's path): where the task now lives."""
         return self.node, self.store.path
 
-    def base(self, task: Task, replays: bool) -> str:
-        """Checkpoint 0 of `task` in this node's store (see `TaskSandboxService.base`)."""
-        return self._service.base(self._here(task), replays=replays)
+    def base_checkpoint(self, task: Task, replays: bool) -> str:
+        """Checkpoint 0 of `task` in this node's store (`TaskSandboxService.base_checkpoint`)."""
+        return self._service.base_checkpoint(self._here(task), replays=replays)
 
     def fork(self, checkpoint: str) -> str:
         """A new fork of `checkpoint`; returns its id for the calls below."""
@@ -115,19 +115,23 @@ class TaskHost:
             stack, _ = self._forks.pop(fork_id, (ExitStack(), None))
         stack.close()
 
-    def verify(self, task: Task, checkpoint: str, base: str) -> Verdict:
+    def verify(self, task: Task, checkpoint: str, base_checkpoint: str) -> Verdict:
         """The verifier on a throw-away fork of `checkpoint` here."""
         task = self._here(task)
-        self._have(base)
+        self._have(base_checkpoint)
         self._have(checkpoint)
-        return self._service.verify(task, checkpoint, base)
+        return self._service.verify(task, checkpoint, base_checkpoint)
 
     def rebuild(
-        self, base: str, old_base: str, turns: Sequence[ReplayTurn], timeout: float
+        self,
+        base_checkpoint: str,
+        old_base_checkpoint: str,
+        turns: Sequence[ReplayTurn],
+        timeout: float,
     ) -> Rebuilt:
         """Lost checkpoints made again here, from the deepest one this node can still adopt
         or ship (see `TaskSandboxService.rebuild`)."""
-        return self._service.rebuild(base, old_base, turns, timeout)
+        return self._service.rebuild(base_checkpoint, old_base_checkpoint, turns, timeout)
 
     def _can_have(self, checkpoint: str) -> bool:
         try:

@@ -109,21 +109,28 @@ class RaySandboxes:
         self._lock = threading.Lock()
         self._task_locks: dict[str, threading.Lock] = {}
 
-    def base(self, task: Task, *, replays: bool) -> str:
-        found: str = self._place(task).call("base", task, replays)
+    def base_checkpoint(self, task: Task, *, replays: bool) -> str:
+        found: str = self._place(task).call("base_checkpoint", task, replays)
         return found
 
     def workspace(self, task: Task) -> Workspace:
         return RemoteWorkspace(lambda: self._place(task))
 
-    def verify(self, task: Task, checkpoint: str, base: str) -> Verdict:
-        found: Verdict = self._place(task).call("verify", task, checkpoint, base)
+    def verify(self, task: Task, checkpoint: str, base_checkpoint: str) -> Verdict:
+        found: Verdict = self._place(task).call("verify", task, checkpoint, base_checkpoint)
         return found
 
     def rebuild(
-        self, task: Task, base: str, old_base: str, turns: Sequence[ReplayTurn], timeout: float
+        self,
+        task: Task,
+        base_checkpoint: str,
+        old_base_checkpoint: str,
+        turns: Sequence[ReplayTurn],
+        timeout: float,
     ) -> Rebuilt:
-        found: Rebuilt = self._place(task).call("rebuild", base, old_base, turns, timeout)
+        found: Rebuilt = self._place(task).call(
+            "rebuild", base_checkpoint, old_base_checkpoint, turns, timeout
+        )
         return found
 
     def moves(self, task: Task) -> int:

@@ -40,7 +40,7 @@ from sprout.sandbox import (
     remove_tree,
 )
 from sprout.task import SetupFailed, Task, TaskError
-from sprout.tasks import base_checkpoint, solution_checkpoint
+from sprout.tasks import base_checkpoint_of, solution_checkpoint
 from sprout.tree import Attempt, passes
 from sprout.verify import Diagnostics, ResultsError, run_verifier
 
@@ -156,8 +156,10 @@ def check_task(task: Task, run: RunFolder) -> CheckResult:
     started = time.monotonic()
     found = CheckResult(task.id, warnings=task.warnings)
     try:
-        base = base_checkpoint(task, run.layers)
-        untouched = run_verifier(task, run.layers, base, base).diagnostics
+        untouched_checkpoint = base_checkpoint_of(task, run.layers)
+        untouched = run_verifier(
+            task, run.layers, untouched_checkpoint, untouched_checkpoint
+        ).diagnostics
         found = replace(found, untouched=untouched)
         crash = verifier_crash(untouched)
         if crash is not None:
@@ -172,7 +174,7 @@ def check_task(task: Task, run: RunFolder) -> CheckResult:
         if not task.solution:
             problem = "no reference solution (no steps for the oracle to play)"
             return replace(found, problem=problem, seconds=time.monotonic() - started)
-        found = _check_oracle(task, run, base, found)
+        found = _check_oracle(task, run, untouched_checkpoint, found)
     except SandboxUnavailable:
         raise
     except (TaskError, ResultsError, SandboxError, ModelError) as error:
@@ -199,11 +201,13 @@ def check_task(task: Task, run: RunFolder) -> CheckResult:
     return replace(found, seconds=time.monotonic() - started)
 
 
-def _check_oracle(task: Task, run: RunFolder, base: str, found: CheckResult) -> CheckResult:
+def _check_oracle(
+    task: Task, run: RunFolder, base_checkpoint: str, found: CheckResult
+) -> CheckResult:
     """`found` with the oracle's attempt, the verdict on it and what went wrong, if anything."""
     started = time.monotonic()
-    attempt = _play_oracle(task, run, base)
-    verdict = run_verifier(task, run.layers, run.tree.checkpoint(attempt), base)
+    attempt = _play_oracle(task, run, base_checkpoint)
+    verdict = run_verifier(task, run.layers, run.tree.checkpoint(attempt), base_checkpoint)
     run.tree.set_outcome(attempt.id, verdict.reward, verdict.diagnostics.to_json(), verdict.patch)
     failed_steps = _failed_steps(run, attempt, len(task.solution))
     oracle = verdict.diagnostics
@@ -230,7 +234,7 @@ def _check_oracle(task: Task, run: RunFolder, base: str, found: CheckResult) -> 
     )
 
 
-def _play_oracle(task: Task, run: RunFolder, base: str) -> Attempt:
+def _play_oracle(task: Task, run: RunFolder, base_checkpoint: str) -> Attempt:
     """The reference solution as a root attempt: one step per turn, then the submit turn."""
     steps = [Step(step.command, step.wrong) for step in task.solution]
     config = ActorConfig(
@@ -243,7 +247,7 @@ def _play_oracle(task: Task, run: RunFolder, base: str) -> Attempt:
     actor = Actor(resolve_model("oracle", steps=steps), run.tree, workspace, config)
     run.tree.add_task(task.id, task.model_dump(mode="json"))
     prefix = actor.prefix(task.instruction, task.workdir)
-    start = solution_checkpoint(task, run.layers, base)
+    start = solution_checkpoint(task, run.layers, base_checkpoint)
     return actor.run(run.tree.root(task.id, prefix, start, method="oracle"))
 
 

@@ -55,19 +55,24 @@ class Rebuilt:
 
 def rebuild(
     store: LayerStore,
-    base: str,
-    old_base: str,
+    base_checkpoint: str,
+    old_base_checkpoint: str,
     turns: Sequence[ReplayTurn],
     timeout: float,
     have: Callable[[str], bool],
 ) -> Rebuilt:
     """Make the checkpoints of `turns` (a path from checkpoint 0, oldest first) `store`'s
     again under their ids: from the deepest one `have` finds (it may adopt or ship it),
-    else from `base` (this store's checkpoint 0; `old_base` is the path's own, which is
-    sealed as an empty layer over `base` when the store lacks it). Each call runs with
-    `timeout`; an exit code that differs from the record stops the rebuild there."""
+    else from `base_checkpoint` (this store's checkpoint 0; `old_base_checkpoint` is the
+    path's own, which is sealed as an empty layer over `base_checkpoint` when the store lacks
+    it). Each call runs with `timeout`; an exit code that differs from the record stops the
+    rebuild there."""
     start = next((i for i in range(len(turns), 0, -1) if have(turns[i - 1].checkpoint)), 0)
-    parent = turns[start - 1].checkpoint if start else _base_as(store, base, old_base, have)
+    parent = (
+        turns[start - 1].checkpoint
+        if start
+        else _base_checkpoint_as(store, base_checkpoint, old_base_checkpoint, have)
+    )
     ran = differed = 0
     for number, turn in enumerate(turns[start:], start=start + 1):
         if turn.checkpoint == parent:  # a turn that wrote nothing sealed no layer
@@ -96,12 +101,14 @@ def sealed_in(store: LayerStore) -> Callable[[str], bool]:
     return have
 
 
-def _base_as(store: LayerStore, base: str, old_base: str, have: Callable[[str], bool]) -> str:
-    """`old_base` in `store`: its own, or an empty layer of that id over `base` (the same
-    task's checkpoint 0, built on this node)."""
-    if old_base == base or have(old_base):
-        return old_base
-    with Sandbox.fork(store, base, upper=old_base) as sandbox:
+def _base_checkpoint_as(
+    store: LayerStore, base_checkpoint: str, old_base_checkpoint: str, have: Callable[[str], bool]
+) -> str:
+    """`old_base_checkpoint` in `store`: its own, or an empty layer of that id over
+    `base_checkpoint` (the same task's checkpoint 0, built on this node)."""
+    if old_base_checkpoint == base_checkpoint or have(old_base_checkpoint):
+        return old_base_checkpoint
+    with Sandbox.fork(store, base_checkpoint, upper=old_base_checkpoint) as sandbox:
         return sandbox.checkpoint(always=True)
 
 

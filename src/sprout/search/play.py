@@ -34,7 +34,7 @@ class Search:
     sandboxes: TaskSandboxes
     """Where the task's sandboxes run: its verifier too."""
     actor: Actor
-    base: str
+    base_checkpoint: str
     """Checkpoint 0: the task's untouched environment."""
     prefix: list[Message]
     """What every root's context starts with: the system prompt and the task."""
@@ -133,14 +133,16 @@ class Search:
         lost with its node is rebuilt first; one that cannot be leaves the attempt `error`
         with fault `lost` (its outcome is unknown, which is no failure)."""
         checkpoint = self.tree.checkpoint(attempt)
-        base = self.tree.checkpoint(attempt, 0)  # its own root's, even if the task changed
+        base_checkpoint = self.tree.checkpoint(
+            attempt, 0
+        )  # its own root's, even if the task changed
         try:
             try:
-                verdict = self.sandboxes.verify(self.task, checkpoint, base)
+                verdict = self.sandboxes.verify(self.task, checkpoint, base_checkpoint)
             except CheckpointLost:
                 if not self._first_recovery(attempt) or rebuild(self, attempt).diverged:
                     raise
-                verdict = self.sandboxes.verify(self.task, checkpoint, base)
+                verdict = self.sandboxes.verify(self.task, checkpoint, base_checkpoint)
         except CheckpointLost as error:
             self.tree.finish_attempt(attempt.id, "error", f"sandbox: {error}", fault="lost")
             return

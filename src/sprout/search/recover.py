@@ -36,7 +36,7 @@ class SearchState(Protocol):
     tree: RolloutTree
     sandboxes: TaskSandboxes
     actor: Actor
-    base: str
+    base_checkpoint: str
     """Checkpoint 0: where a rebuild replays from and a restarted root starts."""
     prefix: list[Message]
     """What a restarted root's context starts with."""
@@ -46,12 +46,12 @@ class SearchState(Protocol):
 def rebuild(search: SearchState, attempt: Attempt) -> Rebuilt:
     """Rebuild `attempt`'s path in its task's sandboxes, said and recorded."""
     tree = search.tree
-    old_base = tree.root_of(attempt).base_checkpoint
-    assert old_base is not None, "a root always records checkpoint 0"
+    old_base_checkpoint = tree.root_of(attempt).base_checkpoint
+    assert old_base_checkpoint is not None, "a root always records checkpoint 0"
     rebuilt = search.sandboxes.rebuild(
         search.task,
-        search.base,
-        old_base,
+        search.base_checkpoint,
+        old_base_checkpoint,
         replay_turns(tree, attempt),
         search.actor.config.call_timeout_s,
     )
@@ -96,7 +96,11 @@ def restart(search: SearchState, lost: Attempt) -> Attempt:
     tree as they were recorded, and its outcome is said once."""
     search.progress.attempt_done(lost, len(search.tree.own_turns(lost)))
     root = search.tree.root(
-        search.task.id, search.prefix, search.base, method=search.method.name, restarts=lost.id
+        search.task.id,
+        search.prefix,
+        search.base_checkpoint,
+        method=search.method.name,
+        restarts=lost.id,
     )
     search.progress.event(
         search.task.id,

@@ -34,7 +34,9 @@ def roots(search: Search) -> list[Attempt]:
     existing = [a for a in found if a.id not in restarted]
     for _ in range(search.method.roots - len(existing)):
         existing.append(
-            search.tree.root(search.task.id, search.prefix, search.base, method=search.method.name)
+            search.tree.root(
+                search.task.id, search.prefix, search.base_checkpoint, method=search.method.name
+            )
         )
     return existing
 

@@ -220,7 +220,9 @@ class _Bases:
             if key not in self._found:
                 try:
                     with self._slots:
-                        self._found[key] = self.sandboxes.base(task, replays=self._replays)
+                        self._found[key] = self.sandboxes.base_checkpoint(
+                            task, replays=self._replays
+                        )
                 except (TaskError, SandboxError) as error:
                     self._found[key] = error
             found = self._found[key]
@@ -317,7 +319,7 @@ def _search(context: _RunContext, task: Task, method: Method) -> Search:
     """The search of `method` on `task`; oracle models get an instance per pair, so each
     method sees the same draws for the same contexts."""
     run, settings = context.run, context.settings
-    base = context.bases(task)
+    base_checkpoint = context.bases(task)
     model = context.shared if context.shared is not None else _model(settings, task)
     config = settings.actor
     if needs_logprobs(method) and not config.logprobs:
@@ -330,7 +332,7 @@ def _search(context: _RunContext, task: Task, method: Method) -> Search:
         tree=run.tree,
         sandboxes=sandboxes,
         actor=actor,
-        base=base,
+        base_checkpoint=base_checkpoint,
         prefix=actor.prefix(task.instruction, task.workdir),
         slots=context.slots,
         workers=settings.workers,

@@ -26,7 +26,7 @@ class TaskSandboxes(Protocol):
     that is never the task's or the model's fault, and the pair is played again
     (`moves` says when) or left for `--resume`."""
 
-    def base(self, task: Task, *, replays: bool) -> str:
+    def base_checkpoint(self, task: Task, *, replays: bool) -> str:
         """Checkpoint 0 of `task` (with the solution at /solution when the model `replays`
         it); raises TaskError or SandboxError when the task's set-up fails."""
         ...
@@ -35,15 +35,20 @@ class TaskSandboxes(Protocol):
         """Where the actor's forks of `task`'s checkpoints run."""
         ...
 
-    def verify(self, task: Task, checkpoint: str, base: str) -> Verdict:
+    def verify(self, task: Task, checkpoint: str, base_checkpoint: str) -> Verdict:
         """The verifier's verdict on `checkpoint` (see `sprout.verify.run_verifier`)."""
         ...
 
     def rebuild(
-        self, task: Task, base: str, old_base: str, turns: Sequence[ReplayTurn], timeout: float
+        self,
+        task: Task,
+        base_checkpoint: str,
+        old_base_checkpoint: str,
+        turns: Sequence[ReplayTurn],
+        timeout: float,
     ) -> Rebuilt:
-        """Make the lost checkpoints of `turns` (a path from checkpoint `old_base`) the
-        task's again by running their recorded calls once more on `base`, checkpoint 0
+        """Make the lost checkpoints of `turns` (a path from checkpoint `old_base_checkpoint`) the
+        task's again by running their recorded calls once more on `base_checkpoint`, checkpoint 0
         where the task's sandboxes are now (see `sprout.sandbox.replay.rebuild`)."""
         ...
 
@@ -65,23 +70,28 @@ class LocalSandboxes:
         self.layers = layers
         self._service = TaskSandboxService(layers)
 
-    def base(self, task: Task, *, replays: bool) -> str:
+    def base_checkpoint(self, task: Task, *, replays: bool) -> str:
         """Checkpoint 0, built in (or lent to) the run's store."""
-        return self._service.base(task, replays=replays)
+        return self._service.base_checkpoint(task, replays=replays)
 
     def workspace(self, task: Task) -> Workspace:
         return self._service.workspace()
 
-    def verify(self, task: Task, checkpoint: str, base: str) -> Verdict:
-        return self._service.verify(task, checkpoint, base)
+    def verify(self, task: Task, checkpoint: str, base_checkpoint: str) -> Verdict:
+        return self._service.verify(task, checkpoint, base_checkpoint)
 
     def rebuild(
-        self, task: Task, base: str, old_base: str, turns: Sequence[ReplayTurn], timeout: float
+        self,
+        task: Task,
+        base_checkpoint: str,
+        old_base_checkpoint: str,
+        turns: Sequence[ReplayTurn],
+        timeout: float,
     ) -> Rebuilt:
         """Checkpoints made again in the run's store, one rebuild at a time. Nothing frees a
         running run's layers on one machine, so only a store changed by hand ever asks for
         this."""
-        return self._service.rebuild(base, old_base, turns, timeout)
+        return self._service.rebuild(base_checkpoint, old_base_checkpoint, turns, timeout)
 
     def moves(self, task: Task) -> int:
         """Never: this machine is the run's."""

@@ -2,7 +2,7 @@
 Terminal-Bench 1 folders and SWE-bench JSONL."""
 
 from sprout.tasks.discover import LoadedTasks, load_image_table, load_tasks
-from sprout.tasks.environment import base_checkpoint, solution_checkpoint
+from sprout.tasks.environment import base_checkpoint_of, solution_checkpoint
 from sprout.tasks.native import load_native
 from sprout.tasks.solution_script import split_solution
 from sprout.tasks.swebench import load_swebench
@@ -10,7 +10,7 @@ from sprout.tasks.terminal_bench1 import load_terminal_bench1
 
 __all__ = [
     "LoadedTasks",
-    "base_checkpoint",
+    "base_checkpoint_of",
     "load_image_table",
     "load_native",
     "load_swebench",

@@ -69,7 +69,7 @@ def agent_limits(task: Task) -> Limits:
     )
 
 
-def base_checkpoint(task: Task, layers: LayerStore) -> str:
+def base_checkpoint_of(task: Task, layers: LayerStore) -> str:
     """Checkpoint 0 of `task`: built on first use, then reused by every run on `layers`;
     over an image of the machine's cache, built once per machine and linked into
     `layers` (`sprout.images.bases`).
@@ -154,16 +154,16 @@ def _build_base(
     return checkpoint
 
 
-def solution_checkpoint(task: Task, layers: LayerStore, base: str) -> str:
-    """Checkpoint 0 for the oracle models: `base` with the task's `solution/` folder at
+def solution_checkpoint(task: Task, layers: LayerStore, base_checkpoint: str) -> str:
+    """Checkpoint 0 for the oracle models: `base_checkpoint` with the task's `solution/` folder at
     /solution and its `[solution] env` set, as Harbor's oracle agent has them. Only the
-    oracles start there; every other model, and every role, works from `base`. Its name
+    oracles start there; every other model, and every role, works from `base_checkpoint`. Its name
     carries the folder's content digest (`sprout.tasks.digest`), modes and links too, since
     the copy at /solution keeps them."""
     if task.solution_dir is None and not task.solution_env:
-        return base
+        return base_checkpoint
     try:
-        name = f"{base}-solution"
+        name = f"{base_checkpoint}-solution"
         if task.solution_dir is not None:
             name += f"-{folder_digest(task.solution_dir, SOLUTION_DIGEST_LENGTH)}"
         if task.solution_env:
@@ -172,8 +172,8 @@ def solution_checkpoint(task: Task, layers: LayerStore, base: str) -> str:
         cached = layers.ref(name)
         if cached is not None:
             return cached
-        env = {**layers.layer(base).config.env, **task.solution_env}
-        with Sandbox.fork(layers, base, env=env) as oracle:
+        env = {**layers.layer(base_checkpoint).config.env, **task.solution_env}
+        with Sandbox.fork(layers, base_checkpoint, env=env) as oracle:
             if task.solution_dir is not None:
                 oracle.put(os.fspath(task.solution_dir), "/solution")
             checkpoint = oracle.checkpoint(always=True)

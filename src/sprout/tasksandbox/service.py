@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager, nullcontext
 
 from sprout.sandbox import LayerStore, Rebuilt, ReplayTurn, SandboxWorkspace, rebuild, sealed_in
 from sprout.task import Task
-from sprout.tasks import base_checkpoint, solution_checkpoint
+from sprout.tasks import base_checkpoint_of, solution_checkpoint
 from sprout.verify import Verdict, run_verifier
 
 
@@ -38,27 +38,33 @@ class TaskSandboxService:
         """Held while lost checkpoints are rebuilt: two attempts on one lost path must not
         make the same layer twice."""
 
-    def base(self, task: Task, *, replays: bool) -> str:
+    def base_checkpoint(self, task: Task, *, replays: bool) -> str:
         """Checkpoint 0 of `task`, built in (or lent to) the store; with the solution at
         /solution when the model `replays` it."""
         with self._slots, self._linking:
-            base = base_checkpoint(task, self.store)
-            return solution_checkpoint(task, self.store, base) if replays else base
+            untouched = base_checkpoint_of(task, self.store)
+            return solution_checkpoint(task, self.store, untouched) if replays else untouched
 
     def workspace(self) -> SandboxWorkspace:
         """Where the actor's forks of the store's checkpoints run."""
         return SandboxWorkspace(self.store)
 
-    def verify(self, task: Task, checkpoint: str, base: str) -> Verdict:
+    def verify(self, task: Task, checkpoint: str, base_checkpoint: str) -> Verdict:
         """The verifier on a throw-away fork of `checkpoint` (see `sprout.verify.run_verifier`)."""
         with self._slots:
-            return run_verifier(task, self.store, checkpoint, base)
+            return run_verifier(task, self.store, checkpoint, base_checkpoint)
 
     def rebuild(
-        self, base: str, old_base: str, turns: Sequence[ReplayTurn], timeout: float
+        self,
+        base_checkpoint: str,
+        old_base_checkpoint: str,
+        turns: Sequence[ReplayTurn],
+        timeout: float,
     ) -> Rebuilt:
         """Lost checkpoints of `turns` made again in the store, from the deepest one `have`
         finds (see `sprout.sandbox.replay.rebuild`); one rebuild at a time, and a rebuild
         waiting for its turn holds no slot the task's other commands could use."""
         with self._rebuilding, self._slots:
-            return rebuild(self.store, base, old_base, turns, timeout, self._have)
+            return rebuild(
+                self.store, base_checkpoint, old_base_checkpoint, turns, timeout, self._have
+            )

@@ -34,7 +34,7 @@ class Verdict:
         return self.diagnostics.reward
 
 
-def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base: str) -> Verdict:
+def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base_checkpoint: str) -> Verdict:
     """Copy the hidden tests into a fork of `checkpoint`, run the verifier, read its results.
 
     The fork is thrown away: the tests never reach a layer the agent can see, and neither
@@ -43,17 +43,21 @@ def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base: str) -> 
     that runs uv, uv itself (see `sprout.verify.uv`). A uv that cannot
     be fetched raises `VerifierSetupError` (a ResultsError): the machine's fault, not the
     attempt's. It runs as task.toml's `[verifier] user` where one is set (`root`, to read
-    what the agent could not), resolved through checkpoint 0 `base`; else as `checkpoint`'s
-    user. No process of the agent's outlives its call, so none is left to act as that user.
-    Its network is the task's `verifier_network` (public unless task.toml narrows it).
+    what the agent could not), resolved through checkpoint 0 `base_checkpoint`; else as
+    `checkpoint`'s user. No process of the agent's outlives its call, so none is left to act
+    as that user. Its network is the task's `verifier_network` (public unless task.toml narrows it).
     """
     script = verifier_script(task)
     binaries = uv_binaries(requested_version(script)) if uses_uv(script) else None
     settings = index_settings()
     # The task's own variables win over the machine's: a task may pin its own index. Its
     # `[verifier] env` is the verifier's alone, over the attempt's.
-    env = {**settings.env(), **_attempt_env(task, layers, checkpoint, base), **task.verifier_env}
-    user = verifier_run_as(task, layers, base)
+    env = {
+        **settings.env(),
+        **_attempt_env(task, layers, checkpoint, base_checkpoint),
+        **task.verifier_env,
+    }
+    user = verifier_run_as(task, layers, base_checkpoint)
     with Sandbox.fork(
         layers, checkpoint, env=env, network=task.verifier_network, user=user
     ) as sandbox:
@@ -81,7 +85,7 @@ def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base: str) -> 
             required=task.required_tests,
             task=task.id,
         )
-    return Verdict(diagnostics, workdir_patch(layers, base, checkpoint, task.workdir))
+    return Verdict(diagnostics, workdir_patch(layers, base_checkpoint, checkpoint, task.workdir))
 
 
 def verifier_script(task: Task) -> str:
@@ -100,11 +104,13 @@ def verifier_script(task: Task) -> str:
     return "\n".join(parts)
 
 
-def _attempt_env(task: Task, layers: LayerStore, checkpoint: str, base: str) -> dict[str, str]:
+def _attempt_env(
+    task: Task, layers: LayerStore, checkpoint: str, base_checkpoint: str
+) -> dict[str, str]:
     """The attempt's variables, less `[solution] env`: Harbor gives those to solve.sh alone,
     so a variable the solution shadowed is back at checkpoint 0's value for the verifier."""
     env = dict(layers.layer(checkpoint).config.env)
-    before = layers.layer(base).config.env
+    before = layers.layer(base_checkpoint).config.env
     for name in task.solution_env:
         if name in before:
             env[name] = before[name]
@@ -135,17 +141,17 @@ def _put_hidden_tests(sandbox: Sandbox, task: Task) -> None:
         sandbox.put(root, "/tests")
 
 
-def workdir_patch(layers: LayerStore, base: str, checkpoint: str, workdir: str) -> str:
-    """A unified diff of the workdir from checkpoint `base` to `checkpoint`, read from layers;
-    caches and git's bookkeeping (`sprout.edits.is_noise`) are left out."""
+def workdir_patch(layers: LayerStore, base_checkpoint: str, checkpoint: str, workdir: str) -> str:
+    """A unified diff of the workdir from checkpoint `base_checkpoint` to `checkpoint`, read
+    from layers; caches and git's bookkeeping (`sprout.edits.is_noise`) are left out."""
     with Sandbox.fork(layers, checkpoint) as sandbox:
-        changes = sandbox.changes(since=base)
+        changes = sandbox.changes(since=base_checkpoint)
     prefix = workdir.rstrip("/") + "/"
     hunks = []
     for change in changes:
         if not change.path.startswith(prefix) or is_noise(change.path):
             continue
-        before = layers.read(base, change.path)
+        before = layers.read(base_checkpoint, change.path)
         after = layers.read(checkpoint, change.path)
         if before is None and after is None:
             continue
