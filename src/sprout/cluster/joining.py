@@ -19,10 +19,17 @@ class ClusterError(SproutError, ValueError):
 def join(address: str) -> None:
     """Join the cluster at `address`: `auto` finds the one `ray start` runs here, `local`
     starts one on this machine with its cores and memory (stopped by `leave`), else
-    `HOST:PORT` or `ray://...`."""
+    `HOST:PORT` or `ray://...`.
+
+    `local` is Ray's own "local", never its default (None), which joins whatever cluster
+    this machine last started (`ray start` and `ray.cluster_utils` leave its address in
+    `/tmp/ray/ray_current_cluster`). Ray turns its token authentication on for the whole
+    process when it starts a local instance (unless RAY_AUTH_MODE says otherwise) and keeps
+    it on after `leave`: a cluster started without it then cancels every actor this process
+    creates, so one process joins `local` or clusters without it, not both."""
     try:
         ray.init(
-            address=None if address == "local" else address,
+            address=address,
             include_dashboard=False,
             log_to_driver=False,  # the workers' lines would interleave with the progress lines
             logging_level=logging.WARNING,
