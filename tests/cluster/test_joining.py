@@ -19,10 +19,10 @@ class _Where:
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
-def test_local_starts_a_cluster_of_its_own_beside_one_already_here(cluster: Any) -> None:
-    """`cluster` wrote its address where Ray's default `ray.init()` looks first; a
+def test_local_starts_a_cluster_of_its_own_beside_one_already_here(shared_cluster: Any) -> None:
+    """`shared_cluster` wrote its address where Ray's default `ray.init()` looks first; a
     `--ray local` run that joined it would place its tasks on someone else's nodes."""
-    theirs = {node.node_id for node in cluster.list_all_nodes()}
+    theirs = {node.node_id for node in shared_cluster.list_all_nodes()}
     join("local")
     try:
         ours = {str(node["NodeID"]) for node in ray.nodes()}

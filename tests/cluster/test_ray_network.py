@@ -25,10 +25,10 @@ def _refused_in(actor: Any) -> list[str]:
 
 @pytest.mark.timeout(300)
 def test_a_tasks_actor_refuses_the_drivers_model_server_and_every_node(
-    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    shared_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(REFUSE_ENV, MODEL_SERVER)  # after the cluster started: as a driver's
-    ray.init(address=cluster.address, log_to_driver=False)
+    ray.init(address=shared_cluster.address, log_to_driver=False)
     try:
         nodes = [n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]]
         actor = sandboxes._HostActor.options(num_cpus=1).remote(

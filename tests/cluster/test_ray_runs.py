@@ -1,8 +1,9 @@
 """`sprout run --ray` on a real Ray cluster: a head and two worker nodes on this machine
 (`ray.cluster_utils.Cluster`), each worker with one core and its own layer store.
 
-Each test starts its cluster and shuts it down; the run is a `sprout` process of its own,
-as a user would start it, joining the cluster by its address.
+The tests that leave the nodes alone share one cluster; the one that kills a node has its
+own. Each run is a `sprout` process of its own, as a user would start it, joining the
+cluster by its address.
 """
 
 from __future__ import annotations
@@ -74,20 +75,20 @@ def test_ray_store_needs_a_node_in_its_path(tmp_path: Path, capsys: pytest.Captu
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_tasks_run_on_the_cluster_as_they_run_here(
-    cluster: Any,
+    shared_cluster: Any,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ):
     here, there = tmp_path / "here", tmp_path / "there"
     assert main(run_args(here)) == 0
-    finish(start_on(cluster, there, tmp_path / "stores"))
+    finish(start_on(shared_cluster, there, tmp_path / "stores"))
 
     assert shape(there) == shape(here), "the same attempts and verdicts as a local run"
     placed = placements(there)
     assert sorted(p["task"] for p in placed) == ["blog-slugs", "invoice-rounding"]
     assert all(p["why"] == "placed" for p in placed), "placed once each: no node died"
-    workers = {node.node_id for node in cluster.worker_nodes}
+    workers = {node.node_id for node in shared_cluster.worker_nodes}
     assert {p["node"] for p in placed} == workers, "one core each: a task per worker node"
     stores = [p["store"] for p in placed]
     assert len(set(stores)) == 2, "each node its own store"
@@ -129,7 +130,7 @@ def test_tasks_run_on_the_cluster_as_they_run_here(
     run = RunFolder.open(there)
     try:
         checkpoint = run.tree.checkpoint(run.tree.attempt(attempt), 1)
-        layers = checkpoint_store(run, task, checkpoint, cluster.address)
+        layers = checkpoint_store(run, task, checkpoint, shared_cluster.address)
         assert layers.path == run.layers.path, "shipped into the run folder's own store"
         with Sandbox.fork(layers, checkpoint) as shipped:
             seen = shipped.run(listing).output
@@ -247,11 +248,11 @@ def test_a_node_that_dies_mid_run_loses_no_finished_turn(cluster: Any, tmp_path:
 @pytest.mark.sandbox
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_a_killed_driver_resumes_on_the_cluster(cluster: Any, tmp_path: Path):
+def test_a_killed_driver_resumes_on_the_cluster(shared_cluster: Any, tmp_path: Path):
     """The driver dying is `--resume`, as on one machine: its tasks' actors die with it,
     and the resumed run finds each task's checkpoints in the stores the log names."""
     out, stores = tmp_path / "run", tmp_path / "stores"
-    process = start_on(cluster, out, stores)
+    process = start_on(shared_cluster, out, stores)
     try:
         _, before = wait_for_a_turn_in_flight(out, process)
         process.kill()
@@ -264,7 +265,7 @@ def test_a_killed_driver_resumes_on_the_cluster(cluster: Any, tmp_path: Path):
         *run_args(out),
         "--resume",
         "--ray",
-        cluster.address,
+        shared_cluster.address,
         "--ray-store",
         f"{stores}/{{node}}",
     ]

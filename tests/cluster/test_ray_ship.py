@@ -37,16 +37,16 @@ def host_on(node: str, template: str, sources: list[tuple[str, str]]) -> Any:
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_task_on_a_node_that_cannot_read_the_old_store_gets_its_layers_shipped(
-    cluster: Any, tmp_path: Path
+    shared_cluster: Any, tmp_path: Path
 ):
-    old, new = (node.node_id for node in workers(cluster))
+    old, new = (node.node_id for node in workers(shared_cluster))
     template = str(tmp_path / "stores" / "{node}")
     old_store = template.format(node=old[:12])
     with Sandbox.create(LayerStore(old_store)) as sandbox:  # the old node's turns
         sandbox.run("head -c 200000 /dev/urandom > /workspace/blob && echo a > /workspace/a")
         sandbox.run("rm /workspace/a")
         checkpoint = sandbox.checkpoint()
-    ray.init(address=cluster.address, log_to_driver=False)
+    ray.init(address=shared_cluster.address, log_to_driver=False)
     try:
         host = host_on(new, template, [(old, old_store)])
         fork = ray.get(host.fork.remote(checkpoint))

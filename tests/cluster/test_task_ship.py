@@ -249,7 +249,7 @@ def test_the_shipped_copy_is_out_of_every_sandboxs_sight(
 @pytest.mark.timeout(900)
 @pytest.mark.checkpoints_elsewhere("RaySandboxes played alone: the run's meta names no store")
 def test_tasks_only_the_driver_has_run_on_the_cluster_as_they_run_here(
-    cluster: Any, tmp_path: Path
+    shared_cluster: Any, tmp_path: Path
 ):
     for folder in TASKS:
         shutil.copytree(folder, tmp_path / "tasks" / Path(folder).name, symlinks=True)
@@ -273,7 +273,7 @@ def test_tasks_only_the_driver_has_run_on_the_cluster_as_they_run_here(
                 gone.append(entry["task"])
                 shutil.rmtree(tmp_path / "tasks" / entry["task"])
 
-    ray.init(address=cluster.address, log_to_driver=False)
+    ray.init(address=shared_cluster.address, log_to_driver=False)
     there = RunFolder.create_new(tmp_path / "there")
     try:
         sandboxes = RaySandboxes(str(tmp_path / "stores" / "{node}"), 1, placed)

@@ -70,22 +70,22 @@ def checkpoints_by_method(out: Path) -> dict[str, set[str]]:
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_each_step_rolls_out_on_the_workers_and_a_resume_goes_on_there(
-    cluster: Any, tmp_path: Path, tiny_model_path: Path
+    shared_cluster: Any, tmp_path: Path, tiny_model_path: Path
 ) -> None:
     task = two_edits_task(tmp_path / "tasks", "coin")
     (task / "tests" / "test.sh").write_text(COIN)
     out = tmp_path / "run"
-    train_on(cluster, tmp_path, tiny_model_path, 2)
+    train_on(shared_cluster, tmp_path, tiny_model_path, 2)
 
     log = steps_logged(out)
     assert [entry["step"] for entry in log] == [1, 2]
     assert all((Path(entry["policy"]) / "config.json").is_file() for entry in log)
     first = placements(out)
-    workers = {node.node_id for node in cluster.worker_nodes}
+    workers = {node.node_id for node in shared_cluster.worker_nodes}
     assert [p["why"] for p in first] == ["placed", "placed"], "a new actor per step"
     assert {p["task"] for p in first} == {"coin"} and {p["node"] for p in first} <= workers
 
-    train_on(cluster, tmp_path, tiny_model_path, 3, "--resume")
+    train_on(shared_cluster, tmp_path, tiny_model_path, 3, "--resume")
     assert [entry["step"] for entry in steps_logged(out)] == [1, 2, 3]
     assert (out / "policy" / "step-3" / "config.json").is_file()
     placed = placements(out)
@@ -100,7 +100,7 @@ def test_each_step_rolls_out_on_the_workers_and_a_resume_goes_on_there(
             assert sealed_in(placement["store"], checkpoint), (method, checkpoint)
     layers = out / "layers" / "l"
     assert not layers.exists() or not list(layers.iterdir()), "no sandbox in the run folder"
-    refused_resume_leaves_the_cluster(cluster, tmp_path, tiny_model_path)
+    refused_resume_leaves_the_cluster(shared_cluster, tmp_path, tiny_model_path)
 
 
 def refused_resume_leaves_the_cluster(cluster: Any, tmp_path: Path, model: Path) -> None:
