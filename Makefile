@@ -11,8 +11,9 @@ EXAMPLE_IMAGE := python:3.11-slim
 TEST_IMAGES := $(EXAMPLE_IMAGE) python:3.13-slim
 
 DEMO_RUN := runs/demo
-# pytest-xdist workers; each test file runs whole on one worker (its module fixtures, a Ray
-# cluster among them, are made once), and each worker has a store filesystem of its own.
+# pytest-xdist workers; each test file runs whole on one worker (its module fixtures are
+# made once, and the Ray cluster the cluster tests share once per worker), and each worker
+# has a store filesystem of its own.
 TEST_WORKERS ?= 2
 
 .PHONY: demo test lint format bench system-packages install clean

@@ -1,7 +1,7 @@
 """The Ray clusters the tests of `sprout.cluster` run on: a head and two worker nodes on this
 machine (tests/support/ray_cluster.py). The tests that leave the nodes alone share one per
-test module (`shared_cluster`); a test that kills or removes a node has its own
-(`cluster`), shut down after it.
+test process (`shared_cluster`: one per pytest-xdist worker); a test that kills or removes
+a node has its own (`cluster`), shut down after it.
 
 Every driver and node of the suite runs with Ray's token authentication off (unless the
 environment chose a mode). Ray turns it on for a process by itself, lastingly: when that
@@ -36,10 +36,12 @@ def cluster() -> Iterator[Any]:
         yield made
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def shared_cluster() -> Iterator[Any]:
-    """A cluster of TWO_WORKERS for the tests of one module that leave its nodes as they are
-    (each cluster costs 6-15 s to start on 2 cores). Each test's runs keep their stores in
-    its own folder and end their jobs, whose actors Ray ends with them."""
+    """A cluster of TWO_WORKERS for every test of this process that leaves its nodes as they
+    are: each cluster costs 6-15 s to start on 2 cores, and with each test file on one
+    worker (`--dist loadfile`) a cluster per module would serve one file's few tests. Each
+    test's runs keep their stores in its own folder and end their jobs, whose actors Ray
+    ends with them."""
     with cluster_of(TWO_WORKERS) as made:
         yield made
