@@ -281,6 +281,7 @@ def test_token_counts_are_estimates_and_there_are_no_logprobs(model):
         ("oracle-noise:seed=3, p=0", Noise("independent", 0.0, 0.8, 3)),
         ("oracle-noise:errors=trap", Noise("trap", 0.1, 0.8, 1)),
         ("oracle-noise:errors=trap,q=0.5,p=0,seed=2", Noise("trap", 0.0, 0.5, 2)),
+        ("oracle-noise:errors=trap,think=2", Noise("trap", 0.1, 0.8, 1, 2.0)),
     ],
 )
 def test_noise_specs_parse(spec, expected):
@@ -300,12 +301,23 @@ def test_noise_specs_parse(spec, expected):
         ("oracle-noise:p", "p needs a value"),
         ("oracle-noise:p=0.1,", "unknown option ''"),
         ("oracle-noise:p=0.1,p=0.2", "p is given twice"),
+        ("oracle-noise:think=-1", "think must be 0 to 3600 seconds"),
+        ("oracle-noise:think=soon", "think must be 0 to 3600 seconds"),
     ],
 )
 def test_bad_noise_specs_name_the_bad_key_or_value(spec, message):
     with pytest.raises(ModelError, match=re.escape(message)) as raised:
         resolve_model(spec, steps=COMMANDS)
     assert raised.value.kind == "bad_input"
+
+
+def test_think_time_is_waited_in_every_call_and_named():
+    model = resolve_model("oracle-noise:think=0.2", steps=COMMANDS)
+    started = time.monotonic()
+    model.complete(copy.deepcopy(START))
+    assert time.monotonic() - started >= 0.2
+    assert model.name.endswith(",think=0.2")
+    assert "think" not in resolve_model("oracle-noise", steps=COMMANDS).name
 
 
 def test_oracle_specs_resolve_with_steps():

@@ -74,7 +74,7 @@ def _add_what_to_run(run: argparse.ArgumentParser) -> None:
         help="openai/<name> (an OpenAI-compatible server: --base-url or OPENAI_BASE_URL, "
         "key in OPENAI_API_KEY), oracle[:think=<seconds>], or "
         "oracle-noise[:errors=independent|trap,p=<0..1>,"
-        "q=<0..1>,seed=<int>] (a simulation: docs/run.md)",
+        "q=<0..1>,seed=<int>,think=<seconds>] (a simulation: docs/run.md)",
     )
     run.add_argument(
         "--method",

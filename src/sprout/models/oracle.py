@@ -206,8 +206,13 @@ def parse_oracle_spec(spec: str) -> float:
         raise ModelError(
             "bad_input", f"--model {spec}: unknown option {key!r}; expected think=<seconds>"
         )
+    return think_seconds(spec, value)
+
+
+def think_seconds(spec: str, text: str | None) -> float:
+    """The `think=` option of either oracle: seconds from 0 to an hour (0 without it)."""
     try:
-        seconds = float(value)
+        seconds = float(text or 0)
     except ValueError:
         seconds = -1.0
     if not 0 <= seconds <= 3600:
@@ -232,12 +237,17 @@ class Noise:
     q: float = DEFAULT_Q
     """trap only: the chance that an attempt nothing has warned falls into a task's trap."""
     seed: int = DEFAULT_SEED
+    think: float = 0.0
+    """Seconds each call waits before it answers, as a served model's generation would: a
+    run of such calls is bound by waiting, not by this machine's cores (`sprout bench`)."""
 
     @property
     def name(self) -> str:
+        think = f",think={_number(self.think)}" if self.think else ""
         if self.errors == "independent":
-            return f"oracle-noise:p={_number(self.p)},seed={self.seed}"
-        return f"oracle-noise:errors=trap,q={_number(self.q)},p={_number(self.p)},seed={self.seed}"
+            return f"oracle-noise:p={_number(self.p)},seed={self.seed}{think}"
+        trap = f"errors=trap,q={_number(self.q)},p={_number(self.p)},seed={self.seed}"
+        return f"oracle-noise:{trap}{think}"
 
 
 class OracleNoiseModel:
@@ -301,6 +311,7 @@ class OracleNoiseModel:
     ) -> Completion:
         """`n` replies to `messages`, each with its own draw; see the class docstring."""
         started = time.monotonic()
+        time.sleep(self.noise.think)
         index = next_step(messages, self.steps)
         key = str(seed) if seed is not None else _fingerprint(messages)
         warned = _warnings(messages)
@@ -346,7 +357,7 @@ def parse_noise_spec(spec: str) -> Noise:
     values: dict[str, str] = {}
     for option in options.split(",") if options else ():
         key, equals, value = (part.strip() for part in option.partition("="))
-        if key not in ("errors", "p", "q", "seed"):
+        if key not in ("errors", "p", "q", "seed", "think"):
             raise ModelError(
                 "bad_input", f"--model {spec}: unknown option {key!r}; expected {NOISE_OPTIONS}"
             )
@@ -365,10 +376,10 @@ def parse_noise_spec(spec: str) -> Noise:
         seed = int(values.get("seed", DEFAULT_SEED))
     except ValueError:
         raise ModelError("bad_input", f"--model {spec}: seed must be an integer") from None
-    return Noise(cast(ErrorModel, errors), p, q, seed)
+    return Noise(cast(ErrorModel, errors), p, q, seed, think_seconds(spec, values.get("think")))
 
 
-NOISE_OPTIONS = "errors=independent|trap,p=<0..1>,q=<0..1>,seed=<int>"
+NOISE_OPTIONS = "errors=independent|trap,p=<0..1>,q=<0..1>,seed=<int>,think=<seconds>"
 
 
 def _probability(spec: str, key: str, text: str | None, default: float) -> float:
