@@ -1,26 +1,28 @@
 """What a task's actor reserves on a Ray cluster (cores and memory), and what `--ray-memory`
 changes: a node holds no more tasks than it has memory for, a reservation no node has ends
 the task's pairs in error in one line instead of waiting forever, and `--ray-memory 0`
-reserves none. The cluster runs are `sprout run` processes on a real
-`ray.cluster_utils.Cluster` whose worker nodes have the cores and memory each test names.
+reserves none; a run without `--workers` keeps as many attempts alive as the nodes hold
+reservations, on every node. The cluster runs are `sprout run` processes on a real
+`ray.cluster_utils.Cluster` whose nodes have the cores and memory each test names.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sprout.cluster.reservation import Reservation, check_fits, reservation
+from sprout.cluster.reservation import Reservation, check_fits, cluster_room, reservation
 from sprout.commands.ray_options import ray_memory
 from sprout.runfolder import RunFolder
 from sprout.task import Task
 from sprout.workspace import WorkspaceError
-from tests.support.ray_cluster import GIB, cluster_of
-from tests.support.ray_runs import finished, placements
+from tests.support.ray_cluster import GIB, ONE_CORE, TWO_WORKERS, cluster_of
+from tests.support.ray_runs import finished, placements, sealed_in
 from tests.support.repo_paths import EXAMPLE_TASKS, SPROUT
 
 pytest.importorskip("ray.cluster_utils", reason="--ray needs Ray: pip install 'sprout-rl[dist]'")
@@ -74,11 +76,35 @@ def test_a_reservation_no_node_has_is_one_line_naming_what_to_change() -> None:
         check_fits("t", Reservation(1.0, 0, "--ray-memory"), [])
 
 
-def run_on(cluster: Any, out: Path, tasks: list[str], *options: str) -> subprocess.Popen[str]:
-    """`sprout run` of the example `tasks` on `cluster`, pass@1 with the trap model."""
+def test_the_clusters_room_is_the_reservations_its_nodes_hold_times_their_commands() -> None:
+    nodes = [
+        {"CPU": 0.0, "memory": 64.0 * GIB},  # a head that runs nothing
+        {"CPU": 2.0, "memory": 8.0 * GIB},
+        {"CPU": 4.0, "memory": 12.0 * GIB},
+    ]
+    room = cluster_room(Reservation(1.0, 4 * GIB, "x"), nodes)
+    assert (room.attempts, room.basis) == (
+        5,
+        "the cluster's room: 5 tasks of 1 cores and 4.00 GiB on 2 nodes",
+    )
+    room = cluster_room(Reservation(2.0, 8 * GIB, "x"), nodes)
+    assert (room.attempts, room.basis) == (
+        4,
+        "the cluster's room: 2 tasks of 2 cores and 8.00 GiB on 2 nodes, 2 commands at once each",
+    )
+    assert cluster_room(Reservation(0.5, 0, "x"), nodes).attempts == 12
+    assert cluster_room(Reservation(1.0, 16 * GIB, "x"), nodes).attempts == 1, "at least one"
+
+
+def run_on(
+    cluster: Any, out: Path, tasks: list[str], *options: str, workers: str | None = "4"
+) -> subprocess.Popen[str]:
+    """`sprout run` of the example `tasks` on `cluster`, pass@1 with the trap model, with
+    `--workers workers` (None: none given)."""
     args = [
         "run", *(str(EXAMPLE_TASKS / name) for name in tasks),
-        "--model", "oracle-noise:errors=trap", "--method", "pass@1", "--workers", "4", "--quiet",
+        "--model", "oracle-noise:errors=trap", "--method", "pass@1", "--quiet",
+        *(["--workers", workers] if workers else []),
         "--out", str(out),
         "--ray", cluster.address, "--ray-store", f"{out}.stores/{{node}}", *options,
     ]  # fmt: skip
@@ -153,3 +179,40 @@ def test_a_reservation_no_node_has_ends_its_pairs_in_error_and_0_reserves_none(
     assert [row["status"] for row in schedules(tmp_path / "none").values()] == ["done"]
     (placed,) = placements(tmp_path / "none")
     assert (placed["cpus"], placed["memory"]) == (1.0, 0)
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_run_without_workers_fills_the_cluster_on_every_node(tmp_path: Path) -> None:
+    """A head and two workers of one core and memory for two tasks each: room for three
+    tasks at once, one per node, and the run keeps three alive, never more."""
+    out = tmp_path / "run"
+    tasks = ["blog-slugs", "invoice-rounding", "recipe-metric", "stock-low-report"]
+    with cluster_of(TWO_WORKERS, head=ONE_CORE) as cluster:
+        nodes = {node.node_id for node in cluster.list_all_nodes()}
+        code, output = finished(run_on(cluster, out, tasks, workers=None))
+        assert code in (0, 1), output[-3000:]  # 1: a task not resolved, as the trap has it
+
+    assert all(row["status"] == "done" for row in schedules(out).values())
+    at_once = json.loads((out / "results.json").read_text())["concurrency"]
+    assert at_once["workers"] == 3
+    assert at_once["basis"] == "the cluster's room: 3 tasks of 1 cores and 4.00 GiB on 3 nodes"
+    assert 1 < at_once["peak"] <= 3, at_once
+    assert attempt_nodes(out) == nodes, "attempts ran on every node"
+
+
+def attempt_nodes(out: Path) -> set[str]:
+    """The nodes whose stores sealed some attempt's turns, as the run's placements name them."""
+    stores = {placed["store"]: placed["node"] for placed in placements(out)}
+    run = RunFolder.open(out)
+    try:
+        return {
+            node
+            for attempt in run.tree.attempts()
+            for turn in run.tree.own_turns(attempt)
+            for store, node in stores.items()
+            if sealed_in(store, turn.checkpoint)
+        }
+    finally:
+        run.close()

@@ -28,6 +28,7 @@ from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.search.sandboxes import LocalSandboxes
 from sprout.task import Task
 from sprout.tasks import load_native
+from sprout.tasksandbox.room import Room
 from sprout.tree import Attempt
 from sprout.verify import Verdict
 from sprout.workspace import CheckpointLost, Fork, Sealed, Workspace, WorkspaceError
@@ -77,6 +78,9 @@ class DiskLosingSandboxes:
             wrong = dataclasses.replace(first, exit_code=(first.exit_code or 0) + 1)
             turns = [dataclasses.replace(turns[0], calls=(wrong, *turns[0].calls[1:]))]
         return self._local.rebuild(task, base, old_base, turns, timeout)
+
+    def room(self, tasks: Sequence[Task]) -> Room:
+        return self._local.room(tasks)
 
     def moves(self, task: Task) -> int:
         return int(self.dead)

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from sprout.cli import main
+from sprout.tasks import load_native
+from sprout.tasksandbox.room import this_machine
 from tests.support.processes import ProcessWatch
 from tests.support.requirements import require_host_image
 from tests.support.run_decisions import decisions
@@ -75,6 +77,30 @@ def test_run_prints_the_table_and_writes_results(
         for result in by_method.values():
             assert set(result) == {"resolved", "tokens", "attempts"}
     assert (out / "sprout.db").is_file() and (out / "layers").is_dir()
+    at_once = content["concurrency"]
+    assert (at_once["workers"], at_once["basis"]) == (2, "--workers 2")
+    assert 1 <= at_once["peak"] <= 2, "measured, and never above the limit"
+    assert (
+        f"at once: {at_once['peak']} sandboxes at the most, of 2 allowed (--workers 2)" in printed
+    )
+    assert printed.splitlines()[0].endswith("4 (task, method) pairs, 2 at once: --workers 2")
+
+
+def test_workers_auto_fills_this_machines_room(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_host_image()
+    task = two_edits_task(tmp_path / "tasks")
+    out = tmp_path / "run"
+    args = ["run", str(tmp_path / "tasks"), "--model", "oracle", "--method", "pass@1"]
+    assert main([*args, "--out", str(out), "--workers", "auto"]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    at_once = json.loads((out / "results.json").read_text())["concurrency"]
+    room = this_machine([load_native(task)])
+    assert (at_once["workers"], at_once["basis"]) == (room.attempts, room.basis)
+    assert room.basis.startswith("this machine's room: ")
+    assert header.endswith(f"1 (task, method) pairs, {room.attempts} at once: {room.basis}")
+    assert at_once["peak"] == 1, "one pair of one root"
 
 
 def test_an_existing_run_is_never_overwritten(
@@ -101,6 +127,7 @@ def test_an_existing_run_is_never_overwritten(
         (["--method", "entropy"], "needs per-token log-probabilities"),
         (["--model", "gpt-4"], "expected one of openai/<name>"),
         (["--workers", "0"], "--workers: expected at least 1"),
+        (["--workers", "all"], "--workers all: expected a number or auto"),
         (["--rounds", "4,x"], "--rounds '4,x'"),
         (["--config", "/nonexistent/actor.toml"], "--config /nonexistent/actor.toml"),
     ],

@@ -1,6 +1,6 @@
-"""Ray clusters on this machine for the tests of `sprout.cluster`: a head with no cores and
-worker nodes of given resources (`ray.cluster_utils.Cluster`), shut down after, with a check
-that none of their processes outlived them."""
+"""Ray clusters on this machine for the tests of `sprout.cluster`: a head (with no cores,
+unless a test gives it some) and worker nodes of given resources (`ray.cluster_utils.Cluster`),
+shut down after, with a check that none of their processes outlived them."""
 
 from __future__ import annotations
 
@@ -18,19 +18,23 @@ WORKER_MEMORY = 8 * GIB
 """Ray's `memory` resource of each worker of `TWO_WORKERS`, set rather than the machine's
 (what Ray gives a node by default), so that a task's default reservation (its sandbox's
 4 GiB memory limit) fits on every worker on any machine, one of 4 GB too."""
-TWO_WORKERS = [{"num_cpus": 1, "memory": WORKER_MEMORY}] * 2
+ONE_CORE = {"num_cpus": 1, "memory": WORKER_MEMORY}
+TWO_WORKERS = [ONE_CORE] * 2
 """A head with no cores (nothing runs there) and two workers with one core each."""
+IDLE_HEAD = {"num_cpus": 0}
 
 
 @contextmanager
-def cluster_of(workers: Sequence[Mapping[str, Any]]) -> Iterator[Any]:
-    """A head with no cores and one worker node per entry of `workers` (its resources, as
-    `Cluster.add_node` takes them), shut down after the block."""
+def cluster_of(
+    workers: Sequence[Mapping[str, Any]], head: Mapping[str, Any] = IDLE_HEAD
+) -> Iterator[Any]:
+    """A head of resources `head` (by default no cores) and one worker node per entry of `workers`
+    (its resources, as `Cluster.add_node` takes them), shut down after the block."""
     cluster_utils = pytest.importorskip(
         "ray.cluster_utils", reason="--ray needs Ray: pip install 'sprout-rl[dist]'"
     )
     require_host_image()
-    made = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    made = cluster_utils.Cluster(initialize_head=True, head_node_args=dict(head))
     session = made.head_node.get_session_dir_path()
     try:
         for worker in workers:

@@ -6,6 +6,8 @@ more tasks than its cores and its memory allow, and the others wait for a task t
 sandboxes may use at once: the memory limit its sandbox enforces, once for each command
 its actor runs at once. A reservation that no node of the cluster has in all is refused
 before Ray is asked for it: Ray would keep it pending, and the run would wait forever.
+How many reservations the alive nodes hold at once is the cluster's room (`cluster_room`),
+which a run without `--workers` fills.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sprout.sandbox import GIB
 from sprout.task import Task
 from sprout.tasks.environment import agent_limits
+from sprout.tasksandbox.room import Room, fits, gib
 from sprout.workspace import WorkspaceError
 
 
@@ -46,7 +48,7 @@ def reservation(task: Task, cpus: float, memory: int | None) -> Reservation:
         return Reservation(cpus, memory, "--ray-memory")
     slots = slots_of(cpus)
     limit = agent_limits(task).memory_bytes  # the limit its sandboxes' cgroups enforce
-    basis = f"its sandbox's memory limit, {_gib(limit)}, times {slots} commands at once"
+    basis = f"its sandbox's memory limit, {gib(limit)}, times {slots} commands at once"
     return Reservation(cpus, limit * slots, basis)
 
 
@@ -62,12 +64,24 @@ def check_fits(task_id: str, wanted: Reservation, nodes: Sequence[Mapping[str, f
         if wanted.memory <= most:
             return
         need = (
-            f"{_gib(wanted.memory)} of memory ({wanted.basis}) on a node with {wanted.cpus:g} "
-            f"cores, and the largest such node has {_gib(most)}: set a smaller --ray-memory "
+            f"{gib(wanted.memory)} of memory ({wanted.basis}) on a node with {wanted.cpus:g} "
+            f"cores, and the largest such node has {gib(most)}: set a smaller --ray-memory "
             "(0 reserves none)"
         )
     raise WorkspaceError(f"{task_id}: no node of the cluster can hold it: it needs {need}")
 
 
-def _gib(size: float) -> str:
-    return f"{size / GIB:.2f} GiB"
+def cluster_room(wanted: Reservation, nodes: Sequence[Mapping[str, float]]) -> Room:
+    """How many attempts `nodes` (the alive nodes' total resources) run at once when each
+    task's actor holds `wanted`: the actors each node holds, times the commands each runs at
+    once; at least one (a reservation no node holds ends its tasks in error, `check_fits`)."""
+    held = [
+        fits(node.get("CPU", 0.0), node.get("memory", 0.0), wanted.cpus, wanted.memory)
+        for node in nodes
+    ]
+    tasks = sum(held)
+    each = f"{wanted.cpus:g} cores" + (f" and {gib(wanted.memory)}" if wanted.memory else "")
+    basis = f"the cluster's room: {tasks} tasks of {each} on {sum(1 for h in held if h)} nodes"
+    if wanted.slots > 1:
+        basis += f", {wanted.slots} commands at once each"
+    return Room(max(1, tasks * wanted.slots), basis)

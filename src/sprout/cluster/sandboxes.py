@@ -4,7 +4,8 @@ The unit of placement is a task's tree: its base layer, its attempts' forks and
 seals and its verifier runs all happen in one `TaskHost` actor, so every checkpoint
 of the task is in that node's store and a fork stays a mount. Ray places the actor
 (it reserves cores and memory for it, so a node holds no more tasks than it has cores
-and memory for: Ray's scheduling and backpressure, not ours; `sprout.cluster.reservation`).
+and memory for: Ray's scheduling and backpressure, not ours; `sprout.cluster.reservation`),
+spreading the tasks over the nodes rather than filling one first.
 When the node dies, the task gets a new actor wherever Ray puts it, which adopts the
 dead node's layers when it can read them; the driver counts the move (`moves`) and
 plays the pairs it broke again. Each task's folder is packed once, on its first
@@ -26,10 +27,11 @@ from ray.exceptions import RayActorError
 from sprout.cluster.host import TaskHost
 from sprout.cluster.place import Place
 from sprout.cluster.remote_workspace import RemoteWorkspace
-from sprout.cluster.reservation import Reservation, check_fits, reservation
+from sprout.cluster.reservation import Reservation, check_fits, cluster_room, reservation
 from sprout.cluster.task_ship import ShippedFolder, ship
 from sprout.sandbox import Rebuilt, ReplayTurn, refuse_addresses, refused_by_run
 from sprout.task import Task
+from sprout.tasksandbox.room import Room
 from sprout.verify import Verdict
 from sprout.workspace import Workspace, WorkspaceError
 
@@ -133,6 +135,12 @@ class RaySandboxes:
         )
         return found
 
+    def room(self, tasks: Sequence[Task]) -> Room:
+        """The attempts the cluster's alive nodes run at once, each of `tasks` (at least one)
+        reserving what the largest of their reservations does (`reservation.cluster_room`)."""
+        reserved = [reservation(task, self._cpus, self._memory) for task in tasks]
+        return cluster_room(max(reserved, key=lambda each: each.memory), _alive_nodes())
+
     def moves(self, task: Task) -> int:
         """How many of the nodes that held `task` died."""
         with self._lock:
@@ -218,7 +226,11 @@ class RaySandboxes:
         hold (Ray would keep it pending forever)."""
         for _ in range(PLACE_TRIES):
             check_fits(task.id, reserved, _alive_nodes())
-            options = {"num_cpus": reserved.cpus, "memory": reserved.memory}
+            options = {
+                "num_cpus": reserved.cpus,
+                "memory": reserved.memory,
+                "scheduling_strategy": "SPREAD",  # over the nodes, as far as their room allows
+            }
             actor: Any = _HostActor.options(**options, max_concurrency=MAX_CALLS).remote(
                 self._store_template, sources, reserved.slots, self._links, folder, _refused()
             )

@@ -20,6 +20,7 @@ from sprout.commands.common import (
 )
 from sprout.commands.interrupt import INTERRUPTED, halting_on_ctrl_c
 from sprout.commands.ray_options import add_ray_arguments, check_ray, on_cluster, ray_sandboxes
+from sprout.commands.workers import add_workers_argument, workers
 from sprout.errors import BAD_INPUT
 from sprout.runfolder import RunFolder
 
@@ -87,13 +88,7 @@ def _add_what_to_run(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--resume", action="store_true", help="continue the run in --out where it stopped"
     )
-    run.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        metavar="N",
-        help="sandboxes running at once: attempts of a round, tasks side by side (default 1)",
-    )
+    add_workers_argument(run, "attempts of a round, tasks side by side")
 
 
 def _add_schedule_arguments(run: argparse.ArgumentParser) -> None:
@@ -211,7 +206,7 @@ def _settings(args: argparse.Namespace) -> RunSettings:
     settings = RunSettings(
         model=args.model,
         methods=methods,
-        workers=args.workers,
+        workers=workers(args),
         base_url=args.base_url,
         actor=actor,
         roles=roles,

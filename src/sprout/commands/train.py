@@ -20,6 +20,7 @@ from sprout.commands.common import (
 )
 from sprout.commands.interrupt import INTERRUPTED, halting_on_ctrl_c
 from sprout.commands.ray_options import add_ray_arguments, check_ray, on_cluster, ray_sandboxes
+from sprout.commands.workers import add_workers_argument, workers
 from sprout.errors import BAD_INPUT
 from sprout.runfolder import RunFolder
 from sprout.train.batching import LearnerError
@@ -207,7 +208,7 @@ def _train_settings(args: argparse.Namespace) -> TrainSettings:
         credit=args.credit,
         train_starting_turn=not args.no_train_starting_turn,
         max_length=args.max_length,
-        workers=args.workers,
+        workers=workers(args),
         actor=actor,
         hf_options={"max_new_tokens": args.max_new_tokens, "device": learner.device},
         learner=learner,
@@ -248,7 +249,7 @@ def _train_arguments(train: argparse.ArgumentParser) -> None:
         action="store_true",
         help="go on after the last saved step of --out (same settings; --steps may grow)",
     )
-    train.add_argument("--workers", type=int, default=1, metavar="N", help="sandboxes at once")
+    add_workers_argument(train, "a step's rollouts")
     train.add_argument("--roots", type=int, default=2, metavar="N", help="roots per task (2)")
     train.add_argument("--children", type=int, default=3, metavar="N", help="children per root (3)")
     train.add_argument(

@@ -47,7 +47,8 @@ class TrainSettings:
     credit: str = "grpo"
     train_starting_turn: bool = True
     max_length: int | None = None
-    workers: int = 1
+    workers: int | None = 1
+    """Sandboxes at once during the rollouts; None: as many as there is room for."""
     actor: ActorConfig = field(default_factory=lambda: ActorConfig(max_turns=8))
     hf_options: dict[str, Any] = field(default_factory=dict)
     """The rollout model's options (`max_new_tokens` also caps a rollout server's replies)."""

@@ -18,6 +18,7 @@ from sprout.search.methods import Method
 from sprout.search.progress import Progress
 from sprout.search.recover import rebuild, recover, restart
 from sprout.search.sandboxes import TaskSandboxes
+from sprout.search.slots import Slots
 from sprout.task import Task
 from sprout.tree import Attempt, Message, RolloutTree
 from sprout.verify import Diagnostics, ResultsError
@@ -38,7 +39,7 @@ class Search:
     """Checkpoint 0: the task's untouched environment."""
     prefix: list[Message]
     """What every root's context starts with: the system prompt and the task."""
-    slots: threading.Semaphore
+    slots: Slots
     """Sandboxes that may run at once across the whole run (`--workers`)."""
     workers: int
     """Attempts of one round started at once: with fewer workers than branches, the

@@ -39,6 +39,14 @@ class Progress:
                 flush=True,
             )
 
+    def header(self, text: str) -> None:
+        """What the run is about to do, before its first event: how many pairs, how many
+        sandboxes at once and why."""
+        if not self.quiet:
+            elapsed = time.monotonic() - self._started
+            with self._lock:
+                print(f"[{elapsed:7.1f}s] {self.tag}{text}", file=self.stream, flush=True)
+
     def warning(self, text: str) -> None:
         """A problem of sprout's own (not of a task or method), always printed, on stderr."""
         with self._lock:

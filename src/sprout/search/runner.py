@@ -1,7 +1,9 @@
 """`sprout run`: every method on every task, into one run folder, resumable.
 
 (task, method) pairs run concurrently up to `workers`, and so do the attempts
-of a round; one semaphore bounds the sandboxes alive at once. A pair that
+of a round; one `Slots` bounds the sandboxes alive at once, and counts the most that
+were. Without a number of workers, a run keeps as many alive as the place its sandboxes
+run in has room for (`TaskSandboxes.room`: this machine's, or a cluster's). A pair that
 fails (a set-up step that breaks, a model server that refuses) is recorded
 with its error and the others go on.
 """
@@ -34,8 +36,10 @@ from sprout.search.progress import Progress
 from sprout.search.registry import describe, needs_logprobs, play
 from sprout.search.sandboxes import LocalSandboxes, TaskSandboxes
 from sprout.search.schedule_roles import ScheduleRoles
+from sprout.search.slots import Slots
 from sprout.search.summary import results, write_results
 from sprout.task import Task, TaskError
+from sprout.tasksandbox.room import Room
 from sprout.tree import Fault, RunDatabaseError
 
 RETRIED_FAULTS: tuple[Fault, ...] = ("model", "sandbox")
@@ -53,7 +57,8 @@ class RunSettings:
 
     model: str
     methods: tuple[Method, ...]
-    workers: int = 1
+    workers: int | None = 1
+    """Sandboxes alive at once; None: as many as the place they run in has room for."""
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     actor: ActorConfig = field(default_factory=ActorConfig)
@@ -86,7 +91,7 @@ SETTINGS_TABLES: dict[str, type[BaseModel]] = {
 
 def check_settings(settings: RunSettings) -> None:
     """Refuse, before anything runs, what cannot work: entropy with a model with no log-probs."""
-    if settings.workers < 1:
+    if settings.workers is not None and settings.workers < 1:
         raise RunSettingsError(f"--workers: expected at least 1, got {settings.workers}")
     if not model_kind(settings.model).loads:  # a local model is checked as it loads, once
         resolve_model(
@@ -136,7 +141,9 @@ def run_tasks(
     store, on this machine); a pair that ended in error because its task's sandboxes
     lost their place (a node that died) is played again there, as `--resume` would."""
     check_settings(settings)
-    slots = threading.Semaphore(settings.workers)
+    sandboxes = sandboxes or LocalSandboxes(run.layers)
+    limit = _limit(settings, sandboxes, tasks)
+    slots = Slots(limit.attempts)
     replays = spec_capabilities(settings.model).replays_solution
     context = _RunContext(
         run=run,
@@ -145,13 +152,15 @@ def run_tasks(
         halt=halt or Halt(),
         slots=slots,
         shared=None if replays else _model(settings, None),
-        bases=_Bases(tasks, run, slots, replays=replays, sandboxes=sandboxes),
+        bases=_Bases(tasks, slots, sandboxes, replays=replays),
+        concurrency=_Concurrency(run, limit, slots),
     )
     done = {(s["task_id"], s["method"]) for s in run.tree.schedules() if s["status"] == "done"}
     for task in tasks:
         run.tree.add_task(task.id, task.model_dump(mode="json"))
 
     pairs = [(t, m) for t in tasks for m in settings.methods if (t.id, m.name) not in done]
+    progress.header(f"{len(pairs)} (task, method) pairs, {limit.attempts} at once: {limit.basis}")
     left = {task.id: sum(1 for t, _ in pairs if t.id == task.id) for task in tasks}
     left_lock = threading.Lock()
 
@@ -165,10 +174,33 @@ def run_tasks(
             if over:
                 context.bases.sandboxes.release(task)
 
-    with ThreadPoolExecutor(max_workers=settings.workers) as pool:
+    with ThreadPoolExecutor(max_workers=limit.attempts) as pool:
         for future in [pool.submit(one, task, method) for task, method in pairs]:
             future.result()
-    return _write_results(run, settings, progress)
+    return _write_results(context)
+
+
+def _limit(settings: RunSettings, sandboxes: TaskSandboxes, tasks: Sequence[Task]) -> Room:
+    """How many sandboxes the run keeps alive at once, and why that many."""
+    if settings.workers is not None:
+        return Room(settings.workers, f"--workers {settings.workers}")
+    return sandboxes.room(tasks) if tasks else Room(1, "no tasks")
+
+
+class _Concurrency:
+    """The run's meta `concurrency`: its limit, why, and the most sandboxes that ran at once
+    over the whole run (a resumed run's earlier peak included), measured by its `Slots`."""
+
+    def __init__(self, run: RunFolder, limit: Room, slots: Slots) -> None:
+        self._run = run
+        self._limit = limit
+        self._slots = slots
+        self._earlier = int((run.tree.get_meta("concurrency") or {}).get("peak", 0))
+
+    def record(self) -> None:
+        peak = max(self._earlier, self._slots.peak)
+        limit = {"workers": self._limit.attempts, "basis": self._limit.basis}
+        self._run.tree.set_meta("concurrency", {**limit, "peak": peak})
 
 
 def _play_in_place(context: _RunContext, task: Task, method: Method) -> None:
@@ -179,7 +211,7 @@ def _play_in_place(context: _RunContext, task: Task, method: Method) -> None:
         moves = sandboxes.moves(task)
         if not _play_pair(context, task, method):
             return
-        _write_results(context.run, context.settings, context.progress)
+        _write_results(context)
         if sandboxes.moves(task) == moves or _ended_well(context.run, task, method):
             return
         context.progress.event(task.id, method.name, "its sandboxes moved: played again")
@@ -200,15 +232,9 @@ class _Bases:
     only it ever sees the solution."""
 
     def __init__(
-        self,
-        tasks: Sequence[Task],
-        run: RunFolder,
-        slots: threading.Semaphore,
-        *,
-        replays: bool,
-        sandboxes: TaskSandboxes | None = None,
+        self, tasks: Sequence[Task], slots: Slots, sandboxes: TaskSandboxes, *, replays: bool
     ) -> None:
-        self.sandboxes: TaskSandboxes = sandboxes or LocalSandboxes(run.layers)
+        self.sandboxes = sandboxes
         self._slots = slots
         self._replays = replays
         self._found: dict[tuple[str, int], str | BaseException] = {}
@@ -239,11 +265,12 @@ class _RunContext:
     settings: RunSettings
     progress: Progress
     halt: Halt
-    slots: threading.Semaphore
+    slots: Slots
     """Sandboxes that may run at once across the whole run (`--workers`)."""
     shared: Model | None
     """The model every pair uses; None for models built per task (they replay its solution)."""
     bases: _Bases
+    concurrency: _Concurrency
 
 
 def _play_pair(context: _RunContext, task: Task, method: Method) -> bool:
@@ -282,14 +309,20 @@ def _play_pair(context: _RunContext, task: Task, method: Method) -> bool:
     return True
 
 
-def _write_results(run: RunFolder, settings: RunSettings, progress: Progress) -> dict[str, Any]:
-    """results.json rewritten; when its disk refuses, said, and the content returned anyway:
-    every figure is in sprout.db, and the next write (or a resume) brings the file up to date."""
-    methods = [m.name for m in settings.methods]
+def _write_results(context: _RunContext) -> dict[str, Any]:
+    """results.json rewritten, with the concurrency so far; when its disk refuses, said, and
+    the content returned anyway: every figure is in sprout.db, and the next write (or a
+    resume) brings the file up to date."""
+    run = context.run
+    methods = [m.name for m in context.settings.methods]
+    try:
+        context.concurrency.record()
+    except RunDatabaseError as error:  # sprout.db refuses writes: a pair halts the run
+        context.progress.warning(f"the concurrency not recorded: {error}")
     try:
         return write_results(run, methods)
     except OSError as error:
-        progress.warning(f"results.json not written: {error}")
+        context.progress.warning(f"results.json not written: {error}")
         return results(run, methods)
 
 
@@ -335,7 +368,7 @@ def _search(context: _RunContext, task: Task, method: Method) -> Search:
         base_checkpoint=base_checkpoint,
         prefix=actor.prefix(task.instruction, task.workdir),
         slots=context.slots,
-        workers=settings.workers,
+        workers=context.slots.limit,
         progress=context.progress,
         halt=context.halt,
     )

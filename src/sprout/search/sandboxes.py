@@ -15,6 +15,7 @@ from typing import Protocol
 from sprout.sandbox import LayerStore, Rebuilt, ReplayTurn
 from sprout.task import Task
 from sprout.tasksandbox import TaskSandboxService
+from sprout.tasksandbox.room import Room, this_machine
 from sprout.verify import Verdict
 from sprout.workspace import Workspace
 
@@ -50,6 +51,11 @@ class TaskSandboxes(Protocol):
         """Make the lost checkpoints of `turns` (a path from checkpoint `old_base_checkpoint`) the
         task's again by running their recorded calls once more on `base_checkpoint`, checkpoint 0
         where the task's sandboxes are now (see `sprout.sandbox.replay.rebuild`)."""
+        ...
+
+    def room(self, tasks: Sequence[Task]) -> Room:
+        """How many of `tasks`' (at least one) attempts the place runs at once: what a run
+        without a number of workers keeps alive."""
         ...
 
     def moves(self, task: Task) -> int:
@@ -92,6 +98,10 @@ class LocalSandboxes:
         running run's layers on one machine, so only a store changed by hand ever asks for
         this."""
         return self._service.rebuild(base_checkpoint, old_base_checkpoint, turns, timeout)
+
+    def room(self, tasks: Sequence[Task]) -> Room:
+        """This machine's cores and memory over what each attempt holds."""
+        return this_machine(tasks)
 
     def moves(self, task: Task) -> int:
         """Never: this machine is the run's."""

@@ -107,10 +107,12 @@ def results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
     warnings = tree.get_meta("task_warnings")
     images = tree.get_meta("images")
     settings = tree.get_meta("settings") or {}
+    concurrency = tree.get_meta("concurrency")
     return {
         "model": settings.get("model"),
         "methods": summary,
         "tasks": per_task,
+        **({"concurrency": concurrency} if concurrency is not None else {}),
         **({"isolation": isolation} if isolation is not None else {}),
         **({"task_warnings": warnings} if warnings else {}),
         **({"images": images} if images else {}),
@@ -205,6 +207,12 @@ def table(content: dict[str, Any]) -> str:
     )
     if estimated:
         lines.append("~ estimated from text length: the oracle models report no token usage")
+    if "concurrency" in content:
+        at_once = content["concurrency"]
+        lines.append(
+            f"at once: {at_once['peak']} sandboxes at the most, of {at_once['workers']} "
+            f"allowed ({at_once['basis']})"
+        )
     lines += _notes(content)
     return "\n".join(lines)
 
