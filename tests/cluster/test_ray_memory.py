@@ -85,7 +85,7 @@ def test_the_clusters_room_is_the_reservations_its_nodes_hold_times_their_comman
     room = cluster_room(Reservation(1.0, 4 * GIB, "x"), nodes)
     assert (room.attempts, room.basis) == (
         5,
-        "the cluster's room: 5 tasks of 1 cores and 4.00 GiB on 2 nodes",
+        "the cluster's room: 5 tasks of 1 core and 4.00 GiB on 2 nodes",
     )
     room = cluster_room(Reservation(2.0, 8 * GIB, "x"), nodes)
     assert (room.attempts, room.basis) == (
@@ -197,7 +197,7 @@ def test_a_run_without_workers_fills_the_cluster_on_every_node(tmp_path: Path) -
     assert all(row["status"] == "done" for row in schedules(out).values())
     at_once = json.loads((out / "results.json").read_text())["concurrency"]
     assert at_once["workers"] == 3
-    assert at_once["basis"] == "the cluster's room: 3 tasks of 1 cores and 4.00 GiB on 3 nodes"
+    assert at_once["basis"] == "the cluster's room: 3 tasks of 1 core and 4.00 GiB on 3 nodes"
     assert 1 < at_once["peak"] <= 3, at_once
     assert attempt_nodes(out) == nodes, "attempts ran on every node"
 

@@ -80,7 +80,8 @@ def cluster_room(wanted: Reservation, nodes: Sequence[Mapping[str, float]]) -> R
         for node in nodes
     ]
     tasks = sum(held)
-    each = f"{wanted.cpus:g} cores" + (f" and {gib(wanted.memory)}" if wanted.memory else "")
+    each = f"{wanted.cpus:g} core" + ("" if wanted.cpus == 1 else "s")
+    each += f" and {gib(wanted.memory)}" if wanted.memory else ""
     basis = f"the cluster's room: {tasks} tasks of {each} on {sum(1 for h in held if h)} nodes"
     if wanted.slots > 1:
         basis += f", {wanted.slots} commands at once each"
