@@ -8,6 +8,7 @@ what sprout thinks it made.
 import os
 import resource
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from sprout.sandbox.jail import cgroups
@@ -182,12 +183,19 @@ class Holdings:
         }
 
 
-def settle(timeout_s: float = 5.0) -> None:
-    """Wait (up to `timeout_s`) until no process below this one is left: a closed
+def started_since(before: Collection[int]) -> list[int]:
+    """The processes below this one that `before` (a `descendants()` taken earlier) did not
+    hold: what the benchmark started, not what its caller keeps running (a test process's
+    Ray cluster, say)."""
+    return [pid for pid in descendants() if pid not in before]
+
+
+def settle(before: Collection[int], timeout_s: float = 5.0) -> None:
+    """Wait (up to `timeout_s`) until no process started since `before` is left: a closed
     sandbox's network holder is killed and reaped by a thread of its own, a moment later,
     and a count taken before that would charge it to what comes next."""
     deadline = time.monotonic() + timeout_s
-    while descendants() and time.monotonic() < deadline:
+    while started_since(before) and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
@@ -198,15 +206,18 @@ def holdings() -> Holdings:
     )
 
 
-def leftovers(folder: str, mounts_before: int, settle_s: float = 5.0) -> dict[str, object]:
-    """What is left once every sandbox has closed: processes below this one, sandbox
+def leftovers(
+    folder: str, mounts_before: int, before: Collection[int], settle_s: float = 5.0
+) -> dict[str, object]:
+    """What is left once every sandbox has closed: processes below this one started since
+    `before`, sandbox
     cgroups and mounts in `folder` (the stores' folder), each of which must be none, and
     the change in the host's mount count (which other work on a shared machine moves too).
     The kernel ends a killed process asynchronously, so this waits up to `settle_s`."""
     deadline = time.monotonic() + settle_s
     while True:
         found: dict[str, object] = {
-            "processes": descendants(),
+            "processes": started_since(before),
             "cgroups": sandbox_cgroups(),
             "mounts": mounts_under(folder),
         }

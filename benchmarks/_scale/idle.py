@@ -34,8 +34,9 @@ def idle(store: LayerStore, base: str, count: int, folder: str, log: Any) -> dic
     """`count` sandboxes forked from `base` and left open; a call in each, then `SAMPLE`
     more spread over them; then all closed and the host searched for what is left."""
     mounts_before = host.mount_count()
+    running = set(host.descendants())
     lone = _lone_calls(store, base, SAMPLE)
-    host.settle()
+    host.settle(running)
     before = host.holdings()
     opened: list[Sandbox] = []
     try:
@@ -54,7 +55,7 @@ def idle(store: LayerStore, base: str, count: int, folder: str, log: Any) -> dic
         among = [_call(opened[i % count]) for i in range(0, step * SAMPLE, step)]
     finally:
         close_s, _ = timed(lambda: [sandbox.close() for sandbox in opened])
-    left = host.leftovers(folder, mounts_before)
+    left = host.leftovers(folder, mounts_before, running)
     return {
         "sandboxes": count,
         "open_s": round(open_s, 3),

@@ -10,6 +10,7 @@ cgroups each turn adds.
 
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,10 +134,18 @@ def cpu_figures(
     }
 
 
-def run_level(store: LayerStore, base: str, attempts: int, think_s: float, turns: int) -> dict:
-    """One level: `attempts` attempts alive at once, each `turns` timed turns."""
+def run_level(
+    store: LayerStore,
+    base: str,
+    attempts: int,
+    think_s: float,
+    turns: int,
+    running: Collection[int] = (),
+) -> dict:
+    """One level: `attempts` attempts alive at once, each `turns` timed turns, once the
+    processes of the level before it, all but those in `running`, have gone."""
     level = Level(attempts, think_s, turns)
-    host.settle()
+    host.settle(running)
     before = host.holdings()
     threads = [
         threading.Thread(target=_attempt, args=(store, base, level, i), daemon=True)
@@ -199,9 +208,10 @@ def sweep(
     """Every level `repeat` times, in rounds that go up the levels and then down, so that
     drift in the machine's load spreads over all levels alike."""
     runs: dict[int, list[dict]] = {n: [] for n in levels}
+    running = set(host.descendants())
     for round_number in range(repeat):
         for attempts in levels if round_number % 2 == 0 else levels[::-1]:
-            found = run_level(store, base, attempts, think_s, turns_for(attempts))
+            found = run_level(store, base, attempts, think_s, turns_for(attempts), running)
             log(
                 f"   think {think_s:g} s, {attempts:4d} alive: {found['turns_per_s']:8.1f} "
                 f"turns/s, call p50 {found['call']['p50_ms']:.1f} ms"

@@ -18,9 +18,9 @@ from sprout.models.oracle import (
     OracleNoiseModel,
     Step,
     next_step,
-    parse_noise_spec,
     step_reply,
 )
+from sprout.models.oracle_spec import parse_noise_spec
 from sprout.models.resolve import resolve_model
 
 COMMANDS = ["mkdir -p out", "echo hello > out/a.txt", "cp out/a.txt out/b.txt", "ls out"]

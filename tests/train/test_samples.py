@@ -218,8 +218,6 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
     """The training schedule with a real tokenizer and model, then a guided branch: every
     child's prefix is its parent's ids to the token, and the decoded ids hold no role text."""
     require_host_image()
-    import threading
-
     from sprout.agent import ActorConfig
     from sprout.models.hf import HFModel
     from sprout.runfolder import RunFolder
@@ -227,9 +225,12 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
     from sprout.search.halt import Halt
     from sprout.search.methods import training_method
     from sprout.search.registry import play
-    from sprout.search.runner import _Bases, _RunContext, _search
+    from sprout.search.runner import _Bases, _Concurrency, _RunContext, _search
+    from sprout.search.sandboxes import LocalSandboxes
     from sprout.search.schedule_roles import ScheduleRoles
+    from sprout.search.slots import Slots
     from sprout.tasks import load_native
+    from sprout.tasksandbox.room import Room
     from tests.support.taskfolders import two_edits_task
 
     task = load_native(two_edits_task(tmp_path / "tasks"))
@@ -238,7 +239,7 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
     method = training_method(roots=2, children=1, selector="uniform")
     settings = RunSettings(f"hf/{tiny_model_path}", (method,), actor=ActorConfig(max_turns=2))
     model = HFModel(tiny_model_path, max_new_tokens=12, seed=0)
-    slots = threading.Semaphore(2)
+    slots = Slots(2)
     context = _RunContext(
         run=run,
         settings=settings,
@@ -246,7 +247,8 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
         halt=Halt(),
         slots=slots,
         shared=model,
-        bases=_Bases([task], run, slots, replays=False),
+        bases=_Bases([task], slots, LocalSandboxes(run.layers), replays=False),
+        concurrency=_Concurrency(run, Room(2, "the test's"), slots),
     )
     search = _search(context, task, method)
     play(method, search, ScheduleRoles(search, settings.actor, settings.roles))

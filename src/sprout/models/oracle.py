@@ -34,7 +34,7 @@ import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from sprout.fences import shell_blocks
 from sprout.models.estimate import estimate_tokens
@@ -194,32 +194,6 @@ class OracleModel:
         return _completion(messages, [reply] * n, started)
 
 
-def parse_oracle_spec(spec: str) -> float:
-    """The think time in seconds of ``oracle[:think=<seconds>]`` (0 without it)."""
-    options = spec.removeprefix("oracle").removeprefix(":")
-    if spec != "oracle" and not spec.startswith("oracle:"):
-        raise ModelError("bad_input", f"--model {spec}: expected oracle[:think=<seconds>]")
-    if not options:
-        return 0.0
-    key, equals, value = (part.strip() for part in options.partition("="))
-    if key != "think" or not equals:
-        raise ModelError(
-            "bad_input", f"--model {spec}: unknown option {key!r}; expected think=<seconds>"
-        )
-    return think_seconds(spec, value)
-
-
-def think_seconds(spec: str, text: str | None) -> float:
-    """The `think=` option of either oracle: seconds from 0 to an hour (0 without it)."""
-    try:
-        seconds = float(text or 0)
-    except ValueError:
-        seconds = -1.0
-    if not 0 <= seconds <= 3600:
-        raise ModelError("bad_input", f"--model {spec}: think must be 0 to 3600 seconds")
-    return seconds
-
-
 ErrorModel = Literal["independent", "trap"]
 ERROR_MODELS: tuple[ErrorModel, ...] = ("independent", "trap")
 DEFAULT_Q = 0.8
@@ -346,52 +320,6 @@ def _warnings(messages: list[Message]) -> str:
         and isinstance(content := message.get("content"), str)
         and not (_OWN_STEP.match(content) or _OWN_DONE.match(content))
     )
-
-
-def parse_noise_spec(spec: str) -> Noise:
-    """`Noise` from ``oracle-noise[:errors=independent|trap][,p=<0..1>][,q=<0..1>][,seed=<int>]``;
-    any key may be left out."""
-    if spec != "oracle-noise" and not spec.startswith("oracle-noise:"):
-        raise ModelError("bad_input", f"--model {spec}: expected oracle-noise[:{NOISE_OPTIONS}]")
-    options = spec.removeprefix("oracle-noise").removeprefix(":")
-    values: dict[str, str] = {}
-    for option in options.split(",") if options else ():
-        key, equals, value = (part.strip() for part in option.partition("="))
-        if key not in ("errors", "p", "q", "seed", "think"):
-            raise ModelError(
-                "bad_input", f"--model {spec}: unknown option {key!r}; expected {NOISE_OPTIONS}"
-            )
-        if not equals or not value:
-            raise ModelError("bad_input", f"--model {spec}: {key} needs a value, e.g. {key}=1")
-        if key in values:
-            raise ModelError("bad_input", f"--model {spec}: {key} is given twice")
-        values[key] = value
-    errors = values.get("errors", "independent")
-    if errors not in ERROR_MODELS:
-        raise ModelError("bad_input", f"--model {spec}: errors must be {' or '.join(ERROR_MODELS)}")
-    default_p = DEFAULT_P if errors == "independent" else TRAP_SLIPS_P
-    p = _probability(spec, "p", values.get("p"), default_p)
-    q = _probability(spec, "q", values.get("q"), DEFAULT_Q)
-    try:
-        seed = int(values.get("seed", DEFAULT_SEED))
-    except ValueError:
-        raise ModelError("bad_input", f"--model {spec}: seed must be an integer") from None
-    return Noise(cast(ErrorModel, errors), p, q, seed, think_seconds(spec, values.get("think")))
-
-
-NOISE_OPTIONS = "errors=independent|trap,p=<0..1>,q=<0..1>,seed=<int>,think=<seconds>"
-
-
-def _probability(spec: str, key: str, text: str | None, default: float) -> float:
-    if text is None:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise ModelError("bad_input", f"--model {spec}: {key} must be a number in [0, 1]") from None
-    if not 0 <= value <= 1:
-        raise ModelError("bad_input", f"--model {spec}: {key} must be in [0, 1]")
-    return value
 
 
 def _fingerprint(messages: list[Message]) -> str:

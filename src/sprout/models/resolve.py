@@ -14,14 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sprout.models.config import ModelConfig
-from sprout.models.oracle import (
-    NOISE_OPTIONS,
-    OracleModel,
-    OracleNoiseModel,
-    Step,
-    parse_noise_spec,
-    parse_oracle_spec,
-)
+from sprout.models.oracle import OracleModel, OracleNoiseModel, Step
+from sprout.models.oracle_spec import NOISE_OPTIONS, parse_noise_spec, parse_oracle_spec
 from sprout.models.types import Capabilities, Model, ModelError
 
 if TYPE_CHECKING:
