@@ -105,3 +105,27 @@ def test_calls_run_in_a_process_holding_descriptors_past_1024(overlay_store: Lay
         for fd in held:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_call_as_root_can_neither_see_nor_signal_its_launcher(overlay_store: LayerStore) -> None:
+    """The attack: root inside kills every process it can name, and looks for the launcher's
+    id among them; the launcher lives on outside the call's PID namespace, the same process."""
+    found = require_sandbox_cgroups()
+    before = own_cgroups(found)
+    with Sandbox.create(overlay_store) as sandbox:
+        directory = sorted(own_cgroups(found) - before)[0]
+        sandbox.run("true")
+        (launcher,) = processes_in(directory)
+        attack = sandbox.run(
+            "id -u; kill -KILL -1 2>/dev/null; "
+            f"kill -KILL {launcher} 2>/dev/null && echo reached || echo unreached; "
+            "ls /proc | grep -E '^[0-9]+$' | sort -n | tr '\\n' ' '",
+            timeout=30,
+        )
+        lines = attack.output.splitlines()
+        assert lines[0] == "0", "the call runs as root inside"
+        seen = {int(pid) for pid in lines[-1].split()}
+        assert launcher not in seen and lines[1] == "unreached", "the launcher's id names nothing"
+        assert os.path.exists(f"/proc/{launcher}"), "a call killed its launcher"
+        assert sandbox.run("echo next").output == "next\n"
+        assert processes_in(directory) == {launcher}, "the next call came from the same one"
