@@ -67,3 +67,38 @@ def test_an_error_of_any_layer_ends_a_command_with_its_one_line(tmp_path, capsys
     assert main([*export, "--out", str(tmp_path / "o.jsonl")]) == BAD_INPUT
     second = capsys.readouterr().err
     assert str(tmp_path / "nothing") in second and second.count("\n") == 1
+
+
+def test_an_error_carries_the_input_it_names_apart_from_its_line():
+    """A program reading an error (a wrapper, a test) finds the input at fault without
+    parsing the line: given, or the line's lead by the `INPUT: PROBLEM` convention; and it
+    survives pickling, as a Ray node ships an error to the driver."""
+    import pickle
+
+    from sprout.models import ModelError
+    from sprout.sandbox import BadArgument
+    from sprout.task import TaskError
+
+    given = BadArgument("limits.memory_bytes", "expected a non-negative int")
+    assert given.input_name == "limits.memory_bytes"
+    assert str(given) == "limits.memory_bytes: expected a non-negative int"
+    derived = TaskError("tasks/t1/task.toml: sprout.workdir: 'x' is not absolute")
+    assert derived.input_name == "tasks/t1/task.toml"
+    assert SproutError("the run was interrupted").input_name is None
+    shipped = pickle.loads(pickle.dumps(given))
+    assert isinstance(shipped, BadArgument) and shipped.input_name == "limits.memory_bytes"
+    assert str(shipped) == str(given)
+    server = pickle.loads(pickle.dumps(ModelError("server", "http://127.0.0.1:9: refused")))
+    assert (server.kind, server.input_name) == ("server", "http://127.0.0.1:9")
+
+
+def test_the_cli_error_of_a_bad_folder_names_that_folder(tmp_path):
+    """`sprout export` of a folder that is no run: the error that ends the command carries
+    the folder as its input."""
+    from sprout.cli import build_parser
+
+    folder = str(tmp_path / "nothing")
+    args = build_parser().parse_args(["export", folder, "--format", "jsonl", "--out", "x.jsonl"])
+    with pytest.raises(SproutError) as caught:
+        args.func(args)
+    assert caught.value.input_name == folder

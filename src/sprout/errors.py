@@ -22,3 +22,36 @@ class SproutError(Exception):
 
     exit_code: ClassVar[int] = BAD_INPUT
     """What `sprout` exits with when this error ends a command."""
+
+    input_name: str | None
+    """The file, field or argument at fault, apart from the line that tells it: what a
+    program reading the error (results.json, a test, a wrapper script) points at."""
+
+    def __init__(self, *args: object, input_name: str | None = None) -> None:
+        """`input_name` names the input at fault; without it, the line's lead by the
+        convention above (the text before its first ": ")."""
+        super().__init__(*args)
+        self.input_name = input_name if input_name is not None else named_input(args)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled as its class, line and attributes, not as a call of its `__init__`: a
+        Ray node ships errors whose constructors take other arguments than their line
+        (`BadArgument(argument, problem)`), which pickle's default rebuild cannot call."""
+        return _rebuilt, (type(self), self.args, self.__dict__)
+
+
+def _rebuilt(cls: type[SproutError], args: tuple[object, ...], state: dict[str, object]) -> object:
+    """An error `cls` with `args` and `state` as it was pickled, its `__init__` not called."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
+def named_input(args: tuple[object, ...]) -> str | None:
+    """The input a one-line error names by the convention: its text before the first ": ",
+    or None for a line that does not lead with one."""
+    if not args or not isinstance(args[0], str):
+        return None
+    lead, colon, _ = args[0].partition(": ")
+    return lead.strip() or None if colon else None

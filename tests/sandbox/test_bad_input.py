@@ -39,7 +39,7 @@ def test_unknown_checkpoint_is_named(layers, sealed, checkpoint):
     assert layers.path in str(caught.value)
     assert isinstance(caught.value, KeyError)
     assert isinstance(caught.value, SandboxError)
-    assert caught.value.argument == "checkpoint_id"
+    assert caught.value.input_name == "checkpoint_id"
     assert_still_forkable(layers, sealed)
 
 
@@ -80,7 +80,7 @@ def test_create_names_the_bad_argument(layers, sealed, kwargs, argument):
     layers_before = {layer.id for layer in layers.layers()}
     with pytest.raises(BadArgument) as caught:
         Sandbox.create(layers, **kwargs)
-    assert caught.value.argument == argument
+    assert caught.value.input_name == argument
     assert str(caught.value).startswith(f"{argument}: ")
     if "image" in kwargs and isinstance(kwargs["image"], str) and kwargs["image"]:
         assert kwargs["image"] in str(caught.value)
@@ -100,7 +100,7 @@ def test_non_string_command_is_refused(layers, sealed, command):
     with Sandbox.fork(layers, sealed) as sandbox:
         with pytest.raises(BadArgument) as caught:
             sandbox.run(command)
-        assert caught.value.argument == "command"
+        assert caught.value.input_name == "command"
         assert sandbox.run("cat precious").output == "precious\n"
     assert_still_forkable(layers, sealed)
 
@@ -110,7 +110,7 @@ def test_non_positive_timeout_is_refused(layers, sealed, timeout):
     with Sandbox.fork(layers, sealed) as sandbox:
         with pytest.raises(BadArgument) as caught:
             sandbox.run("echo hi", timeout=timeout)
-        assert caught.value.argument == "timeout"
+        assert caught.value.input_name == "timeout"
         assert repr(timeout) in str(caught.value)
         # a fractional timeout is taken, and long enough for any machine to run the call
         assert sandbox.run("echo hi", timeout=30.5).output == "hi\n"
@@ -135,7 +135,7 @@ def test_changes_since_a_checkpoint_not_underneath(layers, sealed):
     with Sandbox.fork(layers, sealed) as sandbox:
         with pytest.raises(BadArgument) as caught:
             sandbox.changes(since=side)
-        assert caught.value.argument == "since"
+        assert caught.value.input_name == "since"
         with pytest.raises(UnknownCheckpoint):
             sandbox.changes(since="0123456789")
 

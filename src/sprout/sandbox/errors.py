@@ -9,11 +9,11 @@ class SandboxError(WorkspaceError):
 
 
 class BadArgument(SandboxError, ValueError):
-    """An argument has the wrong type or value; the message names it and says what fits."""
+    """An argument has the wrong type or value; the message names it (`input_name`) and says
+    what fits."""
 
     def __init__(self, argument: str, problem: str) -> None:
-        super().__init__(f"{argument}: {problem}")
-        self.argument = argument
+        super().__init__(f"{argument}: {problem}", input_name=argument)
 
 
 class UnknownCheckpoint(BadArgument, KeyError):

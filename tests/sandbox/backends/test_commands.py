@@ -70,7 +70,7 @@ def test_a_command_over_the_bound_is_refused_before_it_runs(layers):
     with Sandbox.create(layers, limits=Limits(command_bytes=100)) as sandbox:
         with pytest.raises(BadArgument) as caught:
             sandbox.run("touch ran # " + "x" * 100)
-        assert caught.value.argument == "command"
+        assert caught.value.input_name == "command"
         assert str(caught.value) == (
             "command: is 112 bytes, over the limit of 100 bytes (limits.command_bytes); "
             "write big data in several calls"
@@ -116,7 +116,7 @@ def test_text_the_shell_cannot_take_is_refused_before_it_runs(layers, command, p
     with Sandbox.create(layers) as sandbox:
         with pytest.raises(BadArgument) as caught:
             sandbox.run(command)
-        assert caught.value.argument == "command"
+        assert caught.value.input_name == "command"
         assert str(caught.value) == problem
         assert sandbox.checkpoint() == sandbox.parent, "nothing ran"
 
