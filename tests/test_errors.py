@@ -17,6 +17,7 @@ SIGNALS = {
     "sprout.agent.ending.AttemptEnded",
     "sprout.agent.ending.Interrupted",
     "sprout.agent.parse.FormatError",
+    "sprout.agent.mini_dialect.MiniFormatError",
     "sprout.models.retrying.Retryable",
     "sprout.roles.ask.Refused",
     "sprout.search.halt.Halted",

@@ -20,7 +20,8 @@ from tests.support.repo_paths import SPROUT_SOURCE
 
 EVERYTHING = {
     "agent", "cli", "commands", "cluster", "config", "durable", "edits", "errors", "fences",
-    "images", "models", "pipeline", "records", "roles", "rundb", "runfolder", "sandbox",
+    "images", "integrations", "models", "pipeline", "records", "roles", "rundb", "runfolder",
+    "sandbox",
     "search", "task", "tasks", "tasksandbox", "templating", "train", "tree", "verify", "viewer",
     "workspace",
 }  # fmt: skip
@@ -67,7 +68,10 @@ FORBIDDEN: dict[str, set[str]] = {
 }
 """Package (or top-level module) -> the sprout packages it must not import."""
 ONLY_FROM_THE_COMMAND_LINE = {"cli", "commands"}
-ONLY_FROM_ABOVE = {"pipeline": ONLY_FROM_THE_COMMAND_LINE}
+ONLY_FROM_ABOVE = {
+    "pipeline": ONLY_FROM_THE_COMMAND_LINE,
+    "integrations": ONLY_FROM_THE_COMMAND_LINE,
+}
 """Orchestration above search and train, used by the command line alone."""
 NEVER_REACHED: dict[str, set[str]] = {
     name: set(ONLY_FROM_THE_COMMAND_LINE) for name in EVERYTHING - ONLY_FROM_THE_COMMAND_LINE

@@ -24,12 +24,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sprout.agent.call_formats import format_error_messages, offered_tools, turn_messages
 from sprout.agent.config import ActorConfig
+from sprout.agent.dialect import dialect_for
 from sprout.agent.ending import AttemptEnded, Interrupted, crash_reason, model_failed
-from sprout.agent.limits import check_limits, check_submitted
-from sprout.agent.parse import FormatError, check_commands, parse_calls
-from sprout.agent.prompts import render
+from sprout.agent.limits import check_limits
+from sprout.agent.parse import FormatError, check_commands
 from sprout.agent.state import AttemptState, Clock, Reply
 from sprout.agent.token_ids import TokenIds
 from sprout.agent.turn_records import call_record, model_call_record, turn_record
@@ -60,27 +59,11 @@ class Actor:
         self.config = config or ActorConfig()
         self.clock = clock
         self.token_ids = TokenIds(model, tree)
-
-    def _render(self, name: str, **context: Any) -> str:
-        config = self.config
-        return render(
-            name,
-            config.templates.model_dump(exclude_none=True),
-            call_format=config.call_format,
-            max_calls=config.max_calls_per_turn,
-            submit_sentinel=config.submit_sentinel,
-            **context,
-        )
+        self.dialect = dialect_for(self.config, keeps_ids=self.token_ids.tokens is not None)
 
     def prefix(self, instruction: str, workdir: str) -> list[Message]:
         """The messages before a root's first turn: the system prompt and the task."""
-        return [
-            {"role": "system", "content": self._render("system", workdir=workdir)},
-            {
-                "role": "user",
-                "content": self._render("instance", instruction=instruction, workdir=workdir),
-            },
-        ]
+        return self.dialect.prefix(instruction, workdir)
 
     def run(
         self,
@@ -111,7 +94,7 @@ class Actor:
             state.ids = self.token_ids.stored(attempt, state.index)
             own = self.tree.own_turns(attempt)
             if own:  # killed after committing its submitting turn, before recording the end
-                check_submitted(self.config, own[-1])
+                self.dialect.check_submitted(own[-1])
             self._count_stored(state, own)
             window = context_window(self.model)
             with self.workspace.fork(self.tree.checkpoint(attempt, state.index)) as fork:
@@ -143,6 +126,9 @@ class Actor:
         asked = [t for t in self.tree.path(state.attempt) if t.prompt_tokens or t.completion_tokens]
         state.context = asked[-1].prompt_tokens + asked[-1].completion_tokens if asked else 0
         state.elapsed = sum(turn.duration_s for turn in own)
+        state.format_errors = next(
+            (i for i, turn in enumerate(reversed(own)) if not turn.format_error), len(own)
+        )
 
     def _starting_reply(self, state: AttemptState, text: str) -> Reply:
         """A branch's starting turn, played as the reviewer wrote it, in the actor's voice."""
@@ -163,7 +149,7 @@ class Actor:
         options: dict[str, Any] = {
             "temperature": config.temperature,
             "logprobs": config.logprobs,
-            "tools": offered_tools(config.call_format),
+            "tools": self.dialect.tools(),
             "seed": self.tree.sample_seed(attempt, index) if config.seeded else None,
         }
         try:
@@ -178,30 +164,30 @@ class Actor:
 
     def _play(self, fork: Fork, state: AttemptState, reply: Reply) -> None:
         """Run one turn's calls in `fork`, seal its checkpoint and commit it."""
-        records, added = self._run_calls(fork, reply)
+        index = state.index + 1
+        records, added = self._run_calls(fork, reply, index)
         sealed = fork.seal()
         turn = turn_record(state, reply, records, added, sealed, self.clock() - reply.started)
         self.tree.commit_turn(turn)
         state.played(turn, added, reply.ids)
-        check_submitted(self.config, turn)
+        self.dialect.check_submitted(turn)
 
-    def _run_calls(self, fork: Fork, reply: Reply) -> tuple[list[CallRecord], list[Message]]:
-        """The records of `reply`'s calls, run in `fork`, and the messages the turn adds: the
-        reply and its observations, or, when no call can run, the reply and the format error
-        the model is shown instead (nothing runs, so the checkpoint stays its parent's)."""
-        config = self.config
+    def _run_calls(
+        self, fork: Fork, reply: Reply, index: int
+    ) -> tuple[list[CallRecord], list[Message]]:
+        """The records of `reply`'s calls, run in `fork`, and the messages turn `index` adds:
+        the reply and its observations, or, when no call can run, the format error the model
+        is shown instead (nothing runs, so the checkpoint stays its parent's)."""
+        dialect = self.dialect
         try:
-            calls = parse_calls(
-                reply.completion,
-                reply.text,
-                call_format=config.call_format,
-                max_calls=config.max_calls_per_turn,
-            )
-            check_commands(fork, [command for command, _ in calls])
+            calls = dialect.calls(reply.completion, reply.text)
+            check_commands(fork, [dialect.command(command) for command, _ in calls])
         except FormatError as error:
-            return [], format_error_messages(reply.text, str(error), self._render)
-        records = [
-            call_record(command, fork.run(command, timeout=config.call_timeout_s))
-            for command, _ in calls
-        ]
-        return records, turn_messages(reply.text, calls, records, self._render)
+            return [], dialect.format_error_messages(reply.text, reply.completion, error, index)
+        records: list[CallRecord] = []
+        for command, _ in calls:
+            run = fork.run(dialect.command(command), timeout=self.config.call_timeout_s)
+            records.append(call_record(command, run))
+            if dialect.stops_turn(records[-1]):
+                break
+        return records, dialect.turn_messages(reply.text, calls, records, index)

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from sprout.agent.mini_settings import MiniSweAgentSettings
 from sprout.agent.prompts import VARIABLES
 from sprout.config import check_template, read_table
 
@@ -52,6 +53,8 @@ class ActorConfig(BaseModel):
     """The longest context (prompt + reply) a call may reach."""
     max_wall_s: float | None = Field(None, gt=0)
     """Wall time of the attempt's turns, model calls included."""
+    max_format_errors_in_a_row: int | None = Field(None, ge=1)
+    """This many turns in a row whose calls could not be read end the attempt (None: never)."""
     temperature: float | None = None
     logprobs: bool = False
     """Ask for per-token log-probabilities (needed by the entropy schedule)."""
@@ -60,6 +63,9 @@ class ActorConfig(BaseModel):
     a backend that honours seeds then samples a resumed run as it sampled the first."""
     templates: TemplateOverrides = Field(default_factory=lambda: TemplateOverrides())
     """Replacements for the packaged Jinja templates."""
+    mini_swe_agent: MiniSweAgentSettings | None = None
+    """Speak mini-swe-agent's protocol instead of sprout's (`--agent-config`, read by
+    `sprout.integrations.minisweagent`); `templates` then do not apply."""
 
     @classmethod
     def from_file(cls, path: str | Path) -> ActorConfig:

@@ -1,5 +1,6 @@
 """When an attempt is over by its config's rules: a limit reached before the next model
-call (`max_turns`, `max_tokens`, `max_context_tokens`, `max_wall_s`), or the submit
+call (`max_turns`, `max_tokens`, `max_context_tokens`, `max_format_errors_in_a_row`,
+`max_wall_s`), or the submit
 sentinel printed by a turn's call. Unset, `max_context_tokens` is the model's context
 window when its client knows it (`sprout.models.window`).
 
@@ -33,6 +34,12 @@ def check_limits(
     limit, named = context_limit(config, window)
     if limit is not None and state.context >= limit:
         raise AttemptEnded("limit", f"context limit ({named}): {state.context} of {limit} tokens")
+    streak = config.max_format_errors_in_a_row
+    if streak is not None and state.format_errors >= streak:
+        raise AttemptEnded(
+            "limit",
+            f"format errors in a row (max_format_errors_in_a_row): {state.format_errors}",
+        )
     if config.max_wall_s is not None and state.elapsed >= config.max_wall_s:
         raise AttemptEnded(
             "limit",

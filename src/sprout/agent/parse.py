@@ -23,17 +23,21 @@ BASH_TOOL: dict[str, Any] = {
 }
 
 
+Calls = list[tuple[str, str | None]]
+"""(command, tool-call id) of each call a reply makes; the id is None for text calls."""
+
+
 class FormatError(Exception):
     """The reply holds no call, too many, or a malformed one; the message tells the model."""
 
 
 def parse_calls(
     completion: Completion | None, text: str, *, call_format: str, max_calls: int
-) -> list[tuple[str, str | None]]:
+) -> Calls:
     """(command, tool-call id) for each call the reply makes; FormatError when it breaks the
     rules. A reviewer's starting turn (no completion) is always read as fenced blocks."""
     if call_format == "tool_calls" and completion is not None:
-        calls: list[tuple[str, str | None]] = []
+        calls: Calls = []
         for call in completion.tool_calls:
             if call.problem is not None:
                 raise FormatError(f"tool call {call.name!r}: {call.problem}")

@@ -46,6 +46,8 @@ class AttemptState:
     """Tokens of the context the last model call held (prompt and completion)."""
     elapsed: float = 0.0
     """Seconds of the attempt's own turns."""
+    format_errors: int = 0
+    """Turns in a row, up to the last, whose calls could not be read."""
 
     def played(self, turn: Turn, messages: Sequence[Message], ids: TurnIds | None) -> None:
         """Move on past `turn`, just committed, which added `messages` and `ids`."""
@@ -53,5 +55,6 @@ class AttemptState:
         self.index = turn.index
         self.ids = extend(self.ids, ids)
         self.elapsed += turn.duration_s
+        self.format_errors = self.format_errors + 1 if turn.format_error else 0
         if turn.prompt_tokens or turn.completion_tokens:
             self.context = turn.prompt_tokens + turn.completion_tokens

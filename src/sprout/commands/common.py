@@ -13,6 +13,7 @@ from sprout.errors import SproutError
 from sprout.tasks import LoadedTasks
 
 if TYPE_CHECKING:
+    from sprout.agent import ActorConfig
     from sprout.images.names import ImageMode
     from sprout.sandbox import IsolationReport
 
@@ -22,6 +23,27 @@ class UsageError(SproutError):
 
 
 IMAGE_MODES: dict[str, ImageMode] = {"pull": "pull", "cache": "cache", "approximate": "approximate"}
+
+
+def add_agent_config_argument(parser: argparse.ArgumentParser) -> None:
+    """--agent-config: the actor plays mini-swe-agent's protocol with a config of its own."""
+    parser.add_argument(
+        "--agent-config",
+        metavar="SPEC",
+        action="append",
+        help="a mini-swe-agent agent config for the actor, read as mini-swe-agent's -c reads "
+        "it: a YAML file, KEY.PATH=VALUE, or mini:NAME for one the installed mini-swe-agent "
+        "ships (mini:swebench, mini:default); repeat to merge (docs/integrations.md)",
+    )
+
+
+def with_agent_config(actor: ActorConfig, args: argparse.Namespace) -> ActorConfig:
+    """`actor` playing the mini-swe-agent config of --agent-config, when given."""
+    if not args.agent_config:
+        return actor
+    from sprout.integrations.minisweagent import read_agent_config
+
+    return read_agent_config(args.agent_config, actor)
 
 
 def add_task_source_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from sprout.commands.common import (
     UsageError,
+    add_agent_config_argument,
     add_isolation_argument,
     add_task_source_arguments,
     check_isolation,
@@ -17,6 +18,7 @@ from sprout.commands.common import (
     recorded_images,
     refuse_model_servers,
     usable_tasks,
+    with_agent_config,
 )
 from sprout.commands.interrupt import INTERRUPTED, halting_on_ctrl_c
 from sprout.commands.ray_options import add_ray_arguments, check_ray, on_cluster, ray_sandboxes
@@ -53,6 +55,7 @@ def add_parser(commands: Any) -> None:
         help="the model server's /v1 URL, or several serving the same model, comma-separated: "
         "calls go to the least busy, a failing one is skipped a while (docs/agent.md)",
     )
+    add_agent_config_argument(run)
     add_task_source_arguments(run)
     add_isolation_argument(run)
     add_ray_arguments(run, "docs/run.md")
@@ -203,6 +206,7 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         model = ModelConfig.from_file(args.config) if args.config else ModelConfig()
     except ValueError as error:
         raise UsageError(f"--config {error}") from None
+    actor = with_agent_config(actor, args)
     settings = RunSettings(
         model=args.model,
         methods=methods,

@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 from sprout.commands import train_step
 from sprout.commands.common import (
     UsageError,
+    add_agent_config_argument,
     add_isolation_argument,
     add_task_source_arguments,
     check_isolation,
     load_task_arguments,
     refuse_model_servers,
     usable_tasks,
+    with_agent_config,
 )
 from sprout.commands.interrupt import INTERRUPTED, halting_on_ctrl_c
 from sprout.commands.ray_options import add_ray_arguments, check_ray, on_cluster, ray_sandboxes
@@ -197,6 +199,7 @@ def _train_settings(args: argparse.Namespace) -> TrainSettings:
         learner = train_step.learner_config(args)
     except ValueError as error:
         raise UsageError(f"--config {error}") from None
+    actor = with_agent_config(actor, args)
     if args.max_turns is not None:
         actor = actor.model_copy(update={"max_turns": args.max_turns})
     return TrainSettings(
@@ -281,6 +284,7 @@ def _train_arguments(train: argparse.ArgumentParser) -> None:
         "--base-url", metavar="URL", help="the address of the --rollout-server sglang you run"
     )
     add_task_source_arguments(train)
+    add_agent_config_argument(train)
     add_isolation_argument(train)
     add_ray_arguments(train, "docs/training.md")
     train.add_argument("--quiet", action="store_true", help="no progress lines")
