@@ -47,7 +47,7 @@ class MiniFormatError(FormatError):
 
 def _render(source: str, **variables: Any) -> str:
     """A template as mini-swe-agent renders it: a plain Jinja template, strict."""
-    return Template(source, undefined=StrictUndefined).render(**variables)
+    return str(Template(source, undefined=StrictUndefined).render(**variables))
 
 
 def submits(record: CallRecord) -> bool:
