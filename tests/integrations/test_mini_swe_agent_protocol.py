@@ -111,13 +111,19 @@ def run_sprout(world: World, specs: list[str], replies: list[Reply]) -> tuple[li
         return server.requests, attempt.status
 
 
-def assert_same_conversation(mini: tuple[list, str], sprout: tuple[list, str]) -> None:
-    (mini_requests, mini_status), (sprout_requests, sprout_status) = mini, sprout
+def play_both(world: World, specs: list[str], replies: list[Reply], tmp_path: Path):
+    """Both agents on `replies`; the same messages at every call and the same end are
+    asserted. (mini-swe-agent's exit status, the requests sprout's actor sent.)"""
+    here = tmp_path / "local"
+    here.mkdir()
+    mini_requests, mini_status = run_mini(specs, replies, here)
+    sprout_requests, sprout_status = run_sprout(world, specs, replies)
     assert len(sprout_requests) == len(mini_requests)
     for turn, (theirs, ours) in enumerate(zip(mini_requests, sprout_requests, strict=True)):
         assert normalized(ours["messages"]) == normalized(theirs["messages"]), f"call {turn}"
         assert ours.get("tools") == theirs.get("tools"), f"call {turn}"
     assert STATUS[mini_status] == sprout_status
+    return mini_status, sprout_requests
 
 
 def test_text_based_config_sends_what_mini_swe_agent_sends(world, mini_swe_agent, tmp_path):
@@ -130,15 +136,11 @@ def test_text_based_config_sends_what_mini_swe_agent_sends(world, mini_swe_agent
         text_reply("printf 'hi\\n' > f.txt && cat f.txt"),
         text_reply(f"echo {SENTINEL}"),
     ]
-    here = tmp_path / "local"
-    here.mkdir()
-    mini = run_mini(specs, replies, here)
-    sprout = run_sprout(world, specs, replies)
-    assert mini[1] == "Submitted"
-    assert_same_conversation(mini, sprout)
-    first_error = sprout[0][1]["messages"][-1]
+    status, requests = play_both(world, specs, replies, tmp_path)
+    assert status == "Submitted"
+    first_error = requests[1]["messages"][-1]
     assert first_error["role"] == "user" and "found 2 actions" in first_error["content"]
-    assert "<output>\nhi\n</output>" in sprout[0][2]["messages"][-1]["content"]
+    assert "<output>\nhi\n</output>" in requests[2]["messages"][-1]["content"]
 
 
 def test_tool_call_config_sends_what_mini_swe_agent_sends(world, mini_swe_agent, tmp_path):
@@ -150,13 +152,8 @@ def test_tool_call_config_sends_what_mini_swe_agent_sends(world, mini_swe_agent,
         tool_reply(text="I think I am done."),
         tool_reply("wc -c f.txt"),
     ]
-    here = tmp_path / "local"
-    here.mkdir()
-    mini = run_mini(specs, replies, here)
-    sprout = run_sprout(world, specs, replies)
-    assert mini[1] == "LimitsExceeded"
-    assert_same_conversation(mini, sprout)
-    tools = sprout[0][0]["tools"]
-    assert [t["function"]["name"] for t in tools] == ["bash"]
-    answered = [m for m in sprout[0][1]["messages"] if m["role"] == "tool"]
+    status, requests = play_both(world, specs, replies, tmp_path)
+    assert status == "LimitsExceeded"
+    assert [t["function"]["name"] for t in requests[0]["tools"]] == ["bash"]
+    answered = [m for m in requests[1]["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in answered] == ["call_0", "call_1"]

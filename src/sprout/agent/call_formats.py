@@ -33,16 +33,8 @@ def turn_messages(
     """The messages a turn adds once its `calls` ran: the reply `text` and the observations
     (`records`) in the protocol of its format. The calls' ids tell the format, not the
     config: a reviewer's starting turn is read as fenced blocks in either."""
-    reply: Message = {"role": "assistant", "content": text}
-    if all(call_id is not None for _, call_id in calls):
-        reply["tool_calls"] = [
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": "bash", "arguments": json.dumps({"command": command})},
-            }
-            for command, call_id in calls
-        ]
+    reply = reply_message(text, calls)
+    if "tool_calls" in reply:
         return [reply] + [
             {
                 "role": "tool",
@@ -52,6 +44,22 @@ def turn_messages(
             for (_, call_id), record in zip(calls, records, strict=True)
         ]
     return [reply, {"role": "user", "content": render("observation", calls=records)}]
+
+
+def reply_message(text: str, calls: Sequence[tuple[str, str | None]]) -> Message:
+    """The assistant message of a reply `text` making `calls`: with its tool calls by id when
+    the calls came as tool calls (they have ids), as plain text when they came as text."""
+    reply: Message = {"role": "assistant", "content": text}
+    if calls and all(call_id is not None for _, call_id in calls):
+        reply["tool_calls"] = [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": "bash", "arguments": json.dumps({"command": command})},
+            }
+            for command, call_id in calls
+        ]
+    return reply
 
 
 def format_error_messages(text: str, problem: str, render: Render) -> list[Message]:

@@ -17,7 +17,6 @@ reply's tokens; the turn itself is recorded either way.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from typing import Any
 
 from jinja2 import StrictUndefined, Template
 
+from sprout.agent.call_formats import reply_message
 from sprout.agent.config import ActorConfig
 from sprout.agent.ending import AttemptEnded
 from sprout.agent.mini_settings import MINI_SUBMIT_SENTINEL, MiniSweAgentSettings
@@ -157,16 +157,6 @@ class MiniSweAgentDialect:
     ) -> list[Message]:
         """The reply, then one observation per call (mini-swe-agent's `format_*observation_
         messages`): a `tool` message per tool call, a `user` message per text action."""
-        reply: Message = {"role": "assistant", "content": text}
-        if any(call_id is not None for _, call_id in calls):
-            reply["tool_calls"] = [
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": "bash", "arguments": json.dumps({"command": command})},
-                }
-                for command, call_id in calls
-            ]
         outputs = [mini_output(r, self.config.call_timeout_s) for r in records]
         outputs += [NOT_EXECUTED] * (len(calls) - len(records))
         variables = self._variables(index)
@@ -177,7 +167,7 @@ class MiniSweAgentDialect:
                 observations.append({"role": "user", "content": content})
             else:
                 observations.append({"role": "tool", "tool_call_id": call_id, "content": content})
-        return [reply, *observations]
+        return [reply_message(text, calls), *observations]
 
     def format_error_messages(
         self, text: str, completion: Completion | None, error: FormatError, index: int
