@@ -198,16 +198,16 @@ def test_a_crash_of_sprout_is_recorded_as_such_and_never_replayed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     require_host_image()
-    from sprout.agent import actor
+    from sprout.agent import dialect
 
-    real = actor.turn_messages
+    real = dialect.turn_messages
 
     def crash(text, calls, records, render):
         if "b.txt" in calls[0][0]:
             raise RuntimeError("a bug in sprout")
         return real(text, calls, records, render)
 
-    monkeypatch.setattr(actor, "turn_messages", crash)
+    monkeypatch.setattr(dialect, "turn_messages", crash)
     with ChatServer() as server:
         server.replies.extend([*SOLVING[:2], *SOLVING[:2]])  # each crashes at turn 2
         assert run(server, tmp_path, tasks=2) == 1
@@ -216,7 +216,7 @@ def test_a_crash_of_sprout_is_recorded_as_such_and_never_replayed(
     assert "sprout crashed in turn 2: RuntimeError: a bug in sprout" in rows[0][4]
     assert "Traceback" not in rows[0][4] and "actor.py" in rows[0][4]
 
-    monkeypatch.setattr(actor, "turn_messages", real)
+    monkeypatch.setattr(dialect, "turn_messages", real)
     with ChatServer() as server:
         assert run(server, tmp_path, "--resume", tasks=2) == 1
         assert server.requests == [], "the crashed turn is not played again"
