@@ -29,7 +29,7 @@ from sprout.agent.dialect import dialect_for
 from sprout.agent.ending import AttemptEnded, Interrupted, crash_reason, model_failed
 from sprout.agent.limits import check_limits
 from sprout.agent.parse import FormatError, check_commands
-from sprout.agent.state import AttemptState, Clock, Reply
+from sprout.agent.state import AttemptState, Clock, Reply, TurnClock
 from sprout.agent.token_ids import TokenIds
 from sprout.agent.turn_records import call_record, model_call_record, turn_record
 from sprout.models import Completion, Model, ModelError
@@ -164,8 +164,7 @@ class Actor:
 
     def _play(self, fork: Fork, state: AttemptState, reply: Reply) -> None:
         """Run one turn's calls in `fork`, seal its checkpoint and commit it."""
-        index = state.index + 1
-        records, added = self._run_calls(fork, reply, index)
+        records, added = self._run_calls(fork, state, reply)
         sealed = fork.seal()
         turn = turn_record(state, reply, records, added, sealed, self.clock() - reply.started)
         self.tree.commit_turn(turn)
@@ -173,21 +172,22 @@ class Actor:
         self.dialect.check_submitted(turn)
 
     def _run_calls(
-        self, fork: Fork, reply: Reply, index: int
+        self, fork: Fork, state: AttemptState, reply: Reply
     ) -> tuple[list[CallRecord], list[Message]]:
-        """The records of `reply`'s calls, run in `fork`, and the messages turn `index` adds:
-        the reply and its observations, or, when no call can run, the format error the model
-        is shown instead (nothing runs, so the checkpoint stays its parent's)."""
+        """The records of `reply`'s calls, run in `fork`, and the messages the turn after
+        `state` adds: the reply and its observations, or, when no call can run, the format
+        error the model is shown instead (nothing runs, so the checkpoint stays its parent's)."""
         dialect = self.dialect
         try:
             calls = dialect.calls(reply.completion, reply.text)
-            check_commands(fork, [dialect.command(command) for command, _ in calls])
+            commands = [dialect.command(command) for command, _ in calls]
+            check_commands(fork, commands)
         except FormatError as error:
-            return [], dialect.format_error_messages(reply.text, reply.completion, error, index)
+            return [], dialect.format_error_messages(reply.text, reply.completion, error)
         records: list[CallRecord] = []
-        for command, _ in calls:
-            run = fork.run(dialect.command(command), timeout=self.config.call_timeout_s)
-            records.append(call_record(command, run))
+        for (command, _), run in zip(calls, commands, strict=True):
+            records.append(call_record(command, fork.run(run, timeout=self.config.call_timeout_s)))
             if dialect.stops_turn(records[-1]):
                 break
-        return records, dialect.turn_messages(reply.text, calls, records, index)
+        at = TurnClock(state.index + 1, state.elapsed + self.clock() - reply.started)
+        return records, dialect.turn_messages(reply.text, calls, records, at)

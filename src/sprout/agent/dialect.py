@@ -19,6 +19,7 @@ from sprout.agent.limits import check_submitted
 from sprout.agent.mini_dialect import MiniSweAgentDialect
 from sprout.agent.parse import Calls, FormatError, parse_calls
 from sprout.agent.prompts import render
+from sprout.agent.state import TurnClock
 from sprout.models import Completion
 from sprout.tree import CallRecord, Message, Turn
 
@@ -48,15 +49,15 @@ class Dialect(Protocol):
         ...
 
     def turn_messages(
-        self, text: str, calls: Calls, records: Sequence[CallRecord], index: int
+        self, text: str, calls: Calls, records: Sequence[CallRecord], at: TurnClock
     ) -> list[Message]:
-        """What the context gains from turn `index`, whose `calls` ran as `records`."""
+        """What the context gains from a turn whose `calls` ran as `records`, ending `at`."""
         ...
 
     def format_error_messages(
-        self, text: str, completion: Completion | None, error: FormatError, index: int
+        self, text: str, completion: Completion | None, error: FormatError
     ) -> list[Message]:
-        """What the context gains from turn `index`, whose calls could not be read."""
+        """What the context gains from a turn whose calls could not be read."""
         ...
 
     def check_submitted(self, turn: Turn) -> None:
@@ -108,12 +109,12 @@ class SproutDialect:
         return False
 
     def turn_messages(
-        self, text: str, calls: Calls, records: Sequence[CallRecord], index: int
+        self, text: str, calls: Calls, records: Sequence[CallRecord], at: TurnClock
     ) -> list[Message]:
         return turn_messages(text, calls, list(records), self._render)
 
     def format_error_messages(
-        self, text: str, completion: Completion | None, error: FormatError, index: int
+        self, text: str, completion: Completion | None, error: FormatError
     ) -> list[Message]:
         """The reply and the format error: the model sees what it wrote and why it failed."""
         return format_error_messages(text, str(error), self._render)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 from jinja2 import StrictUndefined, Template
@@ -29,6 +30,7 @@ from sprout.agent.config import ActorConfig
 from sprout.agent.ending import AttemptEnded
 from sprout.agent.mini_settings import MINI_SUBMIT_SENTINEL, MiniSweAgentSettings
 from sprout.agent.parse import Calls, FormatError
+from sprout.agent.state import TurnClock
 from sprout.fences import shell_blocks
 from sprout.models import Completion
 from sprout.tree import CallRecord, Message, Turn
@@ -45,9 +47,16 @@ class MiniFormatError(FormatError):
         self.template_kwargs = template_kwargs
 
 
+@cache
+def _template(source: str) -> Template:
+    """A config's template, compiled once per process rather than at every turn."""
+    template: Template = Template(source, undefined=StrictUndefined)
+    return template
+
+
 def _render(source: str, **variables: Any) -> str:
     """A template as mini-swe-agent renders it: a plain Jinja template, strict."""
-    return str(Template(source, undefined=StrictUndefined).render(**variables))
+    return str(_template(source).render(**variables))
 
 
 def submits(record: CallRecord) -> bool:
@@ -78,15 +87,19 @@ class MiniSweAgentDialect:
         self.settings = settings
         self.keeps_ids = keeps_ids
 
-    def _variables(self, index: int, **more: Any) -> dict[str, Any]:
-        """`DefaultAgent.get_template_vars` at model call `index`: the config's sections, then
-        its counters (sprout knows no cost: 0.0), then what the caller adds."""
-        counters = {"n_model_calls": index, "model_cost": 0.0, "elapsed_seconds": 0}
+    def _variables(self, at: TurnClock, **more: Any) -> dict[str, Any]:
+        """`DefaultAgent.get_template_vars` `at` a turn: the config's sections, then its
+        counters (sprout knows no cost: 0.0), then what the caller adds."""
+        counters = {
+            "n_model_calls": at.index,
+            "model_cost": 0.0,
+            "elapsed_seconds": int(at.elapsed_s),
+        }
         return {**self.settings.template_vars, **counters, **more}
 
     def prefix(self, instruction: str, workdir: str) -> list[Message]:
         """The system message and the instance message, `task` the instruction."""
-        variables = self._variables(0, task=instruction)
+        variables = self._variables(TurnClock(0, 0.0), task=instruction)
         settings = self.settings
         return [
             {"role": "system", "content": _render(settings.system_template, **variables)},
@@ -153,13 +166,13 @@ class MiniSweAgentDialect:
         return submits(record)
 
     def turn_messages(
-        self, text: str, calls: Calls, records: Sequence[CallRecord], index: int
+        self, text: str, calls: Calls, records: Sequence[CallRecord], at: TurnClock
     ) -> list[Message]:
         """The reply, then one observation per call (mini-swe-agent's `format_*observation_
         messages`): a `tool` message per tool call, a `user` message per text action."""
         outputs = [mini_output(r, self.config.call_timeout_s) for r in records]
         outputs += [NOT_EXECUTED] * (len(calls) - len(records))
-        variables = self._variables(index)
+        variables = self._variables(at)
         observations: list[Message] = []
         for (_, call_id), output in zip(calls, outputs, strict=True):
             content = _render(self.settings.observation_template, output=output, **variables)
@@ -170,7 +183,7 @@ class MiniSweAgentDialect:
         return [reply_message(text, calls), *observations]
 
     def format_error_messages(
-        self, text: str, completion: Completion | None, error: FormatError, index: int
+        self, text: str, completion: Completion | None, error: FormatError
     ) -> list[Message]:
         """mini-swe-agent's format error: the template given the actions found, the error and
         the reply's finish reason. A chat model's context does not keep the refused reply."""

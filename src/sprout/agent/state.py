@@ -29,6 +29,17 @@ class Reply:
     ids: TurnIds | None = None
 
 
+@dataclass(frozen=True)
+class TurnClock:
+    """Where a turn stands when its messages are written: what a dialect's templates may
+    count (mini-swe-agent's `n_model_calls` and `elapsed_seconds`)."""
+
+    index: int
+    """The turn's number in its attempt: the model calls its context has cost."""
+    elapsed_s: float
+    """Seconds the attempt has played, this turn's so far included."""
+
+
 @dataclass
 class AttemptState:
     """An attempt being played: its context so far and the running totals its limits read,
