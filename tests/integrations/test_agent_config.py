@@ -73,6 +73,8 @@ def test_a_config_file_of_ones_own_over_the_actor_table(tmp_path: Path):
         (["mini:swebenhc"], "mini:swebenhc: mini-swe-agent 2.4.6 ships no config 'swebenhc'"),
         (["mini:swebench", "model.model_class=litellm_response"], "model.model_class"),
         (["mini:swebench", 'environment.env={"1X": "y"}'], "environment.env: Value error"),
+        ([*TEXT_BASED, "model.action_regex=("], "model.action_regex: Value error, '(' is not"),
+        (["agent.instance_template=x"], "agent.system_template: Field required"),
     ],
 )
 def test_a_bad_config_is_one_line_naming_the_spec_and_key(specs, named):
@@ -84,11 +86,11 @@ def test_a_bad_config_is_one_line_naming_the_spec_and_key(specs, named):
 def test_a_typo_ends_sprout_run_with_exit_2_before_anything_is_written(tmp_path, capsys):
     out = tmp_path / "run"
     args = ["run", str(tmp_path), "--model", "oracle", "--out", str(out)]
-    assert main([*args, "--agent-config", "mini:swebench", "--agent-config", "agent.x=1"]) == 2
+    specs = ["--agent-config", "mini:swebench", "--agent-config", "agent.x=1"]
+    assert main([*args, *specs]) == BAD_INPUT
     error = capsys.readouterr().err
     assert error.startswith("sprout run: agent.x=1: agent.x: not a key mini-swe-agent")
     assert error.count("\n") == 1 and not out.exists()
-    assert BAD_INPUT == 2
 
 
 def test_sprout_run_plays_a_task_with_mini_swe_agents_prompts(tmp_path: Path):

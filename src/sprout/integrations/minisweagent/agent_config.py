@@ -154,7 +154,10 @@ class _UsedKeys(BaseModel):
     @classmethod
     def _compiles(cls, regex: str | None) -> str | None:
         if regex is not None:
-            re.compile(regex)
+            try:
+                re.compile(regex)
+            except re.error as error:  # not a ValueError: pydantic would let it escape
+                raise ValueError(f"{regex!r} is not a regular expression ({error})") from None
         return regex
 
     @field_validator("env")
@@ -194,7 +197,7 @@ def actor_config(config: dict[str, Any], source: str, base: ActorConfig) -> Acto
     model = defaults | model
     agent = package.config_fields("agents/default.py", "AgentConfig") | agent
     agent = {k: v for k, v in agent.items() if v is not ...}
-    used = _checked({**agent, **environment, **model}, source)
+    used = _checked({"agent": agent, "environment": environment, "model": model}, source)
     text_based = "action_regex" in defaults
     kwargs = model.get("model_kwargs") or {}
     mini = MiniSweAgentSettings(
@@ -230,24 +233,21 @@ def actor_config(config: dict[str, Any], source: str, base: ActorConfig) -> Acto
     return base.model_copy(update=update)
 
 
-def _checked(values: dict[str, Any], source: str) -> _UsedKeys:
+def _checked(sections: dict[str, dict[str, Any]], source: str) -> _UsedKeys:
+    """The keys sprout acts on, from the config's `sections`; an error names the section and
+    key it is about (a required key that is missing is the agent's: its templates)."""
     try:
-        return _UsedKeys.model_validate(values)
+        return _UsedKeys.model_validate(
+            {k: v for keys in sections.values() for k, v in keys.items()}
+        )
     except ValidationError as error:
         first = error.errors()[0]
         field = ".".join(str(part) for part in first["loc"])
-        section = _section_of(field.partition(".")[0])
+        key = str(first["loc"][0])
+        section = next((name for name, keys in sections.items() if key in keys), "agent")
         raise AgentConfigError(
             f"{source}: {section}.{field}: {first['msg']}", input_name=f"{source}: {field}"
         ) from None
-
-
-def _section_of(key: str) -> str:
-    if key in {"timeout", "cwd", "env"}:
-        return "environment"
-    if key in {"observation_template", "format_error_template", "action_regex"}:
-        return "model"
-    return "agent"
 
 
 def _json(values: dict[str, Any]) -> dict[str, Any]:
