@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from sprout.errors import BAD_INPUT
 from sprout.integrations.minisweagent import AgentConfigError, read_agent_config
 from sprout.runfolder import RunFolder
 from tests.support.chat_server import ChatServer, Reply, completion_body
+from tests.support.repo_paths import SPROUT
 from tests.support.requirements import require_host_image
 from tests.support.taskfolders import two_edits_task
 
@@ -126,3 +128,13 @@ def test_sprout_run_plays_a_task_with_mini_swe_agents_prompts(tmp_path: Path):
     with ChatServer() as again:
         assert main([*args, "--base-url", again.base_url, "--resume"]) == 0
     assert again.requests == []
+    # the turn that mini-swe-agent's protocol played is a checkpoint like any other
+    shell = subprocess.run(
+        [str(SPROUT), "shell", str(tmp_path / "run"), "1:1"],
+        input="cat a.txt b.txt\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shell.returncode == 0, shell.stderr
+    assert "1\n2\n" in shell.stdout
