@@ -16,12 +16,10 @@ from sprout.errors import BAD_INPUT
 from sprout.integrations.minisweagent import AgentConfigError, read_agent_config
 from sprout.runfolder import RunFolder
 from tests.support.chat_server import ChatServer, Reply, completion_body
+from tests.support.mini_agent import SENTINEL, TEXT_BASED
 from tests.support.repo_paths import SPROUT
 from tests.support.requirements import require_host_image
 from tests.support.taskfolders import two_edits_task
-
-SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
-TEXT_BASED = ["mini:mini_textbased", "model.model_class=litellm_textbased"]
 
 
 @pytest.fixture(autouse=True)

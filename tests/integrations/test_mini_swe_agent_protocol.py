@@ -8,94 +8,21 @@ must how each attempt ended. Nothing of mini-swe-agent is mocked.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from sprout.integrations.minisweagent import read_agent_config
-from sprout.integrations.minisweagent.agent_config import load_spec, recursive_merge
 from sprout.models.config import ModelConfig
 from sprout.models.openai_client import OpenAIModel
-from tests.support.chat_server import ChatServer, Reply, completion_body
+from tests.support.chat_server import ChatServer, Reply
+from tests.support.mini_agent import SENTINEL, normalized, run_mini, text_reply, tool_reply
 from tests.support.world import World
 
 pytestmark = pytest.mark.sandbox
-SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 TASK = "Write hi to f.txt, show it, then submit."
 STATUS = {"Submitted": "submitted", "LimitsExceeded": "limit", "RepeatedFormatError": "limit"}
 """mini-swe-agent's exit status -> sprout's attempt status for the same end."""
-
-
-@pytest.fixture
-def mini_swe_agent(monkeypatch, tmp_path):
-    """mini-swe-agent importable without its banner, its home config or a network fetch."""
-    monkeypatch.setenv("MSWEA_SILENT_STARTUP", "1")
-    monkeypatch.setenv("MSWEA_GLOBAL_CONFIG_DIR", str(tmp_path / "mini-config"))
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    return pytest.importorskip("minisweagent", reason="mini-swe-agent is not installed")
-
-
-def text_reply(*commands: str) -> Reply:
-    blocks = "".join(f"\n```mswea_bash_command\n{c}\n```\n" for c in commands)
-    return Reply(body=completion_body(f"THOUGHT: next.{blocks}"))
-
-
-def tool_reply(*commands: str, text: str = "Next.") -> Reply:
-    calls = [
-        {
-            "id": f"call_{i}",
-            "type": "function",
-            "function": {"name": "bash", "arguments": json.dumps({"command": c})},
-        }
-        for i, c in enumerate(commands)
-    ]
-    return Reply(body=completion_body(text, tool_calls=calls or None))
-
-
-def normalized(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What a message says, whichever client serialized it: its role and content, its tool
-    calls (id, name, arguments as data) and the call it answers."""
-    said = []
-    for message in messages:
-        item: dict[str, Any] = {"role": message["role"], "content": message.get("content") or ""}
-        if message.get("tool_calls"):
-            item["tool_calls"] = [
-                (c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
-                for c in message["tool_calls"]
-            ]
-        if message.get("tool_call_id"):
-            item["tool_call_id"] = message["tool_call_id"]
-        said.append(item)
-    return said
-
-
-def run_mini(specs: list[str], replies: list[Reply], workdir: Path) -> tuple[list, str]:
-    """mini-swe-agent's DefaultAgent with the config `specs`, its local environment in
-    `workdir`: (the requests the server got, the exit status)."""
-    from minisweagent.agents.default import DefaultAgent
-    from minisweagent.environments.local import LocalEnvironment
-    from minisweagent.models import get_model
-
-    config = recursive_merge(*(load_spec(spec) for spec in specs))
-    with ChatServer() as server:
-        server.replies.extend(replies)
-        model_section = config.get("model", {})
-        kwargs = model_section.get("model_kwargs", {})
-        model = get_model(
-            "openai/scripted",
-            {
-                **model_section,
-                "model_kwargs": {**kwargs, "api_base": server.base_url, "api_key": "k"},
-                "cost_tracking": "ignore_errors",
-            },
-        )
-        environment = {**config.get("environment", {}), "cwd": str(workdir)}
-        environment.pop("environment_class", None)
-        agent = DefaultAgent(model, LocalEnvironment(**environment), **config["agent"])
-        result = agent.run(TASK)
-        return server.requests, result["exit_status"]
 
 
 def run_sprout(world: World, specs: list[str], replies: list[Reply]) -> tuple[list, str]:
@@ -116,7 +43,7 @@ def play_both(world: World, specs: list[str], replies: list[Reply], tmp_path: Pa
     asserted. (mini-swe-agent's exit status, the requests sprout's actor sent.)"""
     here = tmp_path / "local"
     here.mkdir()
-    mini_requests, mini_status = run_mini(specs, replies, here)
+    mini_requests, mini_status = run_mini(specs, replies, here, TASK)
     sprout_requests, sprout_status = run_sprout(world, specs, replies)
     assert len(sprout_requests) == len(mini_requests)
     for turn, (theirs, ours) in enumerate(zip(mini_requests, sprout_requests, strict=True)):

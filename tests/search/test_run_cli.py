@@ -29,6 +29,7 @@ METHOD_KEYS = {
     "tokens",
     "attempts",
     "turns_executed",
+    "turns_imported",
     "turns_reused",
     "wall_s",
     "errors",

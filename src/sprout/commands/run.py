@@ -28,6 +28,7 @@ from sprout.runfolder import RunFolder
 
 if TYPE_CHECKING:
     from sprout.search import RunSettings
+    from sprout.search.imported import ImportedRoot
 
 
 def add_parser(commands: Any) -> None:
@@ -56,6 +57,13 @@ def add_parser(commands: Any) -> None:
         "calls go to the least busy, a failing one is skipped a while (docs/agent.md)",
     )
     add_agent_config_argument(run)
+    run.add_argument(
+        "--from-trajectories",
+        metavar="DIR",
+        help="mini-swe-agent trajectories (*.traj.json under DIR) as each method's roots, "
+        "their checkpoints rebuilt by running their commands again; branch them with "
+        "--method sprout (docs/integrations.md)",
+    )
     add_task_source_arguments(run)
     add_isolation_argument(run)
     add_ray_arguments(run, "docs/run.md")
@@ -150,6 +158,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_ray(args)
     recorded = recorded_images(Path(args.out) / "results.json") if args.resume else None
     loaded = usable_tasks(load_task_arguments(args.tasks, args, recorded), "run")
+    imported = _imported(args, [task.id for task in loaded.tasks])
     report = check_isolation(args.out, args.isolation, "run")
     with on_cluster(args):  # joined first: a cluster that cannot be reached costs no run folder
         run = open_run(args.out, settings, resume=args.resume)
@@ -163,7 +172,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             tag = "" if report.holds else "[NO ISOLATION]"
             progress = Progress(quiet=args.quiet, tag=tag)
             with ray_sandboxes(args, run) as sandboxes, halting_on_ctrl_c(halt, "run") as ctrl_c:
-                content = run_tasks(loaded.tasks, run, settings, progress, halt, sandboxes)
+                content = run_tasks(
+                    loaded.tasks, run, settings, progress, halt, sandboxes, imported
+                )
             page = _write_report(run)
         finally:
             run.close()
@@ -218,6 +229,16 @@ def _settings(args: argparse.Namespace) -> RunSettings:
     )
     check_settings(settings)
     return settings
+
+
+def _imported(args: argparse.Namespace, task_ids: list[str]) -> dict[str, list[ImportedRoot]]:
+    """`--from-trajectories`: each trajectory read as a root of its task, before the run
+    folder is touched, so a file that cannot be adopted costs nothing."""
+    if args.from_trajectories is None:
+        return {}
+    from sprout.integrations.minisweagent.trajectory import imported_roots
+
+    return imported_roots(Path(args.from_trajectories), task_ids)
 
 
 def _outcome(content: dict[str, Any]) -> int:

@@ -43,8 +43,9 @@ class SearchState(Protocol):
     progress: Progress
 
 
-def rebuild(search: SearchState, attempt: Attempt) -> Rebuilt:
-    """Rebuild `attempt`'s path in its task's sandboxes, said and recorded."""
+def rebuild(search: SearchState, attempt: Attempt, why: str = "was lost with its node") -> Rebuilt:
+    """Rebuild `attempt`'s path in its task's sandboxes, said (with `why` its checkpoint is
+    not there) and recorded."""
     tree = search.tree
     old_base_checkpoint = tree.root_of(attempt).base_checkpoint
     assert old_base_checkpoint is not None, "a root always records checkpoint 0"
@@ -71,7 +72,7 @@ def rebuild(search: SearchState, attempt: Attempt) -> Rebuilt:
     search.progress.event(
         search.task.id,
         search.method.name,
-        f"attempt {attempt.id}'s checkpoint was lost with its node: {rebuilt.describe()}",
+        f"attempt {attempt.id}'s checkpoint {why}: {rebuilt.describe()}",
     )
     return rebuilt
 

@@ -11,7 +11,7 @@ with its error and the others go on.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +30,7 @@ from sprout.roles import RolesConfig
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError
 from sprout.search.halt import AttemptFault, Halt, Halted
+from sprout.search.imported import ImportedRoot, adopt
 from sprout.search.methods import Method
 from sprout.search.play import Search
 from sprout.search.progress import Progress
@@ -132,6 +133,7 @@ def run_tasks(
     progress: Progress,
     halt: Halt | None = None,
     sandboxes: TaskSandboxes | None = None,
+    imported: Mapping[str, Sequence[ImportedRoot]] | None = None,
 ) -> dict[str, Any]:
     """Run every method on every task; returns (and writes) results.json's content.
 
@@ -139,7 +141,9 @@ def run_tasks(
     and the pairs in flight stay unfinished for `--resume`; `halt.reason` says why.
     `sandboxes` says where the tasks' sandbox work runs (default: the run folder's
     store, on this machine); a pair that ended in error because its task's sandboxes
-    lost their place (a node that died) is played again there, as `--resume` would."""
+    lost their place (a node that died) is played again there, as `--resume` would.
+    `imported` holds, by task id, attempts played elsewhere that become each method's roots
+    (`sprout.search.imported`)."""
     check_settings(settings)
     sandboxes = sandboxes or LocalSandboxes(run.layers)
     limit = _limit(settings, sandboxes, tasks)
@@ -154,6 +158,7 @@ def run_tasks(
         shared=None if replays else _model(settings, None),
         bases=_Bases(tasks, slots, sandboxes, replays=replays),
         concurrency=_Concurrency(run, limit, slots),
+        imported=imported or {},
     )
     done = {(s["task_id"], s["method"]) for s in run.tree.schedules() if s["status"] == "done"}
     for task in tasks:
@@ -271,6 +276,8 @@ class _RunContext:
     """The model every pair uses; None for models built per task (they replay its solution)."""
     bases: _Bases
     concurrency: _Concurrency
+    imported: Mapping[str, Sequence[ImportedRoot]]
+    """Attempts played elsewhere, by task id: each method's roots."""
 
 
 def _play_pair(context: _RunContext, task: Task, method: Method) -> bool:
@@ -283,6 +290,7 @@ def _play_pair(context: _RunContext, task: Task, method: Method) -> bool:
     progress.event(task.id, method.name, f"start: {describe(method)}{again}")
     try:
         search = _search(context, task, method)
+        adopt(search, context.imported.get(task.id, ()))
         settings = context.settings
         play(method, search, ScheduleRoles(search, settings.actor, settings.roles))
     except Halted:

@@ -15,6 +15,7 @@ from sprout.durable import write_atomically
 from sprout.models import ModelError
 from sprout.models.resolve import spec_capabilities
 from sprout.runfolder import RunFolder
+from sprout.search.imported import imported_sources
 from sprout.tree import Attempt, RolloutTree
 
 _writing = threading.Lock()
@@ -29,6 +30,8 @@ def _counted(tree: RolloutTree, attempt: Attempt) -> bool:
 def task_result(tree: RolloutTree, task_id: str, method: str) -> dict[str, Any]:
     """One method on one task: resolved, tokens, attempts, turns and the roots' Pass@1."""
     attempts = [a for a in tree.attempts(task_id) if a.method == method and _counted(tree, a)]
+    imported = imported_sources(tree)
+    turns = {a.id: len(tree.own_turns(a)) for a in attempts}
     roots = [a.reward for a in attempts if a.kind == "root" and a.reward is not None]
     tokens = tree.tokens(task_id=task_id, method=method)
     faults: dict[str, int] = {}
@@ -46,7 +49,8 @@ def task_result(tree: RolloutTree, task_id: str, method: str) -> dict[str, Any]:
         },
         "attempts": len(attempts),
         "pass_at_1": sum(roots) / len(roots) if roots else None,
-        "turns_executed": sum(len(tree.own_turns(a)) for a in attempts),
+        "turns_executed": sum(n for a, n in turns.items() if a not in imported),
+        "turns_imported": sum(n for a, n in turns.items() if a in imported),
         "turns_reused": sum(a.boundary for a in attempts if a.kind == "branch"),
     }
 
@@ -141,6 +145,7 @@ def _method_summary(rows: list[dict[str, Any]], schedules: list[dict[str, Any]])
         },
         "attempts": sum(row["attempts"] for row in rows),
         "turns_executed": sum(row["turns_executed"] for row in rows),
+        "turns_imported": sum(row["turns_imported"] for row in rows),
         "turns_reused": sum(row["turns_reused"] for row in rows),
         "wall_s": round(sum(s["wall_s"] for s in schedules), 3),
         "errors": sum("error" in row for row in rows),
