@@ -172,7 +172,8 @@ def test_a_trajectory_whose_commands_exit_otherwise_is_restarted(
         ),
         (
             {"messages": [], "trajectory_format": "mini-swe-agent-1.0"},
-            "trajectory_format: 'mini-swe-agent-1.0', expected 'mini-swe-agent-1.1' (mini-swe-agent 2.x)",
+            "trajectory_format: 'mini-swe-agent-1.0', expected 'mini-swe-agent-1.1' "
+            "(mini-swe-agent 2.x)",
         ),
         (
             {"trajectory_format": "mini-swe-agent-1.1"},

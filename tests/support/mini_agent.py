@@ -47,10 +47,12 @@ def run_mini(
     *,
     trajectory: Path | None = None,
     instance_id: str | None = None,
+    environment: Any = None,
 ) -> tuple[list[dict[str, Any]], str]:
     """mini-swe-agent's DefaultAgent with the config `specs`, its local environment in
-    `workdir`, on `task`: (the requests the server got, the exit status). With
-    `trajectory`, the agent saves its trajectory there, as `mini-extra swebench` does."""
+    `workdir` (or `environment`), on `task`: (the requests the server got, the exit
+    status). With `trajectory`, the agent saves its trajectory there, as `mini-extra
+    swebench` does."""
     from minisweagent.agents.default import DefaultAgent
     from minisweagent.environments.local import LocalEnvironment
     from minisweagent.models import get_model
@@ -68,9 +70,11 @@ def run_mini(
                 "cost_tracking": "ignore_errors",
             },
         )
-        environment = {**config.get("environment", {}), "cwd": str(workdir)}
-        environment.pop("environment_class", None)
-        agent = DefaultAgent(model, LocalEnvironment(**environment), **config["agent"])
+        if environment is None:
+            local = {**config.get("environment", {}), "cwd": str(workdir)}
+            local.pop("environment_class", None)
+            environment = LocalEnvironment(**local)
+        agent = DefaultAgent(model, environment, **config["agent"])
         result = agent.run(task)
         if trajectory is not None:
             agent.save(trajectory, {"instance_id": instance_id} if instance_id else {})

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -65,6 +65,15 @@ def submits(record: CallRecord) -> bool:
     return bool(lines) and lines[0].strip() == MINI_SUBMIT_SENTINEL and record.exit_code == 0
 
 
+def in_environment(command: str, cwd: str, env: Mapping[str, str]) -> str:
+    """`command` in `cwd` with `env`, as mini-swe-agent's environments start each call
+    (`docker exec -w CWD -e K=V`)."""
+    lines = [f"export {key}={shlex.quote(value)}" for key, value in env.items()]
+    if cwd:
+        lines.append(f"cd {shlex.quote(cwd)} || exit")
+    return "\n".join([*lines, command])
+
+
 def mini_output(record: CallRecord, timeout_s: float) -> dict[str, Any]:
     """A call's result in the shape mini-swe-agent's environments return."""
     if record.timed_out or record.exit_code is None:
@@ -73,6 +82,7 @@ def mini_output(record: CallRecord, timeout_s: float) -> dict[str, Any]:
             "output": record.output,
             "returncode": -1,
             "exception_info": f"An error occurred while executing the command: {why}",
+            "extra": {"exception_type": "TimeoutExpired", "exception": why},
         }
     return {"output": record.output, "returncode": record.exit_code, "exception_info": ""}
 
@@ -153,13 +163,8 @@ class MiniSweAgentDialect:
         return calls
 
     def command(self, command: str) -> str:
-        """`command` in the config's `cwd` with its `env`, as mini-swe-agent's environments
-        start each call (`docker exec -w CWD -e K=V`)."""
-        settings = self.settings
-        lines = [f"export {key}={shlex.quote(value)}" for key, value in settings.env.items()]
-        if settings.cwd:
-            lines.append(f"cd {shlex.quote(settings.cwd)} || exit")
-        return "\n".join([*lines, command])
+        """`command` in the config's `cwd` with its `env` (`in_environment`)."""
+        return in_environment(command, self.settings.cwd, self.settings.env)
 
     def stops_turn(self, record: CallRecord) -> bool:
         """A submitting call ends the turn: mini-swe-agent runs no later action."""

@@ -1,0 +1,208 @@
+"""sprout's sandbox as a mini-swe-agent environment: its `environment_class`.
+
+    environment:
+      environment_class: sprout.integrations.minisweagent.environment.SproutEnvironment
+      task: tasks/two-edits        # a sprout task folder (or TB2 / Harbor layout)
+      run: runs/two-edits          # the sprout run folder it writes
+
+Each environment is one attempt of that task in the run folder: checkpoint 0 is the
+task's set-up environment, built as `sprout run` builds it; every `execute` runs in the
+jail on a fork of it; and every step of the agent seals a checkpoint, a turn of the
+attempt, so `sprout shell RUN ATTEMPT:k` opens the files after step k and `sprout view
+RUN` shows the steps. When the agent submits (mini-swe-agent's sentinel, exit code 0)
+the task's verifier runs on a throw-away fork and its reward is the attempt's.
+
+A step is what the agent runs between two renderings of its templates: `DefaultAgent`
+asks `get_template_vars` once per step, after all the step's actions ran, to format
+their observations, so that is where the step's checkpoint is sealed. The environment
+sees commands and outputs, never the model's replies: those are in mini-swe-agent's
+trajectory, and `sprout run --from-trajectories` joins the two to branch the attempt.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from minisweagent.exceptions import Submitted
+from pydantic import BaseModel, ConfigDict, Field
+
+from sprout.agent.mini_dialect import in_environment, mini_output, submits
+from sprout.errors import SproutError
+from sprout.records import CallRecord, Turn
+from sprout.runfolder import RunFolder
+from sprout.sandbox import SandboxError
+from sprout.search.play import verifier_failure
+from sprout.task import Task
+from sprout.tasks import load_tasks
+from sprout.tasksandbox import TaskSandboxService
+from sprout.verify import ResultsError
+
+METHOD = "mini-swe-agent"
+"""The method the run records the environment's attempts under."""
+
+
+class SproutEnvironmentError(SproutError, ValueError):
+    """An environment config sprout cannot start from: one line naming the key."""
+
+
+class SproutEnvironmentConfig(BaseModel):
+    """The `environment` section's keys; mini-swe-agent's own are `cwd`, `env`, `timeout`."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str
+    """A sprout task folder: its image, set-up and hidden tests."""
+    run: str
+    """The run folder to write: new, or one this environment's earlier attempts wrote."""
+    cwd: str = ""
+    """Where each command starts; empty: the task's working directory."""
+    env: dict[str, str] = Field(default_factory=dict)
+    timeout: int = 30
+
+
+class SproutEnvironment:
+    """mini-swe-agent's `Environment` protocol over one sprout sandbox, one attempt."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.config = SproutEnvironmentConfig(**kwargs)
+        self.task = _one_task(self.config.task)
+        self._stack: ExitStack | None = ExitStack()
+        self.run = RunFolder.create(self.config.run)
+        stack = self._stack
+        stack.callback(self.run.close)
+        try:
+            self._service = TaskSandboxService(self.run.layers)
+            self.base_checkpoint = self._service.base_checkpoint(self.task, replays=False)
+            tree = self.run.tree
+            tree.add_task(self.task.id, self.task.model_dump(mode="json"))
+            tree.start_schedule(self.task.id, METHOD)
+            self.attempt = tree.root(self.task.id, [], self.base_checkpoint, method=METHOD)
+            workspace = self._service.workspace()
+            self._fork = stack.enter_context(workspace.fork(self.base_checkpoint))
+        except BaseException:
+            stack.close()
+            raise
+        self._step: list[CallRecord] = []
+        self._turns = 0
+        self._step_started = time.monotonic()
+
+    def execute(
+        self, action: dict[str, Any], cwd: str = "", *, timeout: int | None = None
+    ) -> dict[str, Any]:
+        """One command in the jail; the sentinel ends the attempt as mini-swe-agent's
+        environments end it, by raising `Submitted` with the submission."""
+        if not self._step:
+            self._step_started = time.monotonic()
+        command = str(action.get("command", ""))
+        limit = timeout or self.config.timeout
+        where = cwd or self.config.cwd or self.task.workdir
+        seen = self._fork.run(in_environment(command, where, self.config.env), timeout=limit)
+        record = CallRecord(
+            command, seen.output, seen.exit_code, seen.timed_out, seen.truncated, seen.duration_s
+        )
+        self._step.append(record)
+        if submits(record):
+            self._submit(record)
+        return mini_output(record, limit)
+
+    def get_template_vars(self, **kwargs: Any) -> dict[str, Any]:
+        """The config, the machine's `uname` and `kwargs`, as mini-swe-agent's container
+        environments give them (not the host's environment variables); the end of a step."""
+        self._seal_step()
+        return {**self.config.model_dump(), **platform.uname()._asdict(), **kwargs}
+
+    def serialize(self) -> dict[str, Any]:
+        """What a trajectory saves of the environment: its config, and where its run is."""
+        kind = f"{type(self).__module__}.{type(self).__name__}"
+        return {
+            "info": {
+                "config": {
+                    "environment": self.config.model_dump(mode="json"),
+                    "environment_type": kind,
+                },
+                "sprout": {"run": str(Path(self.config.run)), "attempt": self.attempt.id},
+            }
+        }
+
+    def cleanup(self) -> None:
+        """The last step sealed; an attempt that did not submit ends `limit` (the agent's
+        limits, format errors or a crash stopped it: its trajectory says which); the
+        sandbox and the run folder closed."""
+        if self._stack is None:
+            return
+        try:
+            self._seal_step()
+            if self.run.tree.attempt(self.attempt.id).status == "running":
+                reason = "mini-swe-agent's agent stopped without submitting (see its trajectory)"
+                self.run.tree.finish_attempt(self.attempt.id, "limit", reason)
+                self._finish_schedule()
+        finally:
+            stack, self._stack = self._stack, None
+            stack.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_stack", None) is not None:
+            self.cleanup()
+
+    def _seal_step(self) -> None:
+        """The calls since the last step, sealed as the attempt's next turn."""
+        if not self._step:
+            return
+        calls, self._step = tuple(self._step), []
+        sealed = self._fork.seal()
+        self._turns += 1
+        self.run.tree.commit_turn(
+            Turn(
+                attempt_id=self.attempt.id,
+                index=self._turns,
+                author="actor",
+                text="",
+                calls=calls,
+                messages=(),
+                checkpoint=sealed.checkpoint,
+                changes=sealed.changes,
+                duration_s=time.monotonic() - self._step_started,
+            )
+        )
+
+    def _submit(self, record: CallRecord) -> None:
+        """Seal, verify and raise mini-swe-agent's `Submitted`, as its environments do."""
+        self._seal_step()
+        tree = self.run.tree
+        tree.finish_attempt(self.attempt.id, "submitted", f"step {self._turns} submitted")
+        checkpoint = tree.checkpoint(tree.attempt(self.attempt.id))
+        try:
+            verdict = self._service.verify(self.task, checkpoint, self.base_checkpoint)
+        except (SandboxError, ResultsError) as error:  # the verifier's failure, said as one
+            tree.set_outcome(self.attempt.id, 0.0, verifier_failure(str(error)), None)
+        else:
+            tree.set_outcome(
+                self.attempt.id, verdict.reward, verdict.diagnostics.to_json(), verdict.patch
+            )
+        self._finish_schedule()
+        submission = "".join(record.output.lstrip().splitlines(keepends=True)[1:])
+        raise Submitted(
+            {
+                "role": "exit",
+                "content": submission,
+                "extra": {"exit_status": "Submitted", "submission": submission},
+            }
+        )
+
+    def _finish_schedule(self) -> None:
+        tree = self.run.tree
+        mine = [a for a in tree.attempts(self.task.id) if a.method == METHOD]
+        resolved = any(a.passed for a in mine)
+        tree.finish_schedule(self.task.id, METHOD, resolved=resolved, error=None)
+
+
+def _one_task(path: str) -> Task:
+    """The one task at `path`."""
+    loaded = load_tasks([path])
+    if loaded.errors or len(loaded.tasks) != 1:
+        problem = "; ".join(loaded.errors) or f"{len(loaded.tasks)} tasks, expected one"
+        raise SproutEnvironmentError(f"environment.task: {path}: {problem}")
+    return loaded.tasks[0]
