@@ -12,6 +12,7 @@ from pathlib import Path
 from sprout.commands import doctor as doctor_command
 from sprout.commands import gc as gc_command
 from sprout.commands import image as image_command
+from sprout.commands import mini_batch as mini_batch_command
 from sprout.commands import run as run_command
 from sprout.commands import shell as shell_command
 from sprout.commands import tasks as tasks_commands
@@ -108,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     view.set_defaults(func=cmd_view)
 
     run_command.add_parser(commands)
+    mini_batch_command.add_parser(commands)
     doctor_command.add_parser(commands)
     gc_command.add_parser(commands)
     image_command.add_parser(commands)

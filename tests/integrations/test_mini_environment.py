@@ -8,13 +8,16 @@ sprout run, and the verifier scores the submission.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from sprout.cli import main
 from sprout.runfolder import RunFolder
 from sprout.viewer.report import write_report
+from tests.support.chat_server import ChatServer
 from tests.support.mini_agent import SENTINEL, run_mini, tool_reply
 from tests.support.repo_paths import SPROUT
 from tests.support.requirements import require_host_image
@@ -113,3 +116,47 @@ def test_an_agent_that_stops_without_submitting_ends_limit(
     finally:
         folder.close()
     assert shell(tmp_path / "run", "1:1", "cat a.txt") == "1\n"
+
+
+def test_mini_batch_writes_what_mini_extra_swebench_writes_and_a_run_per_task(
+    tmp_path: Path, mini_swe_agent: object
+) -> None:
+    """`sprout mini-batch`: preds.json and ID/ID.traj.json as mini-extra swebench writes
+    them, and beside each trajectory the sprout run of its task, verified; a second run
+    skips what preds.json holds."""
+    require_host_image()
+    two_edits_task(tmp_path / "tasks")
+    two_edits_task(tmp_path / "tasks", "two-edits-b")
+    out = tmp_path / "out"
+    with ChatServer() as server:
+        server.replies.extend(
+            [
+                tool_reply("echo 1 > a.txt && echo 2 > b.txt"),
+                tool_reply(f"echo {SENTINEL} && cat a.txt"),
+                tool_reply(f"echo {SENTINEL}"),
+            ]
+        )
+        args = ["mini-batch", str(tmp_path / "tasks"), "-m", "openai/scripted", "-o", str(out)]
+        for spec in ("mini:swebench", "environment.cwd=", "model.cost_tracking=ignore_errors"):
+            args += ["--agent-config", spec]
+        args += ["--agent-config", f"model.model_kwargs.api_base={server.base_url}"]
+        args += ["--agent-config", "model.model_kwargs.api_key=k"]
+        assert main(args) == 0
+        assert main(args) == 0, "a second run skips both"
+        assert len(server.requests) == 3
+    preds = json.loads((out / "preds.json").read_text())
+    assert preds[TWO_EDITS]["model_patch"] == "1\n"
+    assert preds["two-edits-b"]["model_patch"] == ""
+    assert preds[TWO_EDITS]["model_name_or_path"] == "openai/scripted"
+    rewards = {}
+    for name in (TWO_EDITS, "two-edits-b"):
+        saved = json.loads((out / name / f"{name}.traj.json").read_text())
+        assert (saved["instance_id"], saved["info"]["exit_status"]) == (name, "Submitted")
+        folder = RunFolder.open(out / name / "run")
+        try:
+            [attempt] = folder.tree.attempts(name)
+            rewards[name] = attempt.reward
+        finally:
+            folder.close()
+    assert rewards == {TWO_EDITS: 1.0, "two-edits-b": 0.0}
+    assert shell(out / TWO_EDITS / "run", "1:1", "cat a.txt b.txt") == "1\n2\n"

@@ -1,4 +1,5 @@
 """sprout inside the tools people already run: mini-swe-agent's agent configs, its
-trajectories, and sprout's sandbox as its environment (and, to come, as Harbor's). Nothing of sprout's own
-imports this package but the command line; it imports the tools' packages only where
-their own code must run, and reads their files where reading is enough."""
+trajectories, and sprout's sandbox as its environment (and, to come, as Harbor's).
+Nothing of sprout's own imports this package but the command line; it imports the tools'
+packages only where their own code must run, and reads their files where reading is
+enough."""

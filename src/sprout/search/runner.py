@@ -276,7 +276,7 @@ class _RunContext:
     """The model every pair uses; None for models built per task (they replay its solution)."""
     bases: _Bases
     concurrency: _Concurrency
-    imported: Mapping[str, Sequence[ImportedRoot]]
+    imported: Mapping[str, Sequence[ImportedRoot]] = field(default_factory=dict)
     """Attempts played elsewhere, by task id: each method's roots."""
 
 

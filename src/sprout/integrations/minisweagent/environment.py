@@ -22,6 +22,7 @@ trajectory, and `sprout run --from-trajectories` joins the two to branch the att
 from __future__ import annotations
 
 import platform
+import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -32,12 +33,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sprout.agent.mini_dialect import in_environment, mini_output, submits
 from sprout.errors import SproutError
+from sprout.integrations.minisweagent import package
 from sprout.records import CallRecord, Turn
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError
 from sprout.search.play import verifier_failure
 from sprout.task import Task
 from sprout.tasks import load_tasks
+from sprout.tasks.discover import read_again
+from sprout.tasks.image_choice import choose_task_images
 from sprout.tasksandbox import TaskSandboxService
 from sprout.verify import ResultsError
 
@@ -66,9 +70,23 @@ class SproutEnvironmentConfig(BaseModel):
 class SproutEnvironment:
     """mini-swe-agent's `Environment` protocol over one sprout sandbox, one attempt."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        self.config = SproutEnvironmentConfig(**kwargs)
-        self.task = _one_task(self.config.task)
+    def __init__(self, loaded: Task | None = None, /, **kwargs: Any) -> None:
+        """mini-swe-agent passes the `environment` section's keys; a batch that loaded the
+        task already passes it first (`for_task`)."""
+        ours = set(SproutEnvironmentConfig.model_fields)
+        self.not_applied = sorted(set(kwargs) - ours)
+        _check_keys(self.not_applied)
+        self.config = SproutEnvironmentConfig(**{k: v for k, v in kwargs.items() if k in ours})
+        self.task = _one_task(self.config.task) if loaded is None else loaded
+        self._open()
+
+    @classmethod
+    def for_task(cls, task: Task, run: Path, **kwargs: Any) -> SproutEnvironment:
+        """The environment of a task already loaded (a batch's), its run folder `run`."""
+        return cls(task, task=str(task.path), run=str(run), **kwargs)
+
+    def _open(self) -> None:
+        """The run folder, checkpoint 0, the attempt and its sandbox."""
         self._stack: ExitStack | None = ExitStack()
         self.run = RunFolder.create(self.config.run)
         stack = self._stack
@@ -199,10 +217,37 @@ class SproutEnvironment:
         tree.finish_schedule(self.task.id, METHOD, resolved=resolved, error=None)
 
 
+def _check_keys(keys: list[str]) -> None:
+    """Keys of mini-swe-agent's other environments (a container's `image`, `interpreter`,
+    `run_args`...) are taken and said not to apply: calls run in sprout's jail under the
+    task's own image, limits and network. Any other key is a typo, refused in one line."""
+    known = package.section_keys("environment")
+    for key in keys:
+        if key not in known:
+            raise SproutEnvironmentError(
+                f"environment.{key}: not a key of sprout's environment (task, run, cwd, env, "
+                "timeout) nor of mini-swe-agent's (a typo?)"
+            )
+    if keys:
+        print(
+            f"sprout: environment.{', environment.'.join(keys)}: not applied (every call runs "
+            "in sprout's jail, on the task's own image, limits and network policy)",
+            file=sys.stderr,
+        )
+
+
 def _one_task(path: str) -> Task:
-    """The one task at `path`."""
+    """The one task at `path`, on the image `sprout run` would choose for it (the image
+    cache, else the registry, else Debian's approximation), said on stderr."""
     loaded = load_tasks([path])
-    if loaded.errors or len(loaded.tasks) != 1:
-        problem = "; ".join(loaded.errors) or f"{len(loaded.tasks)} tasks, expected one"
+    chosen = choose_task_images(
+        loaded.tasks,
+        "pull",
+        say=lambda line: print(line, file=sys.stderr),
+        reread=lambda task: read_again(task, None),
+    )
+    errors = [*loaded.errors, *chosen.errors]
+    if errors or len(chosen.tasks) != 1:
+        problem = "; ".join(errors) or f"{len(chosen.tasks)} tasks, expected one"
         raise SproutEnvironmentError(f"environment.task: {path}: {problem}")
-    return loaded.tasks[0]
+    return chosen.tasks[0]

@@ -32,6 +32,8 @@ SUFFIX = ".traj.json"
 FORMAT = "mini-swe-agent-1.1"
 LIMIT_EXITS = frozenset({"LimitsExceeded", "TimeExceeded", "RepeatedFormatError"})
 """mini-swe-agent's exit statuses for an agent its limits stopped: sprout's `limit`."""
+AGENT_EXITS = LIMIT_EXITS | {"Submitted"}
+"""The exit statuses of an agent that ran to its end; any other is an exception's name."""
 API_KEYS = ("role", "content", "tool_call_id", "name")
 """What of an observation message a model is sent (mini-swe-agent drops `extra` too)."""
 
