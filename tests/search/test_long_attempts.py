@@ -32,6 +32,7 @@ from sprout.roles.fit import REPLY_TOKENS
 from sprout.runfolder import RunFolder
 from tests.support.explorer import Explorer, role_prompts
 from tests.support.fake_token_server import FakeTokenServer, serving
+from tests.support.loopback import wait_for_requests_in_flight
 from tests.support.requirements import require_host_image
 from tests.support.run_watch import wait_for_rows
 from tests.support.taskfolders import long_task
@@ -175,6 +176,7 @@ def test_a_killed_long_run_resumes_without_playing_a_finished_turn_again(
         finally:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        wait_for_requests_in_flight()  # a call the kill cut short is counted, or not, by now
         before = _turn_rows(db)
         asked = explorer.calls["actor"]
         resumed = subprocess.run([*args, "--resume"], capture_output=True, text=True, timeout=300)

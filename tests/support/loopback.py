@@ -5,11 +5,14 @@ function of (method, path, body)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+ACCEPT_POLL_S = 0.5
+"""How often `serve_forever` looks for a new connection (its default poll interval)."""
 Answer = Callable[[str, str, bytes | None], tuple[int, bytes]]
 """(method, path, request body or None) -> (status, JSON reply body)."""
 
@@ -45,3 +48,16 @@ def loopback(answer: Answer) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def wait_for_requests_in_flight(timeout: float = 10.0) -> None:
+    """Until every request the loopback servers of this process began has been answered: a
+    client killed mid-request leaves its handler running, and what that handler counts
+    must be counted before a test reads the counts. A request sent just before the kill
+    may wait for the accept loop's next poll (every 0.5 s) before its handler starts."""
+    time.sleep(ACCEPT_POLL_S + 0.1)
+    deadline = time.monotonic() + timeout
+    while any(t.name.endswith("(process_request_thread)") for t in threading.enumerate()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"loopback requests still in flight after {timeout} s")
+        time.sleep(0.01)
