@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,8 @@ from sprout.integrations.minisweagent import AgentConfigError, read_agent_config
 from sprout.runfolder import RunFolder
 from tests.support.chat_server import ChatServer, Reply, completion_body
 from tests.support.mini_agent import SENTINEL, TEXT_BASED
-from tests.support.repo_paths import SPROUT
 from tests.support.requirements import require_host_image
+from tests.support.sprout_shell import sprout_shell
 from tests.support.taskfolders import two_edits_task
 
 
@@ -127,12 +126,4 @@ def test_sprout_run_plays_a_task_with_mini_swe_agents_prompts(tmp_path: Path):
         assert main([*args, "--base-url", again.base_url, "--resume"]) == 0
     assert again.requests == []
     # the turn that mini-swe-agent's protocol played is a checkpoint like any other
-    shell = subprocess.run(
-        [str(SPROUT), "shell", str(tmp_path / "run"), "1:1"],
-        input="cat a.txt b.txt\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert shell.returncode == 0, shell.stderr
-    assert "1\n2\n" in shell.stdout
+    assert "1\n2\n" in sprout_shell(tmp_path / "run", "1:1", "cat a.txt b.txt")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from sprout.runfolder import RunFolder
-from tests.support.repo_paths import SPROUT
 from tests.support.requirements import require_host_image
+from tests.support.sprout_shell import sprout_shell
 from tests.support.taskfolders import harbor_task
 
 pytestmark = pytest.mark.sandbox
@@ -76,15 +76,9 @@ def test_harbor_oracle_passes_on_sprouts_environment(tmp_path: Path) -> None:
     solved = next(
         t for t in turns if "/solution/solve.sh" in t.calls[0].command and ">" in t.calls[0].command
     )
-    shell = subprocess.run(
-        [str(SPROUT), "shell", str(folder / "sprout-run"), f"1:{solved.index}"],
-        input="cat /app/count.txt /app/who.txt /app/routes.txt\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert shell.returncode == 0, shell.stderr
-    assert shell.stdout == "1\nagent\n0\n", "solved, as the task's agent user, offline"
+    files = "cat /app/count.txt /app/who.txt /app/routes.txt"
+    shell = sprout_shell(folder / "sprout-run", f"1:{solved.index}", files)
+    assert shell == "1\nagent\n0\n", "solved, as the task's agent user, offline"
 
 
 def test_harbor_nop_agent_fails_the_untouched_task(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ sprout run, and the verifier scores the submission.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,25 +18,13 @@ from sprout.runfolder import RunFolder
 from sprout.viewer.report import write_report
 from tests.support.chat_server import ChatServer
 from tests.support.mini_agent import SENTINEL, run_mini, tool_reply
-from tests.support.repo_paths import SPROUT
 from tests.support.requirements import require_host_image
+from tests.support.sprout_shell import sprout_shell
 from tests.support.taskfolders import TWO_EDITS, two_edits_task
 
 pytestmark = pytest.mark.sandbox
 CLASS = "sprout.integrations.minisweagent.environment.SproutEnvironment"
 INSTRUCTION = "Put 1 in a.txt and 2 in b.txt.\n"
-
-
-def shell(run: Path, ref: str, command: str) -> str:
-    found = subprocess.run(
-        [str(SPROUT), "shell", str(run), ref],
-        input=command + "\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert found.returncode == 0, found.stderr
-    return found.stdout
 
 
 def test_default_agent_on_sprouts_environment_leaves_a_checkpoint_per_step(
@@ -81,8 +68,8 @@ def test_default_agent_on_sprouts_environment_leaves_a_checkpoint_per_step(
         assert write_report(folder).exists()
     finally:
         folder.close()
-    assert shell(run, "1:0", "cat a.txt b.txt") == "0\n0\n"
-    assert shell(run, "1:1", "cat a.txt b.txt") == "1\n2\n"
+    assert sprout_shell(run, "1:0", "cat a.txt b.txt") == "0\n0\n"
+    assert sprout_shell(run, "1:1", "cat a.txt b.txt") == "1\n2\n"
 
 
 def test_an_agent_that_stops_without_submitting_ends_limit(
@@ -115,7 +102,7 @@ def test_an_agent_that_stops_without_submitting_ends_limit(
         assert len(folder.tree.own_turns(attempt)) == 1
     finally:
         folder.close()
-    assert shell(tmp_path / "run", "1:1", "cat a.txt") == "1\n"
+    assert sprout_shell(tmp_path / "run", "1:1", "cat a.txt") == "1\n"
 
 
 def test_mini_batch_writes_what_mini_extra_swebench_writes_and_a_run_per_task(
@@ -159,4 +146,4 @@ def test_mini_batch_writes_what_mini_extra_swebench_writes_and_a_run_per_task(
         finally:
             folder.close()
     assert rewards == {TWO_EDITS: 1.0, "two-edits-b": 0.0}
-    assert shell(out / TWO_EDITS / "run", "1:1", "cat a.txt b.txt") == "1\n2\n"
+    assert sprout_shell(out / TWO_EDITS / "run", "1:1", "cat a.txt b.txt") == "1\n2\n"

@@ -19,8 +19,8 @@ from sprout.errors import BAD_INPUT
 from sprout.runfolder import RunFolder
 from tests.support.chat_server import ChatServer, Reply, completion_body
 from tests.support.mini_agent import SENTINEL, TEXT_BASED, normalized, run_mini, text_reply
-from tests.support.repo_paths import SPROUT
 from tests.support.requirements import require_host_image
+from tests.support.sprout_shell import sprout_shell
 from tests.support.taskfolders import TWO_EDITS, two_edits_task
 
 pytestmark = pytest.mark.sandbox
@@ -70,18 +70,6 @@ def json_reply(content: dict) -> Reply:
     return Reply(body=completion_body(json.dumps(content)))
 
 
-def shell(run: Path, ref: str, command: str) -> str:
-    found = subprocess.run(
-        [str(SPROUT), "shell", str(run), ref],
-        input=command + "\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert found.returncode == 0, found.stderr
-    return found.stdout
-
-
 def test_a_mini_swe_agent_run_is_branched_from_its_turn_2(
     tmp_path: Path, mini_swe_agent: object
 ) -> None:
@@ -116,9 +104,9 @@ def test_a_mini_swe_agent_run_is_branched_from_its_turn_2(
     mini_files = subprocess.run(
         LISTING, shell=True, cwd=local, capture_output=True, text=True, check=True
     ).stdout
-    workdir = shell(tmp_path / "run", "1:0", "pwd").strip()
-    assert shell(tmp_path / "run", "1:2", f"cd {workdir} && {LISTING}") == mini_files
-    assert shell(tmp_path / "run", "1:1", f"cat {workdir}/a.txt") == "1\n"
+    workdir = sprout_shell(tmp_path / "run", "1:0", "pwd").strip()
+    assert sprout_shell(tmp_path / "run", "1:2", f"cd {workdir} && {LISTING}") == mini_files
+    assert sprout_shell(tmp_path / "run", "1:1", f"cat {workdir}/a.txt") == "1\n"
 
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["tasks"][TWO_EDITS]["sprout"]["resolved"]

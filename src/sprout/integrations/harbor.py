@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import sys
 from pathlib import Path
 
 from harbor.environments.base import BaseEnvironment, ExecResult
@@ -33,10 +32,7 @@ from sprout.errors import SproutError
 from sprout.records import CallRecord, Turn
 from sprout.runfolder import RunFolder
 from sprout.sandbox import Network, RunAs, Sandbox
-from sprout.task import Task
-from sprout.tasks import load_tasks
-from sprout.tasks.discover import read_again
-from sprout.tasks.image_choice import choose_task_images
+from sprout.tasks.discover import load_one_task
 from sprout.tasks.setup_users import ROOT, resolve_user
 from sprout.tasksandbox import TaskSandboxService
 
@@ -81,7 +77,7 @@ class SproutHarborEnvironment(BaseEnvironment):
     async def start(self, force_build: bool) -> None:
         """Checkpoint 0 of the task, built (or taken from the image cache) as `sprout run`
         builds it, and a sandbox on it as the image's USER."""
-        self.task = _load(self.environment_dir.parent)
+        self.task = load_one_task(self.environment_dir.parent)
         self.run = RunFolder.create(self.trial_paths.trial_dir / "sprout-run")
         try:
             self._service = TaskSandboxService(self.run.layers)
@@ -214,21 +210,6 @@ class SproutHarborEnvironment(BaseEnvironment):
                 checkpoint=sealed,
             )
         )
-
-
-def _load(folder: Path) -> Task:
-    """The task of a Harbor task folder, read as `sprout run` reads it, on its image."""
-    loaded = load_tasks([folder])
-    chosen = choose_task_images(
-        loaded.tasks,
-        "pull",
-        say=lambda line: print(line, file=sys.stderr),
-        reread=lambda task: read_again(task, None),
-    )
-    errors = [*loaded.errors, *chosen.errors]
-    if errors or len(chosen.tasks) != 1:
-        raise HarborTaskError(f"{folder}: {'; '.join(errors) or 'not one task'}")
-    return chosen.tasks[0]
 
 
 def _network(policy: NetworkPolicy) -> Network:

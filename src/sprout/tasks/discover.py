@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,3 +177,22 @@ def grouped_warnings(warnings: Iterable[tuple[str, Sequence[str]]]) -> list[str]
         named = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
         grouped.append(f"{message} ({named})")
     return grouped
+
+
+def load_one_task(path: str | Path) -> Task:
+    """The one task at `path`, on the image `sprout run` would choose for it (the image
+    cache, else the registry, else Debian's approximation, each said on stderr): what an
+    environment of another tool (mini-swe-agent's, Harbor's) builds its checkpoint 0 from."""
+    from sprout.tasks.image_choice import choose_task_images
+
+    loaded = load_tasks([path])
+    chosen = choose_task_images(
+        loaded.tasks,
+        "pull",
+        say=lambda line: print(line, file=sys.stderr),
+        reread=lambda task: read_again(task, None),
+    )
+    errors = [*loaded.errors, *chosen.errors]
+    if errors or len(chosen.tasks) != 1:
+        raise TaskError(f"{path}: {'; '.join(errors) or f'{len(chosen.tasks)} tasks, not one'}")
+    return chosen.tasks[0]

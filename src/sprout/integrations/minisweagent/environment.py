@@ -39,9 +39,7 @@ from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError
 from sprout.search.play import verifier_failure
 from sprout.task import Task
-from sprout.tasks import load_tasks
-from sprout.tasks.discover import read_again
-from sprout.tasks.image_choice import choose_task_images
+from sprout.tasks.discover import load_one_task
 from sprout.tasksandbox import TaskSandboxService
 from sprout.verify import ResultsError
 
@@ -77,7 +75,7 @@ class SproutEnvironment:
         self.not_applied = sorted(set(kwargs) - ours)
         _check_keys(self.not_applied)
         self.config = SproutEnvironmentConfig(**{k: v for k, v in kwargs.items() if k in ours})
-        self.task = _one_task(self.config.task) if loaded is None else loaded
+        self.task = load_one_task(self.config.task) if loaded is None else loaded
         self._open()
 
     @classmethod
@@ -234,20 +232,3 @@ def _check_keys(keys: list[str]) -> None:
             "in sprout's jail, on the task's own image, limits and network policy)",
             file=sys.stderr,
         )
-
-
-def _one_task(path: str) -> Task:
-    """The one task at `path`, on the image `sprout run` would choose for it (the image
-    cache, else the registry, else Debian's approximation), said on stderr."""
-    loaded = load_tasks([path])
-    chosen = choose_task_images(
-        loaded.tasks,
-        "pull",
-        say=lambda line: print(line, file=sys.stderr),
-        reread=lambda task: read_again(task, None),
-    )
-    errors = [*loaded.errors, *chosen.errors]
-    if errors or len(chosen.tasks) != 1:
-        problem = "; ".join(errors) or f"{len(chosen.tasks)} tasks, expected one"
-        raise SproutEnvironmentError(f"environment.task: {path}: {problem}")
-    return chosen.tasks[0]
