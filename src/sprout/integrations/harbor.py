@@ -29,9 +29,10 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 
 from sprout.errors import SproutError
-from sprout.records import CallRecord, Turn
+from sprout.integrations.command_turns import commit_command_turn
+from sprout.records import CallRecord
 from sprout.runfolder import RunFolder
-from sprout.sandbox import Network, RunAs, Sandbox
+from sprout.sandbox import Network, RunAs, Sandbox, SandboxFork
 from sprout.tasks.discover import load_one_task
 from sprout.tasks.setup_users import ROOT, resolve_user
 from sprout.tasksandbox import TaskSandboxService
@@ -134,7 +135,16 @@ class SproutHarborEnvironment(BaseEnvironment):
         if cwd:
             lines.append(f"cd {shlex.quote(cwd)} || exit")
         seen = self._sandbox.run("\n".join([*lines, command]), timeout=timeout_sec or NO_TIMEOUT_S)
-        self._seal(CallRecord(command, seen.output, seen.exit_code, seen.timed_out))
+        self._seal(
+            CallRecord(
+                command,
+                seen.output,
+                seen.exit_code,
+                seen.timed_out,
+                seen.truncated,
+                seen.duration_s,
+            )
+        )
         if seen.timed_out or seen.exit_code is None:
             raise RuntimeError(f"Command timed out after {timeout_sec} seconds")
         return ExecResult(stdout=seen.output, stderr="", return_code=seen.exit_code)
@@ -197,19 +207,10 @@ class SproutHarborEnvironment(BaseEnvironment):
         )
 
     def _seal(self, call: CallRecord) -> None:
-        sealed = self._sandbox.checkpoint()
+        sealed = SandboxFork(self._sandbox).seal()
         self._turns += 1
-        self.run.tree.commit_turn(
-            Turn(
-                attempt_id=self.attempt.id,
-                index=self._turns,
-                author="actor",
-                text="",
-                calls=(call,),
-                messages=(),
-                checkpoint=sealed,
-            )
-        )
+        tree = self.run.tree
+        commit_command_turn(tree, self.attempt.id, self._turns, [call], sealed, call.duration_s)
 
 
 def _network(policy: NetworkPolicy) -> Network:

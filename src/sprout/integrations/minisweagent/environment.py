@@ -32,9 +32,11 @@ from minisweagent.exceptions import Submitted
 from pydantic import BaseModel, ConfigDict, Field
 
 from sprout.agent.mini_dialect import in_environment, mini_output, submits
+from sprout.agent.turn_records import call_record
 from sprout.errors import SproutError
+from sprout.integrations.command_turns import commit_command_turn
 from sprout.integrations.minisweagent import package
-from sprout.records import CallRecord, Turn
+from sprout.records import CallRecord
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError
 from sprout.search.play import verifier_failure
@@ -116,9 +118,7 @@ class SproutEnvironment:
         limit = timeout or self.config.timeout
         where = cwd or self.config.cwd or self.task.workdir
         seen = self._fork.run(in_environment(command, where, self.config.env), timeout=limit)
-        record = CallRecord(
-            command, seen.output, seen.exit_code, seen.timed_out, seen.truncated, seen.duration_s
-        )
+        record = call_record(command, seen)
         self._step.append(record)
         if submits(record):
             self._submit(record)
@@ -170,19 +170,8 @@ class SproutEnvironment:
         calls, self._step = tuple(self._step), []
         sealed = self._fork.seal()
         self._turns += 1
-        self.run.tree.commit_turn(
-            Turn(
-                attempt_id=self.attempt.id,
-                index=self._turns,
-                author="actor",
-                text="",
-                calls=calls,
-                messages=(),
-                checkpoint=sealed.checkpoint,
-                changes=sealed.changes,
-                duration_s=time.monotonic() - self._step_started,
-            )
-        )
+        duration_s = time.monotonic() - self._step_started
+        commit_command_turn(self.run.tree, self.attempt.id, self._turns, calls, sealed, duration_s)
 
     def _submit(self, record: CallRecord) -> None:
         """Seal, verify and raise mini-swe-agent's `Submitted`, as its environments do."""
