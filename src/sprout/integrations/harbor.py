@@ -2,7 +2,7 @@
 task, in sprout's jail instead of a Docker container.
 
     harbor run -p tasks/two-edits -a oracle \\
-      --environment-import-path sprout.integrations.harbor:SproutHarborEnvironment
+      -e sprout.integrations.harbor:SproutHarborEnvironment
 
 Harbor needs Python 3.12 or later; this module imports it, so it runs in the virtualenv
 Harbor is installed in, with sprout beside it (docs/integrations.md).
