@@ -147,3 +147,30 @@ def test_mini_batch_writes_what_mini_extra_swebench_writes_and_a_run_per_task(
             folder.close()
     assert rewards == {TWO_EDITS: 1.0, "two-edits-b": 0.0}
     assert sprout_shell(out / TWO_EDITS / "run", "1:1", "cat a.txt b.txt") == "1\n2\n"
+
+
+def test_an_agent_that_crashes_in_a_batch_is_an_error_not_a_failure(
+    tmp_path: Path, mini_swe_agent: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """mini-swe-agent's model class raises after its first reply (it cannot price a model
+    it does not know, unless told to ignore cost): the instance's exit status is the
+    exception's name, its attempt ends `error` with nothing verified, and the batch exits
+    1 naming it."""
+    require_host_image()
+    two_edits_task(tmp_path / "tasks")
+    out = tmp_path / "out"
+    with ChatServer() as server:
+        server.replies.extend([tool_reply("echo 1 > a.txt")])
+        args = ["mini-batch", str(tmp_path / "tasks"), "-m", "openai/scripted", "-o", str(out)]
+        args += ["--agent-config", "mini:swebench", "--agent-config", "environment.cwd="]
+        args += ["--agent-config", f"model.model_kwargs.api_base={server.base_url}"]
+        args += ["--agent-config", "model.model_kwargs.api_key=k"]
+        assert main(args) == 1
+    assert f"sprout mini-batch: {TWO_EDITS}: RuntimeError" in capsys.readouterr().err
+    folder = RunFolder.open(out / TWO_EDITS / "run")
+    try:
+        [attempt] = folder.tree.attempts(TWO_EDITS)
+    finally:
+        folder.close()
+    assert (attempt.status, attempt.fault, attempt.reward) == ("error", "harness", None)
+    assert attempt.end_reason is not None and "RuntimeError" in attempt.end_reason

@@ -91,7 +91,7 @@ def run_instance(task: Task, config: dict[str, Any], output: Path) -> InstanceRe
         extra = {"traceback": traceback.format_exc(), "exception_str": str(error)}
     finally:
         if environment is not None:
-            environment.cleanup()
+            environment.cleanup(exit_status, str(extra.get("exception_str", "")))
         if agent is not None:
             info = {"exit_status": exit_status, "submission": submission, **extra}
             agent.save(trajectory, {"info": info, "instance_id": task.id})

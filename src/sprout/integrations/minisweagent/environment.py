@@ -36,7 +36,8 @@ from sprout.agent.turn_records import call_record
 from sprout.errors import SproutError
 from sprout.integrations.command_turns import commit_command_turn
 from sprout.integrations.minisweagent import package
-from sprout.records import CallRecord
+from sprout.integrations.minisweagent.trajectory import agent_end
+from sprout.records import AttemptStatus, CallRecord, Fault
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError
 from sprout.search.play import verifier_failure
@@ -143,17 +144,23 @@ class SproutEnvironment:
             }
         }
 
-    def cleanup(self) -> None:
-        """The last step sealed; an attempt that did not submit ends `limit` (the agent's
-        limits, format errors or a crash stopped it: its trajectory says which); the
-        sandbox and the run folder closed."""
+    def cleanup(self, exit_status: str | None = None, exception: str = "") -> None:
+        """The last step sealed, the sandbox and the run folder closed. An attempt that did
+        not submit ends as mini-swe-agent's `exit_status` says (`agent_end`: a limit, or an
+        exception's name, an `error` and never a failure); with none to tell (mini-swe-agent
+        calls this with nothing), it ends `limit` and its trajectory says why."""
         if self._stack is None:
             return
         try:
             self._seal_step()
             if self.run.tree.attempt(self.attempt.id).status == "running":
-                reason = "mini-swe-agent's agent stopped without submitting (see its trajectory)"
-                self.run.tree.finish_attempt(self.attempt.id, "limit", reason)
+                status: AttemptStatus = "limit"
+                fault: Fault | None = None
+                reason = "stopped without submitting"
+                if exit_status is not None:
+                    status, fault, reason = agent_end(exit_status, {"exception_str": exception})
+                said = f"mini-swe-agent's agent: {reason} (see its trajectory)"
+                self.run.tree.finish_attempt(self.attempt.id, status, said, fault=fault)
                 self._finish_schedule()
         finally:
             stack, self._stack = self._stack, None

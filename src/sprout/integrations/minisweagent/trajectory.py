@@ -199,16 +199,19 @@ class _Reader:
         self, task_id: str, prefix: tuple[Message, ...], message: dict[str, Any]
     ) -> ImportedRoot:
         exit_status = str(_extra(message).get("exit_status") or "")
-        status, fault, reason = _end(exit_status, _extra(message))
+        status, fault, reason = agent_end(exit_status, _extra(message))
         reason = f"mini-swe-agent: {reason}"
         return ImportedRoot(
             task_id, str(self.path), prefix, tuple(self.turns), status, reason, fault
         )
 
 
-def _end(exit_status: str, extra: Mapping[str, Any]) -> tuple[AttemptStatus, Fault | None, str]:
-    """sprout's end of an attempt mini-swe-agent ended with `exit_status`: a crash of its
-    model or harness is no failure of the model's, so it is an `error`."""
+def agent_end(
+    exit_status: str, extra: Mapping[str, Any]
+) -> tuple[AttemptStatus, Fault | None, str]:
+    """sprout's end of an attempt mini-swe-agent ended with `exit_status` (`extra` may hold
+    the exception's text): a crash of its model or harness is no failure of the model's,
+    so it is an `error`."""
     if exit_status == "Submitted":
         return "submitted", None, "Submitted"
     if exit_status in LIMIT_EXITS:
