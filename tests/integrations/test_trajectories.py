@@ -36,7 +36,8 @@ MISTAKE = [  # turn 1 right, turn 2 writes b.txt wrong (and a file of its own), 
         "mkdir -p notes && printf 'draft\\n' > notes/n.txt && chmod 600 notes/n.txt "
         "&& echo 9 > b.txt && cat b.txt"
     ),
-    text_reply(f"echo {SENTINEL}"),
+    # a submit whose command does not spell the sentinel: its one call is the submit
+    text_reply("echo COMPLETE_TASK_AND_SUBMIT_FINAL_$(echo OUTPUT)"),
 ]
 
 

@@ -163,11 +163,13 @@ class _Reader:
     def _submitted(self, calls: list[tuple[str, str | None]], ran: int) -> CallRecord:
         """The call a step without all its observations ended on: it must be the submit that
         ends the trajectory, and the first call whose observation is missing (an earlier
-        one's output is nowhere in the file, so its replay could not be checked)."""
+        one's output is nowhere in the file, so its replay could not be checked): the only
+        such call, or one that names the sentinel itself."""
         ending = self.messages[self.at] if self.at < len(self.messages) else {}
         extra = _extra(ending)
         command = calls[ran][0]
-        if extra.get("exit_status") != "Submitted" or MINI_SUBMIT_SENTINEL not in command:
+        known = len(calls) - ran == 1 or MINI_SUBMIT_SENTINEL in command
+        if extra.get("exit_status") != "Submitted" or not known:
             raise TrajectoryError(
                 f"{self.path}: messages[{self.at}]: step {len(self.turns) + 1} has "
                 f"{len(calls) - ran} of {len(calls)} calls without an observation, and its "
