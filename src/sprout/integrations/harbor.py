@@ -28,6 +28,7 @@ from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 
+from sprout.agent.turn_records import call_record
 from sprout.errors import SproutError
 from sprout.integrations.command_turns import commit_command_turn
 from sprout.records import CallRecord
@@ -104,7 +105,7 @@ class SproutHarborEnvironment(BaseEnvironment):
     async def stop(self, delete: bool) -> None:
         """The attempt ended with the verifier's reward (an `error`, never a failure, when
         it wrote none), the sandbox closed and the run folder with it."""
-        if not hasattr(self, "_sandbox"):
+        if not hasattr(self, "_sandbox") or self._sandbox.closed:  # not started, or stopped
             return
         tree = self.run.tree
         reward = _reward(self._sandbox.read(REWARD_FILE))
@@ -135,16 +136,7 @@ class SproutHarborEnvironment(BaseEnvironment):
         if cwd:
             lines.append(f"cd {shlex.quote(cwd)} || exit")
         seen = self._sandbox.run("\n".join([*lines, command]), timeout=timeout_sec or NO_TIMEOUT_S)
-        self._seal(
-            CallRecord(
-                command,
-                seen.output,
-                seen.exit_code,
-                seen.timed_out,
-                seen.truncated,
-                seen.duration_s,
-            )
-        )
+        self._seal(call_record(command, seen))
         if seen.timed_out or seen.exit_code is None:
             raise RuntimeError(f"Command timed out after {timeout_sec} seconds")
         return ExecResult(stdout=seen.output, stderr="", return_code=seen.exit_code)
