@@ -32,7 +32,7 @@ from sprout.runfolder import RunFolder
 from tests.support.fake_token_server import FakeTokenServer, serving
 from tests.support.llama_server import Recorder, recording_proxy, smollm2_gguf
 from tests.support.requirements import require_host_image
-from tests.support.smollm2 import missing, save_folder
+from tests.support.smollm2 import cached_folder, missing
 from tests.support.taskfolders import two_edits_task
 from tests.support.train_command import COIN
 from tests.support.train_command import train as train_loop
@@ -199,8 +199,7 @@ def test_llama_cpp_samples_each_step_on_the_weights_the_last_one_saved(
         pytest.skip(why or "no llama-server: scripts/llama-server builds one")
     require_host_image()
     coin_task(tmp_path)
-    model = tmp_path / "smollm2"
-    save_folder(model)
+    model, _, _ = cached_folder()
     served = LlamaCppRollouts.serve
     with ExitStack() as stack:
         proxy: list[tuple[str, Recorder]] = []

