@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.ray_cluster import TWO_WORKERS, cluster_of
+from tests.support.ray_cluster import IDLE_HEAD, PROMPT_DEATH, TWO_WORKERS, cluster_of
 
 AUTH_MODE = "RAY_AUTH_MODE"
 
@@ -31,8 +31,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture
 def cluster() -> Iterator[Any]:
-    """A cluster of TWO_WORKERS that this test alone uses, and may take nodes from."""
-    with cluster_of(TWO_WORKERS) as made:
+    """A cluster of TWO_WORKERS that this test alone uses, and may take nodes from: the
+    nodes it kills are known dead within seconds (PROMPT_DEATH)."""
+    with cluster_of(TWO_WORKERS, head={**IDLE_HEAD, "_system_config": PROMPT_DEATH}) as made:
         yield made
 
 

@@ -22,6 +22,17 @@ ONE_CORE = {"num_cpus": 1, "memory": WORKER_MEMORY}
 TWO_WORKERS = [ONE_CORE] * 2
 """A head with no cores (nothing runs there) and two workers with one core each."""
 IDLE_HEAD = {"num_cpus": 0}
+PROMPT_DEATH = {
+    "health_check_initial_delay_ms": 1_000,
+    "health_check_period_ms": 1_000,
+    "health_check_timeout_ms": 3_000,
+    "health_check_failure_threshold": 3,
+}
+"""The GCS's health checks of a cluster whose test kills a node: it marks the node dead
+about 3 s after, where Ray's defaults (five missed checks 3 s apart) take about 16 s on
+this machine, all of which a run waits out before its tasks there are placed again. Only
+on those clusters: a shared one, busy beside the other worker's tests, is not to lose a
+slow node."""
 
 
 @contextmanager
