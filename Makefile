@@ -19,6 +19,11 @@ DEMO_RUN := runs/demo
 # made once, and the Ray cluster the cluster tests share once per worker), and each worker
 # has a store filesystem of its own.
 TEST_WORKERS ?= 2
+# The suite starts hundreds of interpreters (the CLI, Ray's workers, helpers) and two
+# pytest workers that rewrite every test module's asserts: with PYTHONDONTWRITEBYTECODE
+# set, as many environments set it, each compiled all it imported from source again.
+# The bytecode goes to __pycache__/ folders, which git ignores.
+PYTEST_ENV := env -u PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test lint format bench system-packages install harbor-venv clean
 
@@ -37,7 +42,7 @@ test: install harbor-venv
 	SPROUT_REQUIRE_SANDBOX=$$(scripts/sandbox-available) \
 	  SPROUT_LLAMA_SERVER=$$(PYTHON=$(BIN)/python scripts/llama-server || true) \
 	  SPROUT_HARBOR_PYTHON=$$(test -f $(HARBOR_STAMP) && echo $(HARBOR_VENV)/bin/python) \
-	  $(BIN)/pytest -rs -n $(TEST_WORKERS) --dist loadfile --durations=25
+	  $(PYTEST_ENV) $(BIN)/pytest -rs -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 bench: install
 	$(BIN)/sprout bench sandbox --out bench-results/sandbox.json
