@@ -169,8 +169,9 @@ def test_the_graders_verdict_on_a_real_unittest_log_is_the_packages(tmp_path: Pa
         (tmp_path / "calc.py").write_text(code)
         (tmp_path / "tests").mkdir(exist_ok=True)
         (tmp_path / "tests/test_calc.py").write_text(TESTS)
-        run = subprocess.run(
-            ["/usr/bin/python3.11", "-m", "unittest", "-v", "tests.test_calc"],
+        run = subprocess.run(  # -B: the second calc.py has the first's size and mtime second,
+            # so bytecode cached from the first would run in its place
+            ["/usr/bin/python3.11", "-B", "-m", "unittest", "-v", "tests.test_calc"],
             cwd=tmp_path,
             capture_output=True,
             text=True,
