@@ -3,7 +3,8 @@ backend, a minimal root filesystem, process scans, the world (layer store, SQLit
 tree, a task's checkpoint) the actor, role and tree tests play in, and, from tests/support,
 the fixtures of more than one folder (the tiny model, a machine cache with an image).
 
-As a plugin it runs the root tests on a store filesystem of the suite's own, holds every
+As a plugin it runs the root tests on a store filesystem of the suite's own, shares the
+cores among the pytest-xdist workers' threads (tests/support/worker_threads.py), holds every
 test to the run invariant (each checkpoint a run references still opens), and fails a whole
 run that never collected a test module on disk.
 
@@ -40,6 +41,7 @@ from tests.support.suite_cache import (
 )
 from tests.support.tiny_model import tiny_model_path  # noqa: F401  (a fixture)
 from tests.support.tool_image import tool_cache  # noqa: F401  (a fixture)
+from tests.support.worker_threads import share_cores
 
 if TYPE_CHECKING:
     from tests.support.world import World
@@ -47,16 +49,20 @@ if TYPE_CHECKING:
 _SUITE_CACHE: Path | None = None
 """The suite's own machine cache, where its store filesystem is (tests/support/suite_cache.py)."""
 _STORE_FS_NOTE = ""
+_THREADS_NOTE = "as the libraries choose (no pytest-xdist workers)"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Root tests run on the store filesystem, as every root user's stores do: in a
     machine cache of the suite's own (one per pytest-xdist worker), never the machine's.
     SPROUT_STORE_FS=off given to pytest runs them on the plain disk instead."""
-    global _SUITE_CACHE, _STORE_FS_NOTE
+    global _SUITE_CACHE, _STORE_FS_NOTE, _THREADS_NOTE
     os.environ["CONTAINERS_REGISTRIES_CONF"] = str(Path(__file__).with_name("registries.conf"))
-    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+    workers = getattr(config.option, "numprocesses", None)
+    if workers and not hasattr(config, "workerinput"):
         _STORE_FS_NOTE = "each pytest-xdist worker makes its own"
+        if isinstance(workers, int):  # before the workers start, which inherit it
+            _THREADS_NOTE = share_cores(workers)
         return  # the controller runs no test
     if os.environ.get("SPROUT_STORE_FS", "auto") == "off":
         _STORE_FS_NOTE = "off (SPROUT_STORE_FS=off)"
@@ -79,8 +85,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         remove_suite_cache(_SUITE_CACHE)
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    return f"sprout's store filesystem: {_STORE_FS_NOTE}"
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return [
+        f"sprout's store filesystem: {_STORE_FS_NOTE}",
+        f"threads per worker: {_THREADS_NOTE}",
+    ]
 
 
 @pytest.fixture(autouse=True)
