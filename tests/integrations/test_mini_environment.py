@@ -174,3 +174,23 @@ def test_an_agent_that_crashes_in_a_batch_is_an_error_not_a_failure(
         folder.close()
     assert (attempt.status, attempt.fault, attempt.reward) == ("error", "harness", None)
     assert attempt.end_reason is not None and "RuntimeError" in attempt.end_reason
+
+
+@pytest.mark.parametrize("held", ["{not json", "[]"])
+def test_a_bad_preds_json_is_one_line_and_exit_2_before_any_instance(
+    tmp_path: Path,
+    mini_swe_agent: object,
+    capsys: pytest.CaptureFixture[str],
+    held: str,
+) -> None:
+    two_edits_task(tmp_path / "tasks")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "preds.json").write_text(held)
+    args = ["mini-batch", str(tmp_path / "tasks"), "-m", "openai/scripted", "-o", str(out)]
+    for extra in ([], ["--redo-existing"]):
+        assert main([*args, *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert str(out / "preds.json") in err and len(err.splitlines()) == 1, err
+    assert (out / "preds.json").read_text() == held, "what was saved is kept"
+    assert not (out / TWO_EDITS).exists(), "no instance ran"

@@ -22,12 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from sprout.durable import write_atomically
+from sprout.errors import SproutError
 from sprout.integrations.minisweagent.environment import SproutEnvironment
 from sprout.task import Task
 
 ENVIRONMENT_KEYS = ("cwd", "env", "timeout")
 """The `environment` keys sprout's environment applies; the others are the containers'."""
 _preds = threading.Lock()
+
+
+class PredsError(SproutError, ValueError):
+    """An OUT/preds.json that is not mini-extra's object of submissions by instance id."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,8 @@ def run_batch(
     """Every task of `tasks` not in `output`'s preds.json yet (all with `redo_existing`),
     `workers` at once; each result said as it ends."""
     output.mkdir(parents=True, exist_ok=True)
-    done = set() if redo_existing else set(_read_preds(output))
+    held = _read_preds(output)  # read first, so that a bad one ends the batch before it starts
+    done = set() if redo_existing else set(held)
     todo = [task for task in tasks if task.id not in done]
     if done:
         said(f"skipping {len(tasks) - len(todo)} instances already in {output / 'preds.json'}")
@@ -101,7 +107,14 @@ def run_instance(task: Task, config: dict[str, Any], output: Path) -> InstanceRe
 
 def _read_preds(output: Path) -> dict[str, Any]:
     path = output / "preds.json"
-    found: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        found = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise PredsError(f"{path}: not JSON ({error})") from None
+    if not isinstance(found, dict):
+        raise PredsError(f"{path}: expected an object of submissions by instance id")
     return found
 
 
