@@ -24,7 +24,7 @@ beside a baseline measured in the same run:
    against the plain store's;
 8. the network (root): a call under `public` vs one under `none`, each policy's network
    coming up (what every fork pays), and a 100 MB download through the stack vs the same
-   program's on the host, all in namespaces the benchmark makes (sandbox_network.py).
+   program's on the host, all in namespaces the benchmark makes (_sandbox/network_world.py).
 
 The plain store is a `LayerStore` in the store directory, as a run's layers are
 with `SPROUT_STORE_FS=off`. As root, where that directory's filesystem cannot clone,

@@ -1,5 +1,4 @@
-"""The layers of DESIGN.md's module table and docs/architecture.md: which package may import
-which.
+"""The layers of docs/architecture.md's module table: which package may import which.
 
 Each rule is a "must not" of the table, read from every `import` in src/sprout
 (also those inside functions, which is where commands import lazily). The direct rules

@@ -270,7 +270,7 @@ def test_token_totals_over_a_known_tree(world):
 
 @pytest.mark.sandbox
 def test_prefix_once_charges_a_shared_observation_once(world):
-    """Shared prefixes are counted once (DESIGN, Tokens; RolloutTree.tokens: "the shared
+    """Shared prefixes are counted once (RolloutTree.tokens: "the shared
     prefix of a branch is charged once, to the attempt that produced it").
 
     The context at boundary k ends with turn k's observation. a's call 3 already paid for

@@ -1,25 +1,25 @@
 """Section 8: the network (root). A call under `public` and `allowlist` beside one under
 `none`, each policy's network coming up (once per sandbox, and so per fork), and 100 MB
 through the stack against the same download on the host, in a world of namespaces of
-the benchmark's own (benchmarks/sandbox_network.py)."""
+the benchmark's own (benchmarks/_sandbox/network_world.py)."""
 
 from typing import Any
 
-import sandbox_network
 from _stats import fmt_bytes, fmt_ms, fmt_ratio, p50, p90, summary
 
+from . import network_world
 from .common import Context, Row
 
 SECTION = "8. network"
 
 
 def bench_network(ctx: Context) -> None:
-    """Measure in sandbox_network's namespaces; rootless, one row says why not."""
+    """Measure in network_world's namespaces; rootless, one row says why not."""
     if ctx.mode != "root":
         ctx.rows.append(Row(SECTION, "network rows", "", result="SKIPPED: needs the root mode"))
         return
     ctx.log("8 network: none vs public, in namespaces of the benchmark's own")
-    found = sandbox_network.measure(ctx.path("network"), ctx.sizes.repeat * 2)
+    found = network_world.measure(ctx.path("network"), ctx.sizes.repeat * 2)
     calls = {name: summary(series) for name, series in found["calls_s"].items()}
     starts = {name: summary(series) for name, series in found["starts_s"].items()}
     rates = {
@@ -70,7 +70,7 @@ def _rows(
             ),
         ),
         Row(
-            SECTION, f"{fmt_bytes(sandbox_network.DOWNLOAD_BYTES)} download through the stack",
+            SECTION, f"{fmt_bytes(network_world.DOWNLOAD_BYTES)} download through the stack",
             f"{fmt_bytes(rates['public'])}/s", "", f"on the host {fmt_bytes(rates['host'])}/s",
             f"{slowdown:.2f}x slower", "<= 2x",
             ctx.target("download through the stack", slowdown <= 2, f"{slowdown:.2f}x", "<= 2x"),

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from sprout import __version__
 from sprout.commands import doctor as doctor_command
 from sprout.commands import gc as gc_command
 from sprout.commands import image as image_command
@@ -37,6 +38,8 @@ def _benchmarks_dir() -> Path:
 
 
 def available_benchmarks() -> list[str]:
+    """The benchmarks in benchmarks/, read from the folder: each module there whose name
+    does not start with `_` (those are the benchmarks' shared parts)."""
     try:
         return sorted(p.stem for p in _benchmarks_dir().glob("*.py") if not p.stem.startswith("_"))
     except UsageError:
@@ -81,13 +84,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="Checkpoint every turn of a coding agent; branch from the turn before "
         "the mistake.",
     )
+    parser.add_argument("--version", action="version", version=f"sprout-rl {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    benchmarks = ", ".join(available_benchmarks()) or "none: run from a checkout of sprout-rl"
     bench = commands.add_parser(
         "bench",
-        help="run a benchmark from benchmarks/ (sandbox, scale, search, learner, viewer)",
-        description="Run benchmarks/NAME.py; options after NAME go to the benchmark "
-        "(try `sprout bench sandbox --help`).",
+        help=f"run a benchmark from benchmarks/ ({benchmarks})",
+        description=f"Run benchmarks/NAME.py; options after NAME go to the benchmark "
+        f"(try `sprout bench sandbox --help`). Benchmarks: {benchmarks}.",
     )
     bench.add_argument("name", metavar="NAME", help="benchmark name, e.g. sandbox")
     bench.add_argument("options", nargs=argparse.REMAINDER, help="options for the benchmark")

@@ -18,9 +18,8 @@ import pytest
 from sprout.cli import main
 from sprout.images import ImageCache
 from sprout.images.bases import shared_store
-from sprout.images.runstores import stores_by_image
 from sprout.runfolder import RunFolder
-from sprout.sandbox import LayerStore, Sandbox
+from sprout.sandbox import LayerStore, Sandbox, stores_by_image
 from sprout.tasks import base_checkpoint_of, load_native
 from sprout.tree import CheckpointRef
 from tests.support.processes import ProcessWatch

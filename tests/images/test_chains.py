@@ -62,7 +62,7 @@ def test_gc_images_frees_a_chain_once_no_image_starts_with_it(
     trusted: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sprout.images import gc
-    from sprout.images.runstores import note_image
+    from sprout.sandbox import note_image
 
     monkeypatch.setenv("SPROUT_CACHE", str(tmp_path / "machine"))
     monkeypatch.setenv("SPROUT_STORE_FS", "off")

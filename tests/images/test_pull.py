@@ -272,7 +272,7 @@ def test_gc_images_frees_the_blobs_no_remaining_image_was_pulled_with(
     trusted: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sprout.images.gc import collect
-    from sprout.images.runstores import note_image
+    from sprout.sandbox import note_image
 
     monkeypatch.setenv("SPROUT_CACHE", str(tmp_path / "machine"))
     monkeypatch.setenv("SPROUT_STORE_FS", "off")

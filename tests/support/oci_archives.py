@@ -9,6 +9,7 @@ import io
 import json
 import tarfile
 from pathlib import Path
+from typing import Any
 
 Entry = tuple[str, str | bytes | None, dict[str, object]]
 """(name, content: bytes a file, str a symlink's target, None a folder, options for TarInfo)."""
@@ -42,12 +43,14 @@ def rootfs_layer(root: Path) -> bytes:
     return buffer.getvalue()
 
 
-def docker_save(path: Path, layers: list[bytes], tag: str = "acme/tool:1") -> Path:
-    """A `docker save` tarball of `layers`, bottom first."""
+def docker_save(
+    path: Path, layers: list[bytes], tag: str = "acme/tool:1", config: dict[str, Any] | None = None
+) -> Path:
+    """A `docker save` tarball of `layers`, bottom first, with the image config `config`."""
     files = {f"{i}/layer.tar": data for i, data in enumerate(layers)}
     manifest = [{"Config": "config.json", "RepoTags": [tag], "Layers": list(files)}]
     files["manifest.json"] = json.dumps(manifest).encode()
-    files["config.json"] = b"{}"
+    files["config.json"] = json.dumps(config or {}).encode()
     with tarfile.open(path, "w") as tar:
         for name, data in files.items():
             info = tarfile.TarInfo(name)

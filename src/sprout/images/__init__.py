@@ -6,7 +6,8 @@ per machine (`cache`), and named by the `FROM` lines of tasks' Dockerfiles
 (`names`).
 """
 
-from sprout.images.cache import Image, ImageCache, ImageError
+from sprout.images.cache import ImageCache, ImageError
 from sprout.images.names import ImageRequest, resolve_from
+from sprout.sandbox import Image
 
 __all__ = ["Image", "ImageCache", "ImageError", "ImageRequest", "resolve_from"]

@@ -27,8 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from sprout.durable import cache_dir, file_lock, write_atomically
-from sprout.images.store_notes import StoreNote
-from sprout.sandbox import LayerStore, configured_range, current_user_mode
+from sprout.sandbox import LayerStore, StoreNote, configured_range, current_user_mode
 
 COLLECTING = ".collecting"
 
@@ -86,7 +85,7 @@ def shared_stores() -> list[LayerStore]:
 def linked_by_runs(store: LayerStore, *, forget_lost: bool = False) -> set[str]:
     """The layers of `store` that run stores link: those still on this machine (read from
     their links), and those the notes of lost stores (deleted, or moved: see
-    `sprout.images.store_notes`) say they linked; with `forget_lost` those notes are
+    `sprout.sandbox.StoreNote`) say they linked; with `forget_lost` those notes are
     dropped instead."""
     linked: set[str] = set()
     users = Path(store.path, "users")

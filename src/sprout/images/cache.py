@@ -1,15 +1,9 @@
-"""The machine-wide image cache: root filesystems by content, names that point at them.
+"""The machine-wide image cache: filling it with root filesystems, naming them, removing them.
 
-Layout under `SPROUT_CACHE/images` (default ~/.cache/sprout/images):
-
-    DIGEST/rootfs/      the root filesystem (host ids: sandboxes see it through an idmapped mount)
-    DIGEST/image.json   what it is: its names, where it came from, when, how big
-    names/NAME          the digest a name points at (NAME quoted: "python%3A3.11-slim")
-    DIGEST.lock         held while DIGEST is built, so concurrent runs build it once
-    stores/             which run stores stand on which images (`sprout.images.runstores`)
-
-An image is built into a temporary folder and renamed into place when it is
-whole: a build that dies leaves nothing a run could mount.
+Its layout, and reading it, belong to the sandbox (`sprout.sandbox.ImageCatalog`), which
+finds an image by name when `Sandbox.create(store, image=NAME)` asks for one; this module
+is the writing side. An image is built into a temporary folder and renamed into place
+when it is whole: a build that dies leaves nothing a run could mount.
 
 As root on a disk that cannot clone extents, a new cache's folder is a link into
 sprout's store filesystem, like a new layer store (`sprout.sandbox.storefs.btrfs`): a
@@ -26,19 +20,13 @@ import os
 import secrets
 import shutil
 import time
-import urllib.parse
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sprout.durable import cache_dir, file_lock, write_atomically
+from sprout.durable import file_lock, write_atomically
 from sprout.errors import SproutError
-from sprout.sandbox import disk_usage, place_store
-
-STORES = "stores"
-"""The folder of notes on run stores that stand on images (`sprout.images.runstores`)."""
-
+from sprout.sandbox import NAMES, Image, ImageCatalog, disk_usage, place_store
 
 Fill = Callable[[Path], "dict[str, Any] | None"]
 """What fills a new image's root filesystem, and may add to what its source records."""
@@ -48,70 +36,9 @@ class ImageError(SproutError, ValueError):
     """An image that cannot be built, imported or found; the message names it."""
 
 
-@dataclass(frozen=True)
-class Image:
-    """A root filesystem in the cache."""
-
-    digest: str
-    rootfs: str
-    names: tuple[str, ...]
-    source: dict[str, Any]
-    """How it was made: {"kind": "debian", "suite": ..., "packages": [...]} or
-    {"kind": "oci", "file": ..., "reference": ...}."""
-    created: float
-    size: int
-
-
-class ImageCache:
-    """Images of this machine, shared by every run (`root` defaults to the cache's)."""
-
-    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
-        self.root = Path(root) if root is not None else cache_dir() / "images"
-
-    def _name_file(self, name: str) -> Path:
-        return self.root / "names" / urllib.parse.quote(name, safe="")
-
-    def get(self, name: str) -> Image | None:
-        """The image `name` points at, or None."""
-        try:
-            digest = self._name_file(name).read_text(encoding="ascii").strip()
-        except FileNotFoundError:
-            return None
-        return self._read(digest)
-
-    def _read(self, digest: str) -> Image | None:
-        try:
-            data = json.loads((self.root / digest / "image.json").read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError):
-            return None
-        return Image(
-            digest=digest,
-            rootfs=str(self.root / digest / "rootfs"),
-            names=tuple(self._names_of(digest)),
-            source=dict(data.get("source") or {}),
-            created=float(data.get("created", 0.0)),
-            size=int(data.get("size", 0)),
-        )
-
-    def _names_of(self, digest: str) -> Iterator[str]:
-        folder = self.root / "names"
-        if not folder.is_dir():
-            return
-        for entry in sorted(folder.iterdir()):
-            if not entry.name.endswith(".tmp") and entry.read_text().strip() == digest:
-                yield urllib.parse.unquote(entry.name)
-
-    def images(self) -> list[Image]:
-        """Every complete image, newest first."""
-        if not self.root.is_dir():
-            return []
-        found = [
-            image
-            for entry in self.root.iterdir()
-            if entry.is_dir() and entry.name not in ("names", STORES) and "." not in entry.name
-            if (image := self._read(entry.name)) is not None
-        ]
-        return sorted(found, key=lambda image: image.created, reverse=True)
+class ImageCache(ImageCatalog):
+    """Images of this machine, shared by every run (`root` defaults to the cache's): the
+    catalogue, and the verbs that change it."""
 
     def _make(self) -> None:
         """Make the cache's folder when it is missing: on sprout's store filesystem where
@@ -122,7 +49,7 @@ class ImageCache:
     def name(self, name: str, digest: str) -> None:
         """Point `name` at image `digest`."""
         self._make()
-        (self.root / "names").mkdir(exist_ok=True)
+        (self.root / NAMES).mkdir(exist_ok=True)
         write_atomically(str(self._name_file(name)), digest, durable=True)
 
     def ensure(self, name: str, digest: str, source: dict[str, Any], fill: Fill) -> Image:

@@ -19,8 +19,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sprout.images.cache import Image, ImageCache, ImageError
+from sprout.images.cache import ImageCache, ImageError
 from sprout.images.oci import apply_layer
+from sprout.sandbox import Image
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 SUITES = ("bookworm", "trixie")

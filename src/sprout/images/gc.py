@@ -4,8 +4,9 @@ A base layer is kept while a run folder on the machine links it (its store
 holds a link to it, see `sprout.images.bases`) or while it was used within the
 last `keep_days`. Images are collected only when asked, and only those that
 nothing stands on: no kept base layer of the cache, and no layer store outside
-it that noted it (`sprout.images.runstores`: a run's own base layers). An image
-is something a user built or imported by name, a base layer only a cache entry.
+it that noted it (`sprout.sandbox.rootfs.notes`: a run's own base layers, a sandbox of
+the API made on it). An image is something a user built or imported by name, a base
+layer only a cache entry.
 Stores on sprout's store filesystem whose link is gone are removed only when asked
 (`orphan`): a run folder moved and not opened since looks the same as a deleted one.
 """
@@ -21,8 +22,13 @@ from sprout.images.bases import collecting, linked_by_runs, shared_stores
 from sprout.images.blobs import blob_dir
 from sprout.images.cache import ImageCache
 from sprout.images.chains import collect_chains
-from sprout.images.runstores import stores_by_image
-from sprout.sandbox import LayerStore, orphan_stores, remove_orphan_store, store_fs_root
+from sprout.sandbox import (
+    LayerStore,
+    orphan_stores,
+    remove_orphan_store,
+    store_fs_root,
+    stores_by_image,
+)
 
 
 @dataclass

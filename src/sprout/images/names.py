@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from sprout.images.cache import Image, ImageCache, ImageError
+from sprout.images.cache import ImageCache, ImageError
 from sprout.images.debian import (
     BASE_PACKAGES,
     BUILDPACK_CURL_PACKAGES,
@@ -31,6 +31,7 @@ from sprout.images.progress import PullProgress
 from sprout.images.pull import pull
 from sprout.images.reference import parse_reference
 from sprout.images.skopeo import RegistryUnreachable
+from sprout.sandbox import Image
 
 ImageMode = Literal["pull", "cache", "approximate"]
 """Where a run may take an image from (`--images`): see `choose_image`."""

@@ -24,8 +24,9 @@ from typing import IO, Any, cast
 
 import zstandard
 
-from sprout.images.cache import Image, ImageCache, ImageError
+from sprout.images.cache import ImageCache, ImageError
 from sprout.images.platforms import choose, is_list, this_machine
+from sprout.sandbox import Image
 
 WHITEOUT = ".wh."
 OPAQUE = ".wh..wh..opq"

@@ -32,12 +32,13 @@ from typing import Any
 
 from sprout.images import chains
 from sprout.images.blobs import blob_dir, blob_path
-from sprout.images.cache import Image, ImageCache, ImageError
+from sprout.images.cache import ImageCache, ImageError
 from sprout.images.oci import Archive, blob_name, read_manifest, unpack_layer
 from sprout.images.platforms import Platform, choose, is_list, this_machine
 from sprout.images.progress import PullProgress, Transfer
 from sprout.images.reference import ImageReference, parse_reference
 from sprout.images.skopeo import copy_arguments, inspect_raw, registry_error, skopeo_command
+from sprout.sandbox import Image
 
 POLL_S = 0.1
 """How often a pull's progress is measured (the blobs on disk, whole and partial)."""

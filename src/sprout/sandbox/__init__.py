@@ -27,6 +27,8 @@ from sprout.sandbox.local_workspace import SandboxFork, SandboxWorkspace
 from sprout.sandbox.network.namespace import refuse_addresses, refused_by_run
 from sprout.sandbox.network.policy import AllowedHost, Network
 from sprout.sandbox.replay import Rebuilt, ReplayCall, ReplayTurn, rebuild, sealed_in
+from sprout.sandbox.rootfs.catalog import NAMES, Image, ImageCatalog, config_env
+from sprout.sandbox.rootfs.notes import StoreNote, note_image, stores_by_image
 from sprout.sandbox.sandbox import Sandbox
 from sprout.sandbox.storefs.btrfs import (
     Placement,
@@ -50,10 +52,13 @@ from sprout.workspace import Change
 
 __all__ = [
     "GIB",
+    "NAMES",
     "AllowedHost",
     "BadArgument",
     "Change",
     "Freed",
+    "Image",
+    "ImageCatalog",
     "IsolationReport",
     "Layer",
     "LayerStore",
@@ -74,15 +79,18 @@ __all__ = [
     "SandboxWorkspace",
     "StoreInUse",
     "StoreModeMismatch",
+    "StoreNote",
     "UnknownCheckpoint",
     "bytes_freed_by_removing",
     "checkpoint_changes",
+    "config_env",
     "configured_range",
     "current_user_mode",
     "disk_usage",
     "home_of",
     "move_command",
     "needed_layers",
+    "note_image",
     "orphan_stores",
     "place_store",
     "probe_isolation",
@@ -98,6 +106,7 @@ __all__ = [
     "sealed_in",
     "store_fs_root",
     "store_owner",
+    "stores_by_image",
     "system_tool",
     "take_shipped_layer",
 ]

@@ -15,6 +15,8 @@ from sprout.sandbox.layers.changes import diff_layers
 from sprout.sandbox.layers.store import LayerStore
 from sprout.sandbox.layers.whiteouts import is_empty
 from sprout.sandbox.network.policy import Network, check_network
+from sprout.sandbox.rootfs.catalog import cached_image
+from sprout.sandbox.rootfs.notes import note_image
 from sprout.sandbox.types import Limits, Observation, RunAs, SandboxConfig
 from sprout.workspace import Change
 
@@ -102,12 +104,20 @@ class Sandbox:
     ) -> Sandbox:
         """A sandbox over `image`, with the contents of local directory `files` in `workdir`.
 
+        `image` is `"host"`, a root-filesystem folder, or an image of the machine's cache
+        as `sprout image list` shows it (a name such as `"python:3.11-slim"`, `NAME@sha256:...`
+        or its id), whose ENV the commands start with as under `docker run` (`env` wins).
         The files go into a base layer of their own, which is checkpoint
         `sandbox.parent` of the result. `user_namespaces` lets its commands make
         user namespaces of their own (its forks inherit it).
         """
         if not isinstance(store, LayerStore):
             raise BadArgument("store", f"expected a LayerStore, got {store!r}")
+        cached = cached_image(image)
+        if cached is not None:
+            image = cached.rootfs
+            if env is None or isinstance(env, dict):
+                env = {**cached.env, **(env or {})}
         config = _check_config(image, workdir, env, network, limits, user_namespaces)
         if config.image == "host" and store.mode == "rootless":
             raise BadArgument(
@@ -128,6 +138,8 @@ class Sandbox:
             sealed = store.seal(base, None, config)
         finally:
             store.discard(base)
+        if cached is not None:  # `sprout gc --images` keeps what a checkpoint stands on
+            note_image(store.path, cached.digest)
         return cls(store, sealed.id, config)
 
     @classmethod

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from sprout import __version__
 from sprout.durable import write_atomically
 from sprout.models import ModelError
 from sprout.models.resolve import spec_capabilities
@@ -113,6 +114,7 @@ def results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
     settings = tree.get_meta("settings") or {}
     concurrency = tree.get_meta("concurrency")
     return {
+        "sprout_version": __version__,
         "model": settings.get("model"),
         "methods": summary,
         "tasks": per_task,

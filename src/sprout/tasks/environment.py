@@ -16,8 +16,7 @@ from sprout.images.network import (
     machine_inputs,
     put_machine_network,
 )
-from sprout.images.runstores import note_image
-from sprout.sandbox import LayerStore, Limits, Sandbox
+from sprout.sandbox import LayerStore, Limits, Sandbox, note_image
 from sprout.task import Task, TaskError
 from sprout.tasks.digest import folder_digest
 from sprout.tasks.files import os_problem

@@ -16,6 +16,7 @@ from typing import Any
 
 from sprout.images import ImageCache, ImageError
 from sprout.images.names import choose_image, normalize
+from sprout.sandbox import config_env
 from sprout.task import Task, TaskError
 
 
@@ -63,12 +64,6 @@ class RootFilesystem:
         return config_env(self.config)
 
 
-def config_env(config: Mapping[str, Any]) -> dict[str, str]:
-    """An image config's (`oci.config_summary`) `NAME=value` entries as a mapping."""
-    pairs = (str(entry).partition("=") for entry in config.get("env") or [])
-    return {name: value for name, _, value in pairs if name}
-
-
 def cached_env(image: str) -> dict[str, str] | None:
     """The ENV a Dockerfile's stage on `image` starts with, read from the machine's image
     cache without pulling: None while the image is not there (a run pulls it, then reads
@@ -79,7 +74,7 @@ def cached_env(image: str) -> dict[str, str] | None:
         found = ImageCache().get(normalize(image))
     except ImageError:  # not a reference: the loader says so, naming its field
         return None
-    return config_env(found.source.get("config") or {}) if found is not None else None
+    return found.env if found is not None else None
 
 
 def image_rootfs(image: str, task: Task) -> RootFilesystem:

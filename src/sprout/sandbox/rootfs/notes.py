@@ -1,19 +1,20 @@
-"""Which layer stores outside the machine's cache stand on which of its images.
+"""Which layer stores stand on which images of the machine's cache, so that collecting
+images (`sprout gc --images`) never takes the root filesystem from under a checkpoint.
 
-A run's store can hold base layers of its own over an image of the cache (a
-`copy` store, or one with other ids than the machine's: see
-`sprout.images.bases.shared_store`), which the cache's stores of base layers
-know nothing of. Freeing such an image would leave that run's checkpoints
-without their root filesystem. So each store that bases a task on an image of
-the cache leaves a note in the cache, and `sprout gc --images` keeps the images
-of every store that is still there:
+A store can stand on an image of the cache directly (a sandbox made on it, a run's own
+base layers over it: a `copy` store, or one with other ids than the machine's, see
+`sprout.images.bases.shared_store`), which the cache's own stores of base layers know
+nothing of. So each such store leaves a note in the cache, and `sprout gc --images`
+keeps the images of every store that is still there:
 
     SPROUT_CACHE/images/stores/HASH       {"store": PATH, "real": PATH, "images": [DIGEST, ...]}
     SPROUT_CACHE/images/stores/HASH.lock  held while the note changes
 
-A note whose store is lost (no `store.json` at its path nor at its real path: the
-run folder was deleted, or moved) keeps its images until `sprout gc --orphan`
-drops it (`sprout.images.store_notes`).
+A run folder can be moved (its store's path changes) or deleted, and nothing in the
+cache can tell which. So a note records both the path the store was used at and its real
+path: on sprout's store filesystem that is a folder a move of the run folder leaves where
+it is. A store found at neither is *lost*: `sprout gc` keeps what the note says it needed
+unless told `--orphan`, which drops the note.
 """
 
 from __future__ import annotations
@@ -21,21 +22,43 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from sprout.durable import file_lock, write_atomically
-from sprout.images.cache import STORES, ImageCache
-from sprout.images.store_notes import StoreNote
+from sprout.sandbox.rootfs.catalog import STORES, ImageCatalog
 
 
-def _notes(cache: ImageCache) -> Path:
-    return cache.root / STORES
+@dataclass(frozen=True)
+class StoreNote:
+    """A layer store as a note in the cache names it."""
+
+    store: str
+    """The path it was used at (a run's `layers/`, a link among them)."""
+    real: str
+    """Its real path when noted."""
+
+    @classmethod
+    def of(cls, path: str) -> StoreNote:
+        return cls(path, os.path.realpath(path))
+
+    def found(self) -> str | None:
+        """Where the store is now (its path, else its real path), or None: lost."""
+        for path in (self.store, self.real):
+            if path and os.path.isfile(os.path.join(path, "store.json")):
+                return path
+        return None
 
 
-def note_image(store: str, digest: str, cache: ImageCache | None = None) -> None:
+def _notes(catalog: ImageCatalog) -> Path:
+    return catalog.root / STORES
+
+
+def note_image(store: str, digest: str, catalog: ImageCatalog | None = None) -> None:
     """Note that layer store `store` stands on image `digest` of the cache (once: a note
     that has it already is left as it is)."""
-    folder = _notes(cache or ImageCache())
+    folder = _notes(catalog or ImageCatalog())
     folder.mkdir(parents=True, exist_ok=True)
     note = folder / hashlib.sha256(store.encode()).hexdigest()[:20]
     with file_lock(f"{note}.lock"):
@@ -51,12 +74,12 @@ def note_image(store: str, digest: str, cache: ImageCache | None = None) -> None
 
 
 def stores_by_image(
-    cache: ImageCache | None = None, *, forget_lost: bool = False
+    catalog: ImageCatalog | None = None, *, forget_lost: bool = False
 ) -> dict[str, list[str]]:
     """Image digest -> the stores that stand on it: those still on this machine, and those
-    lost (deleted, or moved: see `sprout.images.store_notes`), said so; with `forget_lost`
-    the notes of lost stores are dropped instead."""
-    folder = _notes(cache or ImageCache())
+    lost (deleted, or moved), said so; with `forget_lost` the notes of lost stores are
+    dropped instead."""
+    folder = _notes(catalog or ImageCatalog())
     found: dict[str, list[str]] = {}
     if not folder.is_dir():
         return found

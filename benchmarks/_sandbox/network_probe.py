@@ -1,4 +1,4 @@
-"""The network rows' measurements, run by `sandbox_network.py` on the "host" of a world of
+"""The network rows' measurements, run by `network_world.py` on the "host" of a world of
 namespaces it made (so that every byte goes to a server of the benchmark's own):
 
     python network_probe.py STORE_DIR REPEAT URL
