@@ -30,6 +30,7 @@ PYTEST_ENV := env -u PYTHONDONTWRITEBYTECODE
 demo: install
 	$(BIN)/sprout image build $(EXAMPLE_IMAGE)
 	rm -rf $(DEMO_RUN)
+	@echo "running 4 search methods on the 8 example tasks with a simulated actor (about 2 minutes on 2 cores)"
 	$(BIN)/sprout run examples/tasks --model oracle-noise:errors=trap \
 	  --method pass@4,pass@4-first,shepherd,sprout --workers 2 --out $(DEMO_RUN)
 	@echo "open $(DEMO_RUN)/report.html in a browser (no server needed), or browse the run live:"
@@ -39,6 +40,7 @@ test: install harbor-venv
 	for image in $(TEST_IMAGES); do $(BIN)/sprout image build $$image || exit 1; done
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
+	@echo "running the tests: pytest with $(TEST_WORKERS) workers (about 8 minutes on 2 cores)"
 	SPROUT_REQUIRE_SANDBOX=$$(scripts/sandbox-available) \
 	  SPROUT_LLAMA_SERVER=$$(PYTHON=$(BIN)/python scripts/llama-server || true) \
 	  SPROUT_HARBOR_PYTHON=$$(test -f $(HARBOR_STAMP) && echo $(HARBOR_VENV)/bin/python) \
@@ -63,7 +65,7 @@ system-packages:
 	done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing Debian packages:$$missing"; \
+	    echo "installing Debian packages:$$missing (2 to 4 minutes)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	    case "$$missing" in *docker-registry*) \
 	      echo "stopping the docker-registry service Debian starts (the tests run their own on loopback)"; \
@@ -74,6 +76,7 @@ system-packages:
 	fi
 
 $(STAMP): pyproject.toml
+	@echo "installing sprout and its extras into $(VENV) from PyPI (3 to 5 minutes the first time)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev,train,trainers,dist,swebench,integrations]'
@@ -85,6 +88,7 @@ harbor-venv:
 	$(MAKE) --no-print-directory $(HARBOR_STAMP) HARBOR_PYTHON=$$python
 
 $(HARBOR_STAMP): pyproject.toml
+	@echo "installing Harbor and sprout into $(HARBOR_VENV) with $(HARBOR_PYTHON) (about a minute)"
 	test -x $(HARBOR_VENV)/bin/python || $(HARBOR_PYTHON) -m venv $(HARBOR_VENV)
 	$(HARBOR_VENV)/bin/pip install -q --upgrade pip
 	$(HARBOR_VENV)/bin/pip install -q -e '.[harbor]'
