@@ -25,11 +25,24 @@ Author = Literal["actor", "reviewer"]
 Role = Literal["actor", "analyst", "reviewer"]
 AttemptStatus = Literal["running", "submitted", "limit", "error", "stopped"]
 """`stopped`: its schedule needed no more turns (another attempt had passed)."""
-Fault = Literal["model", "sandbox", "lost", "harness"]
+Fault = Literal["model", "sandbox", "lost", "harness", "verifier"]
 """Why an attempt ended `error`: the model server failed (no reply after retries), the
 sandbox failed, the checkpoint it was to continue from was lost with its node (no store
-holds it any more), or sprout itself crashed. The first two are retried by `--resume`; a
-lost root is restarted from checkpoint 0 by a new root (`Attempt.restarts`)."""
+holds it any more), sprout itself crashed, or the verifier could not give a verdict (its
+fork or runner could not start, it left no result the task requires). The model and
+sandbox faults are continued by `--resume`, and a verifier's is verified again; a lost
+root is restarted from checkpoint 0 by a new root (`Attempt.restarts`)."""
+
+
+@dataclass(frozen=True)
+class Played:
+    """How an attempt's turns ended (`submitted` or `limit`, and why), kept when its verifier
+    then failed, so that verifying it again restores them."""
+
+    status: AttemptStatus
+    reason: str | None
+
+
 PASS_REWARD = 1.0
 """The reward of a pass. A verifier may score partial success (or more): only this counts
 as solving the task; anything below it, once verified, is a failure to branch from."""
@@ -113,6 +126,8 @@ class Attempt:
     end_reason: str | None = None
     fault: Fault | None = None
     """With status `error`: what failed instead of the model (never a failed test)."""
+    played: Played | None = None
+    """With fault `verifier`: how its turns had ended before the verifier failed."""
     round: int = 0
     method: str = ""
     guided: bool = False

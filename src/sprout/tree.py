@@ -7,10 +7,8 @@ list, is derived from the stored turns; nothing is ever re-executed to get it.
 
 The tree is the only writer of a run: the actor commits turns and model calls
 through its verbs, the schedules attempts, outcomes and their own bookkeeping,
-the roles analyses and reviews. The store under it (`sprout.rundb`) is private:
-it is the only code that writes SQL, and the tree the only code that calls it. Its
-error (`RunDatabaseError`: the database file cannot be used) reaches the tree's callers, so the
-tree re-exports it for them.
+the roles analyses and reviews. The store under it (`sprout.rundb`) is private: the only
+code that writes SQL, called by the tree alone, which re-exports its `RunDatabaseError`.
 """
 
 from __future__ import annotations
@@ -180,9 +178,13 @@ class RolloutTree:
         self._store.reopen_attempt(attempt_id)
 
     def reopen_attempts(self, task_id: str, method: str, faults: Sequence[Fault]) -> int:
-        """Put back to `running` the attempts of (task, method) that one of `faults` ended,
-        so that a resumed run continues them; returns how many."""
+        """Put back the attempts of (task, method) that one of `faults` ended, so that a
+        resumed run continues them, or verifies them again (`verifier`); returns how many."""
         return self._store.reopen_attempts(task_id, method, faults)
+
+    def verifier_failed(self, attempt_id: int, reason: str) -> None:
+        """End an attempt whose verifier gave no verdict: `error`, fault `verifier`, no reward."""
+        self._store.verifier_failed(attempt_id, reason)
 
     def set_outcome(
         self, attempt_id: int, reward: float, diagnostics: dict[str, Any], patch: str | None
@@ -210,6 +212,10 @@ class RolloutTree:
     def start_schedule(self, task_id: str, method: str) -> None:
         """Mark (task, method) running; a resumed one keeps the wall time it had spent."""
         self._store.start_schedule(task_id, method)
+
+    def pause_schedule(self, task_id: str, method: str) -> None:
+        """Leave (task, method) unfinished for `--resume`, its wall time so far counted."""
+        self._store.pause_schedule(task_id, method)
 
     def finish_schedule(
         self, task_id: str, method: str, *, resolved: bool | None, error: str | None

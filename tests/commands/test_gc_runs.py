@@ -1,12 +1,15 @@
 """`sprout gc` beside real runs: it keeps every checkpoint a run references, frees the
-rest, says what (and with --dry-run frees nothing), refuses while the run is live, and a
-killed run's debris (a verifier's fork with the hidden tests) goes at its next start."""
+rest, says what (and with --dry-run frees nothing), refuses while the run is live or a
+viewer has it open, and a killed run's debris (a verifier's fork with the hidden tests) goes
+at its next start."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -23,6 +26,7 @@ from sprout.sandbox import LayerStore, Sandbox, stores_by_image
 from sprout.tasks import base_checkpoint_of, load_native
 from sprout.tree import CheckpointRef
 from tests.support.processes import ProcessWatch
+from tests.support.registry_world import free_port
 from tests.support.requirements import require_host_image
 from tests.support.taskfolders import TRAPPED, two_edits_task
 from tests.support.tool_image import greet_task
@@ -177,6 +181,67 @@ def test_gc_refuses_while_the_run_is_live_and_resume_sweeps_the_killed_verifier(
     assert gc.returncode == 0, gc.stderr
     assert listing_of_every_checkpoint(out) == before
     assert LayerStore(layers).sweep().debris == []
+
+
+def start_viewer(run_dir: Path) -> subprocess.Popen[str]:
+    """`sprout view RUN --port P` on a free loopback port, once it listens (it takes the
+    run's lease before it serves)."""
+    port = free_port()
+    argv = [*SPROUT, "view", str(run_dir), "--port", str(port)]
+    viewer = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        if viewer.poll() is not None:
+            said = viewer.stderr.read() if viewer.stderr is not None else ""
+            raise AssertionError(f"sprout view exited with {viewer.returncode}: {said}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return viewer
+        if time.monotonic() > deadline:
+            stop_viewer(viewer)
+            raise AssertionError(f"sprout view did not listen on port {port} within 30 s")
+        time.sleep(0.05)
+
+
+def stop_viewer(viewer: subprocess.Popen[str]) -> None:
+    """Kill what is left of a viewer the test started (its own session)."""
+    if viewer.poll() is None:
+        os.killpg(viewer.pid, signal.SIGKILL)
+    viewer.wait(timeout=10)
+
+
+def gc_of(run_dir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*SPROUT, "gc", str(run_dir)], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_gc_refuses_while_a_viewer_has_the_run_open(oracle_run: Path) -> None:
+    """`sprout view` holds the run's lease from before it serves until it exits: gc names it
+    and frees nothing; Ctrl-C lets go, and so does a viewer killed outright."""
+    stray = stray_checkpoint(oracle_run)
+    layers = LayerStore(oracle_run / "layers")
+    viewer = start_viewer(oracle_run)
+    try:
+        refused = gc_of(oracle_run)
+        assert refused.returncode == 2, refused.stderr
+        assert f"in use by sprout process {viewer.pid} (sprout view" in refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
+        assert layers.layer(stray).id == stray, "nothing freed"
+        viewer.send_signal(signal.SIGINT)
+        assert viewer.wait(timeout=30) == 0
+    finally:
+        stop_viewer(viewer)
+    freed = gc_of(oracle_run)
+    assert freed.returncode == 0 and freed.stdout.startswith("freed 0.2 MB: 1 layers")
+
+    viewer = start_viewer(oracle_run)
+    try:
+        os.killpg(viewer.pid, signal.SIGKILL)  # no chance to let go: the kernel drops the flock
+    finally:
+        stop_viewer(viewer)
+    assert gc_of(oracle_run).returncode == 0, "a killed viewer's lease went with it"
 
 
 @pytest.mark.sandbox

@@ -119,12 +119,24 @@ def test_the_first_ctrl_c_finishes_running_turns_prints_the_table_and_exits_130(
     with sqlite3.connect(out / "sprout.db") as connection:
         statuses = {row[0] for row in connection.execute("SELECT status FROM attempts")}
     assert "error" not in statuses, "the interruption is not recorded as anyone's error"
+    interrupted = _walls(out, "WHERE status = 'running'")
+    assert interrupted and all(wall > 0 for wall in interrupted.values()), "its leg is counted"
 
     resumed = subprocess.run(
         [*_command(tmp_path, out), "--resume"], capture_output=True, text=True, timeout=300
     )
     assert resumed.returncode == 0, resumed.stderr
     assert decisions(out) == decisions(straight)
+    walls = _walls(out)
+    for pair, first_leg in interrupted.items():
+        assert walls[pair] > first_leg, f"{pair}: the wall of both legs, summed"
+
+
+def _walls(out: Path, where: str = "") -> dict[str, float]:
+    """Each (task, method)'s wall time in `out`'s run so far, by "TASK METHOD"."""
+    with sqlite3.connect(out / "sprout.db") as connection:
+        rows = connection.execute(f"SELECT task_id, method, wall_s FROM schedules {where}")
+        return {f"{task} {method}": wall for task, method, wall in rows}
 
 
 @pytest.mark.slow

@@ -112,6 +112,9 @@ def test_a_server_that_fails_every_call_stops_the_run_and_resume_finishes_it(
     content = results(tmp_path)
     assert sum("error" in by["pass@1"] for by in content["tasks"].values()) == 3
     assert len(content["tasks"]) == 3, "the tasks after the halt were not walked through"
+    method = content["methods"]["pass@1"]
+    assert (method["attempts"], method["turns_executed"]) == (0, 0), "none ran a turn"
+    assert (method["faults"], method["failed"]) == ({"model": 3}, 0)
 
     with ChatServer() as server:
         server.replies.extend(SOLVING * 5)

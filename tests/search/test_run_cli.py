@@ -32,6 +32,7 @@ METHOD_KEYS = {
     "turns_imported",
     "turns_reused",
     "wall_s",
+    "failed",
     "errors",
     "incomplete",
     "faults",
@@ -287,21 +288,13 @@ def test_a_run_killed_at_random_instants_decides_as_an_uninterrupted_run(tmp_pat
     assert decisions(out) == decisions(tmp_path / "straight")
 
 
-@pytest.mark.parametrize(
-    ("test_sh", "summary"),
-    [
-        ("sleep 30\n", "timed out"),
-        ("echo maybe > /logs/verifier/reward.txt\n", "the verifier failed"),
-    ],
-)
-def test_a_verifier_that_hangs_or_writes_nonsense_scores_zero_and_the_run_goes_on(
-    tmp_path: Path, test_sh: str, summary: str
-) -> None:
+def test_a_verifier_that_hangs_scores_zero_and_the_run_goes_on(tmp_path: Path) -> None:
+    """A verifier that times out gives the verdict a timeout is (Harbor's too): 0."""
     require_host_image()
     tasks = tmp_path / "tasks"
     two_edits_task(tasks, "good")
     bad = two_edits_task(tasks, "bad-verifier")
-    (bad / "tests" / "test.sh").write_text(test_sh)
+    (bad / "tests" / "test.sh").write_text("sleep 30\n")
     (bad / "task.toml").write_text(
         (bad / "task.toml").read_text().replace("timeout_sec = 30", "timeout_sec = 1")
     )
@@ -315,7 +308,7 @@ def test_a_verifier_that_hangs_or_writes_nonsense_scores_zero_and_the_run_goes_o
         (diagnostics,) = connection.execute(
             "SELECT diagnostics FROM attempts WHERE task_id = 'bad-verifier'"
         ).fetchone()
-    assert summary in json.loads(diagnostics)["summary"]
+    assert "timed out" in json.loads(diagnostics)["summary"]
 
 
 def test_a_broken_roles_table_is_refused_before_anything_runs(

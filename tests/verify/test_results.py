@@ -16,6 +16,7 @@ import pytest
 from sprout.verify import (
     FORMATS,
     Diagnostics,
+    MissingResults,
     ResultsError,
     TestResult,
     diagnose,
@@ -550,16 +551,29 @@ def test_named_formats_decide_alone():
     files = {**EVERYTHING, LOGS + "reward.txt": b"1"}
     junit = read_results(files, LOG, 0, format="junit")
     assert (junit.reward, junit.source) == (0.0, "junit:/logs/verifier/junit.xml")
-    missing = read_results({}, LOG, 0, format="ctrf")
-    assert missing.reward == 0.0
-    assert "no ctrf results: no *ctrf*.json file" in missing.summary
-    broken = read_results({LOGS + "ctrf.json": b"{"}, "", 0, format="ctrf")
-    assert "ctrf results unreadable: /logs/verifier/ctrf.json: not valid JSON" in broken.summary
     by_exit = read_results(files, LOG, 0, format="exit-code")
     assert (by_exit.reward, by_exit.source) == (1.0, "exit-code+ctrf:/logs/verifier/ctrf.json")
-    no_reward = read_results(EVERYTHING, LOG, 0, format="reward")
-    assert no_reward.reward == 0.0 and "no reward file" in no_reward.summary
     assert read_results({}, LOG, 0, format="tap").source == "tap"
+
+
+def test_a_named_format_missing_or_unreadable_is_no_verdict():
+    """A verifier that ran to its end and left no result its task requires gave no verdict:
+    MissingResults (the attempt's error, fault `verifier`), never a reward of 0."""
+    with pytest.raises(MissingResults, match=r"^task t: no ctrf results: no \*ctrf\*\.json"):
+        read_results({}, LOG, 0, format="ctrf", task="t")
+    with pytest.raises(MissingResults, match=r"ctrf results unreadable: .*ctrf\.json: not valid"):
+        read_results({LOGS + "ctrf.json": b"{"}, "", 0, format="ctrf")
+    with pytest.raises(MissingResults, match="no reward file"):
+        read_results(EVERYTHING, LOG, 0, format="reward")
+    with pytest.raises(MissingResults, match="no junit results"):
+        read_results({}, "", 1, format="junit")  # a runner that failed to start: exit 1
+
+
+def test_a_verifier_that_timed_out_scores_zero_whatever_it_left():
+    for format in ("ctrf", "reward"):
+        timed_out = read_results({}, LOG, None, format=format)
+        assert timed_out.reward == 0.0
+        assert timed_out.summary.startswith("the verifier timed out, so the reward is 0")
 
 
 def test_required_tests_through_read_results():

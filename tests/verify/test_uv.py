@@ -148,7 +148,7 @@ def test_a_failed_fetch_is_one_line_and_a_verifier_error(
     with pytest.raises(UvUnavailable) as raised:
         uv_binaries("0.9.5", root=tmp_path / "tools")
     message = str(raised.value)
-    assert isinstance(raised.value, ResultsError)  # recorded as "verifier-error", not a failure
+    assert isinstance(raised.value, ResultsError)  # the attempt's error, not a failure
     assert "\n" not in message
     assert message.startswith("cannot fetch uv 0.9.5 for the verifier from the package index")
     assert "uv==0.9.5" in message

@@ -96,8 +96,6 @@ def verifier_crash(diagnostics: Diagnostics) -> str | None:
     with no per-test results and a log that shows no network is a crash too: Terminal-Bench
     2's scripts write 0 whenever their runner fails, even when it never ran a test."""
     decided_by = diagnostics.provenance.kind
-    if decided_by == "verifier-error":
-        return diagnostics.summary
     if diagnostics.passed + diagnostics.failed + diagnostics.errored:
         return None
     reported = decided_by == "reward"

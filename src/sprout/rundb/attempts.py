@@ -89,16 +89,38 @@ class AttemptTables(Database):
 
     def reopen_attempts(self, task_id: str, method: str, faults: Sequence[str]) -> int:
         """Put back to `running` the attempts of (task, method) that a fault of one of
-        `faults` ended, so that a resumed run continues them; returns how many."""
+        `faults` ended, so that a resumed run continues them, and those a verifier's fault
+        ended (when `faults` names it) back to how their turns ended, so that it verifies
+        them again; returns how many."""
         marks = ", ".join("?" for _ in faults)
         with self.transaction() as db:
-            cursor = db.execute(
+            continued = db.execute(
                 "UPDATE attempts SET status = 'running', end_reason = NULL, fault = NULL, "
                 f"finished = NULL WHERE task_id = ? AND method = ? AND status = 'error' "
-                f"AND fault IN ({marks})",
+                f"AND fault IN ({marks}) AND fault != 'verifier'",
                 (task_id, method, *faults),
+            ).rowcount
+            if "verifier" not in faults:
+                return continued
+            verified = db.execute(
+                "UPDATE attempts SET status = json_extract(played, '$.status'), "
+                "end_reason = json_extract(played, '$.reason'), fault = NULL, played = NULL "
+                "WHERE task_id = ? AND method = ? AND status = 'error' AND fault = 'verifier' "
+                "AND played IS NOT NULL",
+                (task_id, method),
+            ).rowcount
+        return continued + verified
+
+    def verifier_failed(self, attempt_id: int, reason: str) -> None:
+        """End an attempt whose verifier gave no verdict `error` (fault `verifier`), keeping
+        how its turns ended for a verification again."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE attempts SET played = json_object('status', status, 'reason', "
+                "end_reason), status = 'error', end_reason = ?, fault = 'verifier', "
+                "reward = NULL, finished = ? WHERE id = ? AND status != 'error'",
+                (reason, time.time(), attempt_id),
             )
-        return cursor.rowcount
 
     def set_outcome(
         self, attempt_id: int, reward: float, diagnostics: dict[str, Any], patch: str | None

@@ -40,6 +40,17 @@ class ProgressTables(Database):
                 (task_id, method, time.time()),
             )
 
+    def pause_schedule(self, task_id: str, method: str) -> None:
+        """Leave (task, method) unfinished (a halt): add this leg's wall time, so that a
+        resumed pair's wall is the sum of its legs."""
+        now = time.time()
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE schedules SET wall_s = wall_s + (? - started), started = ? "
+                "WHERE task_id = ? AND method = ? AND status = 'running'",
+                (now, now, task_id, method),
+            )
+
     def finish_schedule(
         self, task_id: str, method: str, *, resolved: bool | None, error: str | None
     ) -> None:

@@ -8,7 +8,7 @@ import json
 import sqlite3
 from typing import Any
 
-from sprout.records import Attempt, CallRecord, ModelCallRecord, Turn
+from sprout.records import Attempt, CallRecord, ModelCallRecord, Played, Turn
 from sprout.workspace import Change
 
 
@@ -22,6 +22,7 @@ def attempt_from_row(row: sqlite3.Row) -> Attempt:
         status=row["status"],
         end_reason=row["end_reason"],
         fault=row["fault"],
+        played=Played(**json.loads(row["played"])) if row["played"] else None,
         round=row["round"],
         method=row["method"],
         guided=bool(row["guided"]),

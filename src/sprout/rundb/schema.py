@@ -114,6 +114,22 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE attempts ADD COLUMN restarts INTEGER REFERENCES attempts(id);
     """,
+    # How an attempt's turns ended ({"status", "reason"}) when its verifier then failed: a
+    # verifier's fault is the attempt's `error`, and --resume verifies it again as it was.
+    # Runs of earlier versions stored such a fault as a reward of 0: they become errors.
+    """
+    ALTER TABLE attempts ADD COLUMN played TEXT;
+    UPDATE attempts SET
+        played = json_object('status', status, 'reason', end_reason),
+        status = 'error',
+        fault = 'verifier',
+        reward = NULL,
+        end_reason = 'verifier: ' || replace(
+            coalesce(json_extract(diagnostics, '$.summary'), 'it did not run'),
+            'the verifier failed: ', ''
+        )
+    WHERE status != 'error' AND json_extract(diagnostics, '$.source') = 'verifier-error';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version of a store that every migration has run on (`PRAGMA user_version`)."""

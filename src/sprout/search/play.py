@@ -21,7 +21,7 @@ from sprout.search.sandboxes import TaskSandboxes
 from sprout.search.slots import Slots
 from sprout.task import Task
 from sprout.tree import Attempt, Message, RolloutTree
-from sprout.verify import Diagnostics, ResultsError
+from sprout.verify import ResultsError
 from sprout.workspace import CheckpointLost
 
 
@@ -129,10 +129,11 @@ class Search:
         return first
 
     def _verify(self, attempt: Attempt) -> None:
-        """Store the verifier's reward, diagnostics and patch; a verifier that cannot run
-        scores 0 with the reason as its diagnostics, and the search goes on. A checkpoint
-        lost with its node is rebuilt first; one that cannot be leaves the attempt `error`
-        with fault `lost` (its outcome is unknown, which is no failure)."""
+        """Store the verifier's reward, diagnostics and patch. A verifier that gives no
+        verdict (its fork or runner cannot start, it leaves no result the task requires)
+        ends the attempt `error` with fault `verifier`: no reward, never a failed test. A
+        checkpoint lost with its node is rebuilt first; one that cannot be leaves the
+        attempt `error` with fault `lost` (its outcome is unknown, which is no failure)."""
         checkpoint = self.tree.checkpoint(attempt)
         base_checkpoint = self.tree.checkpoint(
             attempt, 0
@@ -148,24 +149,8 @@ class Search:
             self.tree.finish_attempt(attempt.id, "error", f"sandbox: {error}", fault="lost")
             return
         except (SandboxError, ResultsError) as error:
-            self.tree.set_outcome(attempt.id, 0.0, verifier_failure(str(error)), None)
+            self.tree.verifier_failed(attempt.id, f"verifier: {error}")
             return
         self.tree.set_outcome(
             attempt.id, verdict.reward, verdict.diagnostics.to_json(), verdict.patch
         )
-
-
-def verifier_failure(reason: str) -> dict[str, object]:
-    """Diagnostics for a verifier that could not run or be read: reward 0 and why."""
-    return Diagnostics(
-        reward=0.0,
-        tests=(),
-        passed=0,
-        failed=0,
-        errored=0,
-        skipped=0,
-        required_missing=(),
-        source="verifier-error",
-        log_tail=reason[-2000:],
-        summary=f"the verifier failed: {reason[:300]}",
-    ).to_json()

@@ -10,6 +10,7 @@ with its error and the others go on.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -43,9 +44,10 @@ from sprout.task import Task, TaskError
 from sprout.tasksandbox.room import Room
 from sprout.tree import Fault, RunDatabaseError
 
-RETRIED_FAULTS: tuple[Fault, ...] = ("model", "sandbox")
-"""Faults a resumed pair retries (its attempts continue from their last turn); a crash of
-sprout itself is kept as it was recorded, so a resume never replays it."""
+RETRIED_FAULTS: tuple[Fault, ...] = ("model", "sandbox", "verifier")
+"""Faults a resumed pair retries (its attempts continue from their last turn, or are
+verified again); a crash of sprout itself is kept as it was recorded, so a resume never
+replays it."""
 
 
 class RunSettingsError(SproutError, ValueError):
@@ -294,6 +296,8 @@ def _play_pair(context: _RunContext, task: Task, method: Method) -> bool:
         settings = context.settings
         play(method, search, ScheduleRoles(search, settings.actor, settings.roles))
     except Halted:
+        with contextlib.suppress(RunDatabaseError):  # a database that refuses halted the run
+            tree.pause_schedule(task.id, method.name)
         progress.event(task.id, method.name, "interrupted: --resume continues it")
         return False
     except RunDatabaseError as error:  # the run folder cannot be written: stop everything

@@ -17,30 +17,30 @@ from sprout.models import ModelError
 from sprout.models.resolve import spec_capabilities
 from sprout.runfolder import RunFolder
 from sprout.search.imported import imported_sources
-from sprout.tree import Attempt, RolloutTree
+from sprout.tree import RolloutTree
 
 _writing = threading.Lock()
 """Worker threads finish tasks at once; results.json's temporary file is per process."""
 
 
-def _counted(tree: RolloutTree, attempt: Attempt) -> bool:
-    """An attempt that did something: not one stopped before its first turn."""
-    return attempt.status != "stopped" or bool(tree.own_turns(attempt))
-
-
 def task_result(tree: RolloutTree, task_id: str, method: str) -> dict[str, Any]:
-    """One method on one task: resolved, tokens, attempts, turns and the roots' Pass@1."""
-    attempts = [a for a in tree.attempts(task_id) if a.method == method and _counted(tree, a)]
+    """One method on one task: resolved, tokens, attempts, turns and the roots' Pass@1.
+
+    `attempts` are those that ran at least one turn of their own (docs/run.md): neither one
+    stopped before its first turn because another passed, nor one a fault ended before it;
+    `faults` counts every attempt a fault ended, turns or not."""
+    mine = [a for a in tree.attempts(task_id) if a.method == method]
+    turns = {a.id: len(tree.own_turns(a)) for a in mine}
+    attempts = [a for a in mine if turns[a.id]]
     imported = imported_sources(tree)
-    turns = {a.id: len(tree.own_turns(a)) for a in attempts}
     roots = [a.reward for a in attempts if a.kind == "root" and a.reward is not None]
     tokens = tree.tokens(task_id=task_id, method=method)
     faults: dict[str, int] = {}
-    for attempt in attempts:
+    for attempt in mine:
         if attempt.status == "error":
             faults[attempt.fault or "unknown"] = faults.get(attempt.fault or "unknown", 0) + 1
     return {
-        "resolved": any(a.passed for a in attempts),
+        "resolved": any(a.passed for a in mine),
         "faults": faults,
         "role_sources": role_sources(tree, task_id, method),
         "tokens": {
@@ -50,8 +50,8 @@ def task_result(tree: RolloutTree, task_id: str, method: str) -> dict[str, Any]:
         },
         "attempts": len(attempts),
         "pass_at_1": sum(roots) / len(roots) if roots else None,
-        "turns_executed": sum(n for a, n in turns.items() if a not in imported),
-        "turns_imported": sum(n for a, n in turns.items() if a in imported),
+        "turns_executed": sum(turns[a.id] for a in attempts if a.id not in imported),
+        "turns_imported": sum(turns[a.id] for a in attempts if a.id in imported),
         "turns_reused": sum(a.boundary for a in attempts if a.kind == "branch"),
     }
 
@@ -150,6 +150,9 @@ def _method_summary(rows: list[dict[str, Any]], schedules: list[dict[str, Any]])
         "turns_imported": sum(row["turns_imported"] for row in rows),
         "turns_reused": sum(row["turns_reused"] for row in rows),
         "wall_s": round(sum(s["wall_s"] for s in schedules), 3),
+        "failed": sum(
+            not row["resolved"] and "error" not in row and not row.get("incomplete") for row in rows
+        ),
         "errors": sum("error" in row for row in rows),
         "incomplete": sum(bool(row.get("incomplete")) for row in rows),
         "faults": faults,
@@ -273,6 +276,7 @@ def _notes(content: dict[str, Any]) -> list[str]:
     if any(m.get("errors") or m.get("incomplete") for m in content["methods"].values()):
         notes.append(
             "errors are not failures: such tasks count as not resolved above, results.json "
-            "has each reason, and --resume retries model and sandbox faults"
+            "has each reason, and --resume retries model and sandbox faults and verifies "
+            "again what the verifier could not"
         )
     return notes

@@ -4,11 +4,18 @@ from sprout.verify.parsers import parse_ctrf, parse_junit_xml, parse_pytest_summ
 from sprout.verify.results import FORMATS, diagnose, read_results, score
 from sprout.verify.runner import Verdict, run_verifier, workdir_patch
 from sprout.verify.tap import parse_tap
-from sprout.verify.types import Diagnostics, Provenance, ResultsError, TestResult
+from sprout.verify.types import (
+    Diagnostics,
+    MissingResults,
+    Provenance,
+    ResultsError,
+    TestResult,
+)
 
 __all__ = [
     "FORMATS",
     "Diagnostics",
+    "MissingResults",
     "Provenance",
     "ResultsError",
     "TestResult",

@@ -20,7 +20,13 @@ from sprout.verify.parsers import (
     read_reward,
 )
 from sprout.verify.tap import has_tap, parse_tap
-from sprout.verify.types import Diagnostics, Provenance, ResultsError, TestResult
+from sprout.verify.types import (
+    Diagnostics,
+    MissingResults,
+    Provenance,
+    ResultsError,
+    TestResult,
+)
 
 FORMATS = ("auto", "reward", "ctrf", "junit", "pytest", "tap", "exit-code")
 """The values a task's results format may take; "auto" tries them in the order below."""
@@ -243,9 +249,10 @@ def read_results(
     tests are diagnostics only; with neither, the exit code does (1 iff 0). A per-test file
     that cannot be read is skipped with a note in the summary.
 
-    A named format is the only one that decides: when its results are missing or unreadable
-    the reward is 0 and the summary says why; "reward" and "exit-code" still show whatever
-    per-test results exist. Raises ResultsError for an unknown format and for a reward file
+    A named format alone decides: its results (a reward file for "reward") missing or
+    unreadable after a verifier that ran to its end are no verdict (`MissingResults`);
+    "reward" and "exit-code" still show whatever per-test results exist. A verifier that
+    timed out scores 0. Raises ResultsError for an unknown format and for a reward file
     that holds no number (a broken task, not a failed attempt), naming the task and file.
     """
     where = f"task {task}: " if task else ""
@@ -254,7 +261,7 @@ def read_results(
     readers = _readers(files, log)
     run = _Run(log, exit_code, required)
     if format in PER_TEST_FORMATS:
-        return _named_per_test(run, readers, format)
+        return _named_per_test(run, readers, format, where)
     tests, test_source, notes = _first_per_test(readers)
     reward_path = _reward_file(files)
     if format in ("auto", "reward") and reward_path:
@@ -266,6 +273,8 @@ def read_results(
         return run.diagnostics(tests, source, reward=reward, notes=notes)
     if format == "reward":
         missing = f"no reward file ({' or '.join(REWARD_FILES)}) among the verifier's files"
+        if exit_code is not None:
+            raise MissingResults(f"{where}{missing}")
         return run.diagnostics(tests, Provenance("reward"), reward=0.0, notes=[missing, *notes])
     if format == "auto" and test_source is not None:
         return run.diagnostics(tests, test_source, notes=notes)
@@ -310,19 +319,22 @@ class _Run:
 
 
 def _named_per_test(
-    run: _Run, readers: Mapping[str, Callable[[], _Found]], format: str
+    run: _Run, readers: Mapping[str, Callable[[], _Found]], format: str, where: str
 ) -> Diagnostics:
     """The diagnostics of a task that names its per-test `format`: that format alone decides,
-    so results that are missing or unreadable are a reward of 0 that says why."""
+    so results that are missing or unreadable are no verdict (`MissingResults`), unless the
+    verifier timed out, which scores 0 and says why."""
     try:
         found = readers[format]()
     except ResultsError as error:
-        unreadable = f"{format} results unreadable: {error}"
-        return run.diagnostics([], Provenance(format), reward=0.0, notes=[unreadable])
-    if found is None:
-        missing = f"no {format} results: {_WHERE[format]}"
-        return run.diagnostics([], Provenance(format), reward=0.0, notes=[missing])
-    return run.diagnostics(*found)
+        problem = f"{format} results unreadable: {error}"
+    else:
+        if found is not None:
+            return run.diagnostics(*found)
+        problem = f"no {format} results: {_WHERE[format]}"
+    if run.exit_code is not None:
+        raise MissingResults(f"{where}{problem}")
+    return run.diagnostics([], Provenance(format), reward=0.0, notes=[problem])
 
 
 def _first_per_test(

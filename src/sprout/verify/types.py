@@ -19,7 +19,14 @@ class ResultsError(SproutError, ValueError):
 class VerifierSetupError(ResultsError):
     """What the verifier needs from this machine (a tool fetched from the package index)
     could not be had: the machine's fault, never the attempt's. A ResultsError, so that
-    callers record it as a verifier error ("verifier-error"), not as a failed attempt."""
+    callers end the attempt `error` with fault `verifier`, not as a failed attempt."""
+
+
+class MissingResults(ResultsError):
+    """The verifier ran to its end but left no result where the task requires one (no
+    reward file for `results = "reward"`, no report of a named per-test format, or one
+    that cannot be read): no verdict, so the verifier's fault, never the attempt's, as
+    Harbor counts a missing reward file."""
 
 
 @dataclass(frozen=True)
@@ -30,12 +37,14 @@ class Provenance:
     Stored as one string (`to_json`), the form runs have always stored: the kind, then ":"
     and its files joined by ",", then "+" and the per-test results' provenance:
     "reward:/logs/verifier/reward.txt+junit:/logs/a.xml,/logs/b.xml", "pytest-rA",
-    "exit-code+tap", "verifier-error". This class is the only code that writes or reads it.
+    "exit-code+tap". This class is the only code that writes or reads it.
     """
 
     kind: str
     """"reward" (a reward file), "exit-code", a per-test format ("ctrf", "junit",
-    "pytest-rA", "pytest-counts", "tap"), or "verifier-error" (the verifier did not run)."""
+    "pytest-rA", "pytest-counts", "tap"); runs stored before a verifier's fault ended the
+    attempt `error` also hold
+    "verifier-error" (a verifier that did not run, since recorded as the attempt's error)."""
     files: tuple[str, ...] = ()
     """The verifier's files the evidence was read from; none for the log or the exit code."""
     tests: Provenance | None = None

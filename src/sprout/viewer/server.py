@@ -1,8 +1,10 @@
 """`sprout view RUN_DIR`: the episode viewer's page and its JSON API, on loopback only.
 
 The run is opened afresh for every request, so a run that `sprout run` is still writing
-shows its progress (the page polls `/api/status` while a schedule is running). Every
-error is JSON with a message and a 400 or 404, never a stack trace.
+shows its progress (the page polls `/api/status` while a schedule is running). The server
+also holds the run open for its whole life, so its layer store stays claimed and `sprout gc`
+refuses, naming the viewer, instead of freeing layers under a turn's diff. Every error is
+JSON with a message and a 400 or 404, never a stack trace.
 """
 
 from __future__ import annotations
@@ -140,17 +142,40 @@ def make_handler(run_path: Path) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def make_server(run_path: str | Path, port: int = 0) -> ThreadingHTTPServer:
+class ViewerServer(ThreadingHTTPServer):
+    """The viewer's HTTP server, holding `run` open from before it serves until
+    `server_close`: the open run claims its layer store, the lease `sprout run` and `sprout
+    shell` hold, so `sprout gc` refuses while the page may still read the run's layers. The
+    lease is an flock, so a viewer killed outright drops it with its process."""
+
+    daemon_threads = True
+
+    def __init__(self, run: RunFolder, port: int) -> None:
+        self.run = run  # before binding: a failed bind calls server_close, which closes it
+        super().__init__((HOST, port), make_handler(run.path))
+
+    def server_close(self) -> None:
+        try:
+            super().server_close()
+        finally:
+            self.run.close()
+
+
+def make_server(run_path: str | Path, port: int = 0) -> ViewerServer:
     """A server for the run at `run_path` on 127.0.0.1:`port` (0: any free port); the run
-    is checked first, so a folder that is not a run fails here, not on the first request."""
-    open_run(run_path).close()
-    server = ThreadingHTTPServer((HOST, port), make_handler(Path(run_path)))
-    server.daemon_threads = True
-    return server
+    is checked first, so a folder that is not a run fails here, not on the first request,
+    and stays open (gc refuses) until the server is closed."""
+    run = open_run(run_path)
+    try:
+        return ViewerServer(run, port)
+    except BaseException:
+        run.close()
+        raise
 
 
 def serve(run_path: str | Path, port: int = 8000) -> int:
-    """Serve the viewer until interrupted; prints the address to open."""
+    """Serve the viewer until interrupted; prints the address to open. Closing the server,
+    on Ctrl-C too, lets go of the run, so gc can free its layers again."""
     server = make_server(run_path, port)
     host, bound = server.server_address[:2]
     print(f"sprout view: {run_path} on http://{host!s}:{bound}/ (Ctrl-C to stop)", flush=True)

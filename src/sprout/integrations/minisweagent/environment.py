@@ -40,7 +40,6 @@ from sprout.integrations.minisweagent.trajectory import agent_end
 from sprout.records import AttemptStatus, CallRecord, Fault
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError
-from sprout.search.play import verifier_failure
 from sprout.task import Task
 from sprout.tasks.discover import load_one_task
 from sprout.tasksandbox import TaskSandboxService
@@ -188,8 +187,8 @@ class SproutEnvironment:
         checkpoint = tree.checkpoint(tree.attempt(self.attempt.id))
         try:
             verdict = self._service.verify(self.task, checkpoint, self.base_checkpoint)
-        except (SandboxError, ResultsError) as error:  # the verifier's failure, said as one
-            tree.set_outcome(self.attempt.id, 0.0, verifier_failure(str(error)), None)
+        except (SandboxError, ResultsError) as error:  # no verdict: the verifier's error
+            tree.verifier_failed(self.attempt.id, f"verifier: {error}")
         else:
             tree.set_outcome(
                 self.attempt.id, verdict.reward, verdict.diagnostics.to_json(), verdict.patch

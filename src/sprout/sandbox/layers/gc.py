@@ -29,8 +29,8 @@ class StoreInUse(SandboxError):
 
     def __init__(self, store: str, pids: list[int]) -> None:
         super().__init__(
-            f"{store}: in use by {describe_processes(pids)}; GC could free layers it is "
-            "creating, so nothing was freed: run gc again when it has ended"
+            f"{store}: in use by {describe_processes(pids)}; GC could free layers it reads "
+            "or is creating, so nothing was freed: run gc again when it has ended"
         )
         self.pids = pids
 
