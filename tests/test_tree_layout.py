@@ -22,9 +22,14 @@ REPO_CHECKS = {
     "test_code_shape.py",
     "test_example_tasks.py",
     "test_tree_layout.py",
+    "test_doc_messages.py",
+    "test_sprout_variables.py",
+    "test_readme.py",
+    "test_packaging.py",
 }
 """Top-level test modules that check the repository (its import layers, its example tasks,
-this layout) rather than one module of src/sprout."""
+this layout, the messages its docs quote, the SPROUT_* variables its modules read, its
+README and links, its wheel and sdist) rather than one module of src/sprout."""
 
 
 def package_folders() -> list[Path]:

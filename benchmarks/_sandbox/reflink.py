@@ -11,6 +11,7 @@ import _stats as stats
 from _stats import fmt_bytes, fmt_ms, fmt_ratio, p50, p90
 from sprout.sandbox import SandboxError
 from sprout.sandbox.storefs import btrfs
+from sprout.sandbox.storefs.settings import SIZE, SWITCH
 
 from .common import Context, Row
 
@@ -29,8 +30,8 @@ def reflink_store_fs(ctx: Context) -> Iterator[tuple[str | None, str]]:
     of its image detached, and the settings put back."""
     settings = {
         "SPROUT_CACHE": ctx.path("cache"),
-        btrfs.SIZE: REFLINK_IMAGE_SIZE,
-        btrfs.SWITCH: "auto",
+        SIZE: REFLINK_IMAGE_SIZE,
+        SWITCH: "auto",
     }
     saved = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)

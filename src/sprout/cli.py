@@ -24,8 +24,15 @@ from sprout.errors import SproutError
 
 
 def _benchmarks_dir() -> Path:
-    """benchmarks/ of the source checkout (the package is installed in editable mode)."""
+    """benchmarks/ of the source checkout (the package is installed in editable mode), or
+    the folder `SPROUT_BENCHMARKS` names: one that is no folder is refused, not passed over
+    for the checkout's, which would run other benchmarks than the ones asked for."""
     configured = os.environ.get("SPROUT_BENCHMARKS")
+    if configured and not Path(configured).is_dir():
+        raise UsageError(
+            f"SPROUT_BENCHMARKS: {configured} is not a folder (expected the benchmarks/ "
+            "folder of a sprout-rl checkout)"
+        )
     candidates = [Path(configured)] if configured else []
     candidates += [Path(__file__).resolve().parents[2] / "benchmarks", Path.cwd() / "benchmarks"]
     for candidate in candidates:
@@ -47,13 +54,13 @@ def available_benchmarks() -> list[str]:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    path = _benchmarks_dir() / f"{args.name}.py"
+    path = _benchmarks_dir() / f"{args.benchmark}.py"
     if not path.is_file():
         names = ", ".join(available_benchmarks()) or "none found"
-        raise UsageError(f"bench {args.name}: no such benchmark (available: {names})")
+        raise UsageError(f"{args.benchmark}: no such benchmark (available: {names})")
     if str(path.parent) not in sys.path:
         sys.path.insert(0, str(path.parent))  # so a benchmark imports its siblings (_stats)
-    spec = importlib.util.spec_from_file_location(f"sprout_bench_{args.name}", path)
+    spec = importlib.util.spec_from_file_location(f"sprout_bench_{args.benchmark}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while it loads
@@ -94,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=f"Run benchmarks/NAME.py; options after NAME go to the benchmark "
         f"(try `sprout bench sandbox --help`). Benchmarks: {benchmarks}.",
     )
-    bench.add_argument("name", metavar="NAME", help="benchmark name, e.g. sandbox")
+    bench.add_argument("benchmark", metavar="NAME", help="benchmark name, e.g. sandbox")
     bench.add_argument("options", nargs=argparse.REMAINDER, help="options for the benchmark")
     bench.set_defaults(func=cmd_bench)
 

@@ -13,6 +13,10 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from sprout.errors import SproutError
+
+CACHE_SETTING = "SPROUT_CACHE"
+
 
 def write_atomically(path: str, text: str, durable: bool) -> None:
     """Readers see the old text or the new, never a part; concurrent writers (threads or
@@ -192,11 +196,26 @@ def describe_processes(pids: list[int]) -> str:
     return ", ".join(named)
 
 
+class BadCacheSetting(SproutError):
+    """`SPROUT_CACHE` names no place the machine's cache can be."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"{CACHE_SETTING}: {problem}", input_name=CACHE_SETTING)
+
+
 def cache_dir() -> Path:
     """The machine-wide cache (`SPROUT_CACHE`, else ~/.cache/sprout): the helper, images and
-    tasks' base layers, shared by every run."""
-    configured = os.environ.get("SPROUT_CACHE")
+    tasks' base layers, shared by every run. The setting is checked on every read: a
+    relative path (`~/cache` in quotes is one) would be another cache in each folder a
+    command starts in, and a file would fail later, far from the setting at fault."""
+    configured = os.environ.get(CACHE_SETTING)
     if configured:
+        if not os.path.isabs(configured):
+            raise BadCacheSetting(f"expected an absolute path, got {configured!r}")
+        if os.path.exists(configured) and not os.path.isdir(configured):
+            raise BadCacheSetting(
+                f"{configured} is not a folder (expected the cache's folder, or where to make it)"
+            )
         return Path(configured)
     home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     if os.access(home.parent if not home.exists() else home, os.W_OK):

@@ -163,8 +163,7 @@ def refuse_model_servers(urls: list[str | None]) -> None:
             except (OSError, UnicodeError):
                 continue
             found += [str(info[4][0]) for info in infos]
-    if found:
-        refuse_addresses(found)
+    refuse_addresses(found)  # with none, too: SPROUT_NETWORK_REFUSE is checked at the start
 
 
 def check_isolation(out: str, isolation: str, command: str) -> IsolationReport:

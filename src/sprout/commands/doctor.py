@@ -110,8 +110,8 @@ def store_path(given: str | None) -> str:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     path = store_path(args.store)
+    placement = home_of(path).placement  # first: a malformed SPROUT_STORE_* is bad input
     report = probe_isolation(store_path=path)
-    placement = home_of(path).placement
     images = str(ImageCache().root)
     move = move_command(images)
     skopeo = system_tool("skopeo")

@@ -139,10 +139,7 @@ def _filler(
         except OSError as error:
             if error.errno not in (errno.ENOSPC, errno.EDQUOT):
                 raise
-            raise ImageError(
-                f"image {resolved.reference.name}: the disk is full ({error.strerror}); "
-                "nothing half-pulled was kept"
-            ) from None
+            raise disk_full(resolved.reference.name, error) from None
         finally:
             shutil.rmtree(layout, ignore_errors=True)
         config = resolved.manifest.get("config") or {}
@@ -266,14 +263,28 @@ def _download(
             raise error
     fetched = sum(size for _, size in missing)
     shared = len(layers) - len(missing)
-    progress.finish(
-        name,
-        f"{name}: pulled {resolved.digest[:19]} ({len(layers)} layers, "
-        f"{fetched / 1e6:.1f} MB fetched"
-        + (f", {shared} already in the blob cache" if shared else "")
-        + f", {time.monotonic() - started:.1f} s)",
-    )
+    seconds = time.monotonic() - started
+    progress.finish(name, pulled_line(name, resolved.digest, len(layers), fetched, shared, seconds))
     return fetched
+
+
+def pulled_line(
+    name: str, digest: str, layers: int, fetched: int, shared: int, seconds: float
+) -> str:
+    """The line a finished pull leaves (docs/tasks.md quotes it): its digest's head, and
+    what came over the network against what the blob cache had."""
+    return (
+        f"{name}: pulled {digest[:19]} ({layers} layers, {fetched / 1e6:.1f} MB fetched"
+        + (f", {shared} already in the blob cache" if shared else "")
+        + f", {seconds:.1f} s)"
+    )
+
+
+def disk_full(name: str, error: OSError) -> ImageError:
+    """The one line for a pull the disk could not hold: the pull's folder goes with it."""
+    return ImageError(
+        f"image {name}: the disk is full ({error.strerror}); nothing half-pulled was kept"
+    )
 
 
 def _exited(child: subprocess.Popen[bytes]) -> bool:

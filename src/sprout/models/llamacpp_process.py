@@ -33,10 +33,17 @@ class ServerError(SproutError, RuntimeError):
 
 
 def find_llama_server() -> Path | None:
-    """`SPROUT_LLAMA_SERVER`, else the newest binary `scripts/llama-server` cached."""
+    """`SPROUT_LLAMA_SERVER`, else the newest binary `scripts/llama-server` cached; None
+    when there is none. A setting that names no executable file is refused, not taken
+    for "none built": that would say to build one, or skip what needs it, over a typo."""
     named = os.environ.get("SPROUT_LLAMA_SERVER", "")
     if named:
-        return Path(named) if os.access(named, os.X_OK) else None
+        if not os.path.isfile(named) or not os.access(named, os.X_OK):
+            raise ServerError(
+                f"SPROUT_LLAMA_SERVER: {named} is not an executable file (expected the path "
+                "of a llama-server binary, as scripts/llama-server prints it)"
+            )
+        return Path(named)
     built = sorted((cache_dir() / "tools").glob("llama-server-*/llama-server"))
     return built[-1] if built else None
 

@@ -87,5 +87,5 @@ def test_a_bad_id_range_is_named(text, monkeypatch):
     if not text:
         assert configured_range() == IdRange(1 << 30, 65536)
         return
-    with pytest.raises(BadArgument, match=r"SPROUT_ID_RANGE|id_range"):
+    with pytest.raises(BadArgument, match=f"^SPROUT_ID_RANGE: expected BASE:COUNT.*got {text!r}$"):
         configured_range()

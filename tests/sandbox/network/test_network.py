@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sprout.sandbox import LayerStore, Sandbox
-from sprout.sandbox.errors import SandboxSetupFailed
+from sprout.sandbox.errors import BadArgument
 from sprout.sandbox.network.namespace import REFUSE_ENV, refuse_addresses, refused_by_run
 from tests.support.net_world import (
     ELSEWHERE,
@@ -142,8 +142,11 @@ def test_the_runs_model_server_is_refused_on_another_machines_public_address(
 
 def test_a_refused_address_that_is_none_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(REFUSE_ENV, "198.51.100.8,not-an-address")
-    with pytest.raises(SandboxSetupFailed, match=f"{REFUSE_ENV}: 'not-an-address'"):
+    with pytest.raises(BadArgument, match=f"^{REFUSE_ENV}: expected IPv4 .* got 'not-an-address'$"):
         refused_by_run()
+    with pytest.raises(BadArgument, match=REFUSE_ENV):  # read, and refused, with nothing to add
+        refuse_addresses([])
     monkeypatch.setenv(REFUSE_ENV, "")
     refuse_addresses(["198.51.100.8", "198.51.100.9", "198.51.100.8"])
+    refuse_addresses(["198.51.100.9"])
     assert refused_by_run() == ["198.51.100.8/32", "198.51.100.9/32"]

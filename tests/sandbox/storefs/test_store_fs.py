@@ -13,19 +13,22 @@ import signal
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from sprout.cli import main
 from sprout.images import ImageCache
 from sprout.images.bases import shared_store
 from sprout.images.oci import import_image
 from sprout.runfolder import RunFolder
 from sprout.sandbox import LayerStore, Limits, Sandbox
 from sprout.sandbox.errors import BadArgument
-from sprout.sandbox.storefs.btrfs import clone_support, configured_size, keep_room, plan
+from sprout.sandbox.storefs import btrfs
+from sprout.sandbox.storefs.btrfs import clone_support, keep_room, plan
 from sprout.sandbox.storefs.quota import exclusive_bytes
+from sprout.sandbox.storefs.settings import configured_size
 from tests.support.nobody import as_nobody
 from tests.support.oci_archives import layer, oci_layout, rootfs_layer
 from tests.support.requirements import require_host_image
@@ -219,10 +222,38 @@ def test_bad_settings_name_the_setting(tmp_path, monkeypatch):
         configured_size(1 << 40)
     monkeypatch.setenv("SPROUT_STORE_SIZE", "2GiB")
     assert configured_size(1 << 40) == 2 << 30
-    if os.geteuid() == 0 and not clone_support(tmp_path).clones:
-        monkeypatch.setenv("SPROUT_STORE_FS", "yes")
-        with pytest.raises(BadArgument, match="SPROUT_STORE_FS: expected auto or off"):
-            plan(tmp_path / "store")
+    monkeypatch.setenv("SPROUT_STORE_FS", "yes")  # refused whoever runs it, on any disk
+    with pytest.raises(BadArgument, match=r"^SPROUT_STORE_FS: expected auto or off, got 'yes'$"):
+        plan(tmp_path / "store")
+    monkeypatch.setenv("SPROUT_STORE_FS", "auto")
+    monkeypatch.setenv("SPROUT_STORE_SIZE", "lots")  # though a placement never reads the size
+    with pytest.raises(BadArgument, match=r"^SPROUT_STORE_SIZE: expected a size"):
+        plan(tmp_path / "store")
+
+
+def _refusal(call: Callable[[], object]) -> str:
+    """The line of the BadArgument `call` raises, which ends a command with exit code 2."""
+    with pytest.raises(BadArgument) as refused:
+        call()
+    assert refused.value.exit_code == 2
+    return str(refused.value)
+
+
+def test_a_bad_size_is_refused_once_the_image_exists_too(storefs, tmp_path, monkeypatch, capsys):
+    """The size is used only when the image is made, and checked every time it is read: a
+    new store, the mount of an image that exists (mounted, and after a reboot) and `sprout
+    doctor` all refuse SPROUT_STORE_SIZE=banana with its one line, nothing made."""
+    LayerStore(tmp_path / "first")  # makes the image
+    assert (storefs / "btrfs.img").is_file() and os.path.ismount(storefs / "mnt")
+    monkeypatch.setenv("SPROUT_STORE_SIZE", "banana")
+    line = "SPROUT_STORE_SIZE: expected a size such as 64G or 512M, got 'banana'"
+    assert _refusal(lambda: LayerStore(tmp_path / "second")) == line
+    assert _refusal(btrfs.mount) == line  # mounted
+    unmount_store_filesystems(storefs)  # as a reboot leaves it: the image, not mounted
+    assert _refusal(btrfs.mount) == line
+    assert not (tmp_path / "second").exists() and not os.path.ismount(storefs / "mnt")
+    assert main(["doctor", "--store", str(tmp_path / "third")]) == 2
+    assert capsys.readouterr().err == f"sprout doctor: {line}\n"
 
 
 ROOTLESS = r"""

@@ -45,13 +45,16 @@ class IdRange:
 
     @classmethod
     def parse(cls, text: str, where: str) -> IdRange:
-        """`BASE:COUNT`, as `SPROUT_ID_RANGE` or a store's metadata write it."""
+        """`BASE:COUNT`, as `SPROUT_ID_RANGE` or a store's metadata write it; a BadArgument
+        naming `where` (the variable, the store's file), not this class, when it is not."""
         base, _, count = text.partition(":")
         try:
             return cls(int(base), int(count))
-        except ValueError:
+        except ValueError:  # __post_init__'s BadArgument too: a range out of bounds
             raise BadArgument(
-                where, f"expected BASE:COUNT (e.g. 1073741824:65536), got {text!r}"
+                where,
+                f"expected BASE:COUNT, an unprivileged range of host ids (e.g. "
+                f"{DEFAULT_BASE}:{FULL_RANGE}), got {text!r}",
             ) from None
 
     def __str__(self) -> str:

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from sprout.sandbox.errors import SandboxError
 from sprout.sandbox.jail import cgroups
 from sprout.sandbox.jail.helper import helper_build
-from sprout.sandbox.jail.idmap import check_unclaimed, configured_range
+from sprout.sandbox.jail.idmap import IdRange, check_unclaimed, configured_range
 from sprout.sandbox.jail.modes import StoreMode, current_user_mode, overlay_unavailable_reason
 from sprout.sandbox.layers.store import LayerStore
 from sprout.sandbox.network.namespace import STACK, missing_tools
@@ -125,11 +125,12 @@ def _host_files(mode: StoreMode) -> Measure:
     )
 
 
-def _user_namespaces(mode: StoreMode) -> Measure:
+def _user_namespaces(mode: StoreMode, ids: IdRange) -> Measure:
+    """Whether sandboxes of `mode` get a user namespace: as root, over `ids` (the configured
+    range), which no user's subordinate ids may overlap."""
     name = "user namespace"
     if mode == "root":
         try:
-            ids = configured_range()
             check_unclaimed(ids)
         except SandboxError as error:
             return Measure(name, False, str(error), "no sandbox can start")
@@ -276,6 +277,7 @@ def probe_isolation(
     live (or will: a new store's place, see `storefs.btrfs.home_of`) at `store_path` (default:
     a new store in the current directory), for the disk cap."""
     mode = mode or current_user_mode()
+    ids = configured_range()  # a malformed SPROUT_ID_RANGE is bad input, in any mode
     if mode == "copy":
         return IsolationReport(mode, (COPY_BACKEND,))
     overlay = _overlayfs()
@@ -283,7 +285,7 @@ def probe_isolation(
         return IsolationReport(mode, (overlay,))
     measures = [
         overlay,
-        _user_namespaces(mode),
+        _user_namespaces(mode, ids),
         _capabilities(mode),
         _seccomp(),
         PROC_AND_SYS,

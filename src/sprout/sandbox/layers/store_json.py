@@ -53,13 +53,15 @@ def open_store_format(
 
 
 def _create(meta_path: str, requested: StoreMode | None) -> tuple[StoreMode, IdRange | None]:
-    """A new store's `store.json`; as root, it claims the configured id range."""
+    """A new store's `store.json`; as root, it claims the configured id range (read, and
+    so checked, in every mode: a malformed SPROUT_ID_RANGE is never silently unused)."""
     if requested is None:
         requested = default_mode()
     meta: dict[str, object] = {"format": STORE_FORMAT, "mode": requested}
+    configured = configured_range()
     ids = None
     if requested == "root":
-        ids = configured_range()
+        ids = configured
         check_unclaimed(ids)
         meta["ids"] = str(ids)
     write_atomically(meta_path, json.dumps(meta), True)

@@ -41,7 +41,7 @@ import threading
 from dataclasses import dataclass
 from typing import Literal
 
-from sprout.sandbox.errors import SandboxSetupFailed, SandboxUnavailable
+from sprout.sandbox.errors import BadArgument, SandboxSetupFailed, SandboxUnavailable
 from sprout.sandbox.jail.system_tools import system_tool
 from sprout.sandbox.network.dns_filter import LISTEN, DnsFilter, nft_allow
 from sprout.sandbox.network.policy import REFUSED_V4, Allowlist, Network
@@ -100,23 +100,28 @@ def host_addresses() -> list[str]:
 
 
 def refuse_addresses(addresses: list[str]) -> None:
-    """Add `addresses` to REFUSE_ENV, for every sandbox this process opens from now on."""
-    known = [a for a in os.environ.get(REFUSE_ENV, "").split(",") if a]
-    os.environ[REFUSE_ENV] = ",".join(dict.fromkeys([*known, *addresses]))
+    """Add `addresses` to REFUSE_ENV, for every sandbox this process opens from now on. What
+    the variable held is read (and so checked) first, even with no address to add: a run
+    that starts is told of a malformed value it would otherwise carry to its sandboxes."""
+    known = refused_by_run()
+    if addresses:
+        os.environ[REFUSE_ENV] = ",".join(dict.fromkeys([*known, *addresses]))
 
 
 def refused_by_run() -> list[str]:
-    """REFUSE_ENV's ranges; SandboxSetupFailed naming the variable for one that is none."""
+    """REFUSE_ENV's ranges, each once; BadArgument naming the variable for one that is none."""
     found = []
     for part in os.environ.get(REFUSE_ENV, "").split(","):
         if part.strip():
             try:
                 found.append(str(ipaddress.IPv4Network(part.strip(), strict=False)))
             except ValueError:
-                raise SandboxSetupFailed(
-                    f"{REFUSE_ENV}: {part.strip()!r} is no IPv4 address or range"
+                raise BadArgument(
+                    REFUSE_ENV,
+                    "expected IPv4 addresses or ranges, comma-separated (e.g. "
+                    f"198.51.100.7,10.0.0.0/8), got {part.strip()!r}",
                 ) from None
-    return found
+    return list(dict.fromkeys(found))
 
 
 def _tool(name: str) -> str:

@@ -19,7 +19,8 @@ and the store's own path (RUN/layers, SPROUT_CACHE/bases/KEY, SPROUT_CACHE/image
 link to mnt/stores/ID, so every reader of the run folder finds its layers where they were.
 Run stores and the cache's base-layer stores share one filesystem, so adopting a
 base layer stays a link, and each sandbox's layer is a subvolume whose qgroup caps
-its bytes (sprout.sandbox.storefs.quota). Settings (environment):
+its bytes (sprout.sandbox.storefs.quota). Settings (environment, read and checked in
+sprout.sandbox.storefs.settings):
 
     SPROUT_STORE_FS     auto (the default) or off (layers stay where the store is)
     SPROUT_STORE_SIZE   the image's size when made (e.g. 64G; default: the free space
@@ -33,7 +34,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import re
 import secrets
 import shlex
 import shutil
@@ -44,20 +44,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sprout.durable import cache_dir, file_lock
-from sprout.sandbox.errors import BadArgument, SandboxError
+from sprout.sandbox.errors import SandboxError
 from sprout.sandbox.storefs.files import FICLONE
 from sprout.sandbox.storefs.owners import LINKED, note_owner, write_owner
 from sprout.sandbox.storefs.quota import DiskCapSupport, disk_cap_support, mount_of
+from sprout.sandbox.storefs.settings import SWITCH, Settings, settings
 
-SWITCH = "SPROUT_STORE_FS"
-SIZE = "SPROUT_STORE_SIZE"
-DEFAULT_MAX_SIZE = 256 << 30
-"""The default size is the cache disk's free space, but no more than this."""
-MIN_SIZE = 256 << 20
-"""mkfs.btrfs needs about 114 MiB; below this a store would be full at once."""
 HOST_MARGIN = 1 << 30
 """Growing never leaves the disk under the image with less free space than this."""
-UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 COST = (
     "a one-byte append to a big file of a lower layer stores the whole file again "
     "(500 MB for a 500 MB file)"
@@ -114,37 +108,16 @@ def clone_support(path: str | os.PathLike[str]) -> CloneSupport:
     return CloneSupport(True, f"{where} clones extents")
 
 
-def enabled() -> bool:
-    """Whether `SPROUT_STORE_FS` lets sprout use its own store filesystem."""
-    value = os.environ.get(SWITCH, "auto").strip().lower()
-    if value not in ("auto", "off"):
-        raise BadArgument(SWITCH, f"expected auto or off, got {value!r}")
-    return value == "auto"
-
-
-def configured_size(free: int) -> int:
-    """The image's size: `SPROUT_STORE_SIZE`, else `free` (the cache disk's) capped."""
-    text = os.environ.get(SIZE, "").strip()
-    if not text:
-        return max(MIN_SIZE, min(free, DEFAULT_MAX_SIZE))
-    found = re.fullmatch(r"(\d+)\s*([KMGT]?)(?:i?B)?", text, re.IGNORECASE)
-    if found is None:
-        raise BadArgument(SIZE, f"expected a size such as 64G or 512M, got {text!r}")
-    size = int(found.group(1)) * UNITS[found.group(2).upper()]
-    if size < MIN_SIZE:
-        raise BadArgument(SIZE, f"{text!r} is under the smallest store (256M)")
-    return size
-
-
 def plan(path: str | os.PathLike[str]) -> Placement:
     """Where a new store at `path` would keep its layers, for this process and its settings."""
+    wanted = settings()
     clone = clone_support(path)
     if clone.clones:
         return Placement(clone, False, "")
     if os.geteuid() != 0:
         rootless = "rootless, sprout cannot make a store filesystem of its own"
         return Placement(clone, False, f"{COST}; {rootless}, so layers stay there", True)
-    if not enabled():
+    if not wanted.enabled:
         return Placement(clone, False, f"{COST}; {SWITCH}=off keeps layers there")
     return Placement(
         clone,
@@ -167,6 +140,7 @@ def home_of(path: str | os.PathLike[str]) -> StoreHome:
     """Where the layers of the store at `path` live: a store already there (its own folder,
     or sprout's store filesystem it links into), else where a new one would go."""
     path = os.path.abspath(path)
+    settings()  # checked for an existing store too, whose placement does not read them
     if os.path.isfile(os.path.join(path, "store.json")):
         real = os.path.realpath(path)
         clone = clone_support(real)
@@ -283,6 +257,7 @@ def store_fs_root() -> str:
 def mount(root: str | None = None) -> str:
     """Make (once), mount (when it is not) and return the mount point of the store
     filesystem under `root` (default: the machine cache's)."""
+    wanted = settings()  # checked even when the image exists: a typo is never silent
     root = root or store_fs_root()
     mount_point = os.path.join(root, "mnt")
     if os.path.ismount(mount_point):
@@ -294,7 +269,7 @@ def mount(root: str | None = None) -> str:
             return mount_point
         image = os.path.join(root, "btrfs.img")
         if not os.path.exists(image):
-            _make_image(image)
+            _make_image(image, wanted)
         os.makedirs(mount_point, exist_ok=True)
         _run(["mount", "-o", "loop", image, mount_point])
         if not disk_cap_support(mount_point).enforced:
@@ -302,10 +277,10 @@ def mount(root: str | None = None) -> str:
     return mount_point
 
 
-def _make_image(image: str) -> None:
-    """A sparse image file of the configured size, formatted btrfs."""
+def _make_image(image: str, wanted: Settings) -> None:
+    """A sparse image file of the size `wanted`, formatted btrfs."""
     free = os.statvfs(os.path.dirname(image))
-    size = configured_size(free.f_bavail * free.f_frsize)
+    size = wanted.image_size(free.f_bavail * free.f_frsize)
     temporary = f"{image}.{os.getpid()}.tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
