@@ -196,7 +196,7 @@ def judge_key_unset(c: Ctx) -> str:
 def image_pulled(c: Ctx) -> str:
     """A run's reason line for an image it pulled (the registry's answer stubbed)."""
     from sprout.images import ImageCache
-    from sprout.tasks.image_choice import choose_task_images
+    from sprout.tasks.setup.image_choice import choose_task_images
 
     pulled = SimpleNamespace(source={"registry": "docker.io", "digest": "sha256:" + "ab" * 32})
     c.monkeypatch.setattr("sprout.images.names.pull", lambda *_a, **_k: pulled)
@@ -326,7 +326,7 @@ def user_the_image_lacks(c: Ctx, dockerfile: str, verifier: str = "") -> str:
     `[verifier]` table given the line `verifier`."""
     from sprout.sandbox import LayerStore
     from sprout.tasks import load_native
-    from sprout.tasks.environment import base_checkpoint_of
+    from sprout.tasks.setup.checkpoint import base_checkpoint_of
     from tests.support.requirements import require_host_image
 
     require_host_image()
@@ -402,7 +402,7 @@ def folder_for_a_file(c: Ctx) -> str:
 def pipe_at_set_up(c: Ctx) -> str:
     from sprout.sandbox import LayerStore
     from sprout.tasks import load_native
-    from sprout.tasks.environment import base_checkpoint_of
+    from sprout.tasks.setup.checkpoint import base_checkpoint_of
     from tests.support.requirements import require_host_image
 
     require_host_image()
@@ -416,7 +416,7 @@ def pipe_at_set_up(c: Ctx) -> str:
 
 
 def swebench_field(c: Ctx) -> Produced:
-    from sprout.tasks.swebench import load_swebench
+    from sprout.tasks.sources.swebench import load_swebench
 
     row = {
         "instance_id": "astropy__astropy-12907",

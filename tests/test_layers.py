@@ -293,3 +293,37 @@ def test_outside_the_sandbox_only_its_api_is_imported():
         if module.startswith("sprout.sandbox.")
     ]
     assert reaching_in == []
+
+
+TASK_WINGS: dict[str, set[str]] = {
+    "sources": {"setup"},  # a source reads a format; it never builds checkpoint 0
+    "dockerfile": {"sources", "setup"},  # reading a Dockerfile knows no source, runs nothing
+    "setup": {"sources"},  # checkpoint 0 is built from a Task, whatever its source
+}
+"""tasks/'s wings -> the wings each must not import (checked through chains too)."""
+TASK_LEAVES = {"files", "digest", "imageref"}
+"""The modules at tasks/'s top that every wing uses, and which import no wing."""
+
+
+def _task_part(module: str) -> str | None:
+    """The wing (or top-level module) of tasks/ that `module` belongs to, or None."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "tasks" else None
+
+
+def test_the_task_wings_follow_their_layers():
+    """tasks/'s wings import one way, through any chain: a source never reaches the
+    set-up of checkpoint 0, the Dockerfile's reading neither of them."""
+    graph = import_graph()
+    for module in graph:
+        mine = _task_part(module)
+        if mine not in TASK_WINGS and mine not in TASK_LEAVES:
+            continue
+        banned = TASK_WINGS.get(mine, set(TASK_WINGS))
+        seen, todo = {module}, [module]
+        while todo:
+            for name in graph.get(todo.pop(), []):
+                if name in graph and name not in seen and _task_part(name) not in banned:
+                    seen.add(name)
+                    todo.append(name)
+                assert _task_part(name) not in banned, f"{module} reaches {name}"

@@ -2,7 +2,7 @@
 and the tables of task files (`task.toml`'s `[sprout]`, sidecars, `--images`).
 
 Every table is validated with a pydantic model (`extra="forbid"`, but for Harbor's own
-tables of task.toml: `sprout.tasks.harness`); an error is one line,
+tables of task.toml: `sprout.tasks.sources.harbor_tables`); an error is one line,
 `FILE: TABLE.FIELD: PROBLEM`, so a typo is caught before anything runs.
 """
 

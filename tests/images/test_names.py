@@ -10,7 +10,7 @@ from sprout.images import Image, ImageCache, ImageError
 from sprout.images.debian import DebianRecipe, mmdebstrap_command
 from sprout.images.names import ensure_image, normalize, resolve_from
 from sprout.tasks import load_tasks
-from sprout.tasks.image_choice import choose_task_images
+from sprout.tasks.setup.image_choice import choose_task_images
 from tests.support.taskfolders import write_task
 
 

@@ -14,7 +14,7 @@ import pytest
 from sprout.cli import main
 from sprout.images import ImageCache
 from sprout.tasks import load_tasks
-from sprout.tasks.image_choice import ChosenImages, choose_task_images
+from sprout.tasks.setup.image_choice import ChosenImages, choose_task_images
 from tests.support.registry_world import Layout, Registry, layer_blob, tree_blob
 from tests.support.requirements import require_overlay
 from tests.support.rootfs import build_rootfs

@@ -15,7 +15,7 @@ import pytest
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import TaskError
 from sprout.tasks import base_checkpoint_of, load_swebench, load_tasks
-from sprout.tasks.native import load_native
+from sprout.tasks.sources.native import load_native
 from tests.support.taskfolders import calc_task, write_tb1_task
 
 BAD_BYTES = b"line one\nline \xff two\n"

@@ -10,7 +10,7 @@ import pytest
 
 from sprout.task import TaskError
 from sprout.tasks import load_native, load_terminal_bench1
-from sprout.tasks.dockerfile import plan_dockerfile
+from sprout.tasks.dockerfile.parse import plan_dockerfile
 from tests.support.taskfolders import write_task, write_tb1_task
 
 DOCKERFILE = "FROM host\nARG MODE=dev\nARG LEVEL\nRUN echo $MODE $LEVEL\n"

@@ -13,7 +13,7 @@ import pytest
 
 from sprout.tasks import load_native
 from sprout.tasks.digest import folder_digest
-from sprout.tasks.setup_steps import context_inputs
+from sprout.tasks.setup.steps import context_inputs
 from tests.support.taskfolders import calc_task
 
 

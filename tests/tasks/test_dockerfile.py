@@ -11,9 +11,9 @@ import pytest
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import SetupStep, TaskError
 from sprout.tasks import base_checkpoint_of, load_native
-from sprout.tasks.buildcontext import Ignore, clean_source, matches
-from sprout.tasks.dockerfile import ARCH, DEFAULT_PATH, DockerfilePlan, plan_dockerfile
-from sprout.tasks.dockerwords import ExpansionError, expand
+from sprout.tasks.dockerfile.context import Ignore, clean_source, matches
+from sprout.tasks.dockerfile.parse import ARCH, DEFAULT_PATH, DockerfilePlan, plan_dockerfile
+from sprout.tasks.dockerfile.words import ExpansionError, expand
 from tests.support.taskfolders import write_task
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from sprout.cli import main
 from sprout.task import TaskError
-from sprout.tasks.native import load_native
+from sprout.tasks.sources.native import load_native
 from tests.support.chat_server import what_a_model_sees
 from tests.support.requirements import require_host_image
 from tests.support.taskfolders import write_task

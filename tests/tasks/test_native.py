@@ -9,8 +9,8 @@ from sprout.images.names import resolve_from
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import TaskError
 from sprout.tasks import base_checkpoint_of, load_native, split_solution
-from sprout.tasks.dockerfile import plan_dockerfile
-from sprout.tasks.image_choice import choose_task_images
+from sprout.tasks.dockerfile.parse import plan_dockerfile
+from sprout.tasks.setup.image_choice import choose_task_images
 from tests.support.taskfolders import FIX_CALC_DOCKERFILE, fix_calc_task
 
 ON_HOST = '[sprout]\nimage = "host"\n'

@@ -13,8 +13,8 @@ import pytest
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task, TaskError
 from sprout.tasks import base_checkpoint_of, load_swebench
-from sprout.tasks.swebench import COPIED_CLONE, patch_files
-from sprout.tasks.swebench_rows import apply_command
+from sprout.tasks.sources.swebench import COPIED_CLONE, patch_files
+from sprout.tasks.sources.swebench_rows import apply_command
 from tests.support.rootfs import build_rootfs, shared_libraries
 from tests.support.swebench_records import GIT, git, make_repo, record, write_jsonl
 

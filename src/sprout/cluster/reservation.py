@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sprout.task import Task
-from sprout.tasks.environment import agent_limits
+from sprout.tasks.setup.checkpoint import agent_limits
 from sprout.tasksandbox.room import Room, fits, gib
 from sprout.workspace import WorkspaceError
 

@@ -84,7 +84,7 @@ def load_task_arguments(
     load or has no image."""
     from sprout.tasks import load_tasks
     from sprout.tasks.discover import load_image_table, read_again
-    from sprout.tasks.image_choice import choose_task_images
+    from sprout.tasks.setup.image_choice import choose_task_images
 
     mode, table = _image_arguments(args.images)
     if args.images_from:  # a resumed run's own record wins over the one it was told of

@@ -15,7 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from sprout.commands.common import UsageError
 from sprout.runfolder import RunFolder
-from sprout.tasks.harness import Size
+from sprout.tasks.sources.harbor_tables import Size
 
 if TYPE_CHECKING:
     from sprout.search.sandboxes import TaskSandboxes

@@ -35,7 +35,7 @@ from sprout.records import CallRecord
 from sprout.runfolder import RunFolder
 from sprout.sandbox import Network, RunAs, Sandbox, SandboxFork
 from sprout.tasks.discover import load_one_task
-from sprout.tasks.setup_users import ROOT, resolve_user
+from sprout.tasks.setup.users import ROOT, resolve_user
 from sprout.tasksandbox import TaskSandboxService
 
 TYPE = "sprout"

@@ -20,9 +20,9 @@ from typing import Any
 from sprout.config import only_tables
 from sprout.task import Task, TaskError
 from sprout.tasks.files import naming_task, read_toml
-from sprout.tasks.native import load_native
-from sprout.tasks.swebench import load_swebench
-from sprout.tasks.terminal_bench1 import load_terminal_bench1
+from sprout.tasks.sources.native import load_native
+from sprout.tasks.sources.swebench import load_swebench
+from sprout.tasks.sources.terminal_bench1 import load_terminal_bench1
 
 
 @dataclass
@@ -183,7 +183,7 @@ def load_one_task(path: str | Path) -> Task:
     """The one task at `path`, on the image `sprout run` would choose for it (the image
     cache, else the registry, else Debian's approximation, each said on stderr): what an
     environment of another tool (mini-swe-agent's, Harbor's) builds its checkpoint 0 from."""
-    from sprout.tasks.image_choice import choose_task_images
+    from sprout.tasks.setup.image_choice import choose_task_images
 
     loaded = load_tasks([path])
     chosen = choose_task_images(

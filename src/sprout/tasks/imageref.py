@@ -3,7 +3,7 @@ reference), and the root filesystem it stands for.
 
 A reference (`python:3.11-slim`, a Dockerfile's `FROM`) is checked for its form
 when the task loads; whether it is cached, pulled or approximated is decided when
-a run starts (`sprout.tasks.image_choice`), and the image is unpacked or built
+a run starts (`sprout.tasks.setup.image_choice`), and the image is unpacked or built
 when a base layer first needs it.
 """
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sprout.sandbox import GIB
 from sprout.task import Task
-from sprout.tasks.environment import agent_limits
+from sprout.tasks.setup.checkpoint import agent_limits
 
 CORES_PER_ATTEMPT = 1.0
 """What an attempt on this machine holds of its cores: one command at a time, as a task's

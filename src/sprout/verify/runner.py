@@ -13,7 +13,7 @@ from sprout.edits import is_noise
 from sprout.images.network import index_settings
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task
-from sprout.tasks.setup_users import verifier_run_as
+from sprout.tasks.setup.users import verifier_run_as
 from sprout.verify.results import read_results
 from sprout.verify.swebench_grading import grade
 from sprout.verify.types import Diagnostics

@@ -26,7 +26,7 @@ from sprout.config import only_tables, validate_table
 from sprout.task import SetupStep, SolutionStep, Task, TaskError
 from sprout.tasks.files import naming_task, not_utf8, read_toml
 from sprout.tasks.imageref import task_image
-from sprout.tasks.swebench_rows import (
+from sprout.tasks.sources.swebench_rows import (
     SweBenchInstance,
     apply_command,
     image_row_task,

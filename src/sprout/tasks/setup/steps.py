@@ -6,8 +6,8 @@ a Dockerfile's RUN, as Docker's default SHELL), as its user: the image's
 /etc/group give the name, with HOME from there too.
 
 A `workdir` step (WORKDIR after USER) makes the directories that are missing, owned by
-that user, as BuildKit does. A `copy` step (COPY, ADD) is `sprout.tasks.setup_copy`'s;
-USER and `--chown` names resolve through the image's own files (`sprout.tasks.setup_users`).
+that user, as BuildKit does. A `copy` step (COPY, ADD) is `sprout.tasks.setup.copy`'s;
+USER and `--chown` names resolve through the image's own files (`sprout.tasks.setup.users`).
 """
 
 from __future__ import annotations
@@ -19,19 +19,19 @@ from pathlib import PurePosixPath
 
 from sprout.sandbox import LayerStore, Observation, Sandbox
 from sprout.task import SetupFailed, SetupStep, Task, TaskError
-from sprout.tasks.buildcontext import (
+from sprout.tasks.digest import entry_bytes, read_entry
+from sprout.tasks.dockerfile.context import (
     Ignore,
     clean_source,
     inside,
     matches,
     walk,
 )
-from sprout.tasks.digest import entry_bytes, read_entry
-from sprout.tasks.dockerfile_state import is_root
+from sprout.tasks.dockerfile.state import is_root
 from sprout.tasks.files import os_problem
 from sprout.tasks.imageref import image_rootfs
-from sprout.tasks.setup_copy import run_copy
-from sprout.tasks.setup_users import resolve_user
+from sprout.tasks.setup.copy import run_copy
+from sprout.tasks.setup.users import resolve_user
 
 
 class Build:

@@ -21,8 +21,8 @@ from sprout.task import Task, TaskError
 from sprout.tasks.digest import folder_digest
 from sprout.tasks.files import os_problem
 from sprout.tasks.imageref import RootFilesystem, image_rootfs
-from sprout.tasks.setup_steps import Build, context_inputs
-from sprout.tasks.setup_users import with_task_users
+from sprout.tasks.setup.steps import Build, context_inputs
+from sprout.tasks.setup.users import with_task_users
 
 SETUP_TIMEOUT_S = 1800.0
 SETUP_ERROR_LINES = 20

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from sprout.config import only_tables
 from sprout.task import ResultsFormat, SolutionStep, Task, TaskError
-from sprout.tasks.compose import read_yaml
 from sprout.tasks.files import (
     has_file,
     naming_task,
@@ -30,13 +29,14 @@ from sprout.tasks.files import (
     subfolder,
     task_table,
 )
-from sprout.tasks.native import (
+from sprout.tasks.sources.compose import read_yaml
+from sprout.tasks.sources.native import (
     SproutTable,
     TaskEnvironment,
     task_environment,
     task_fields,
 )
-from sprout.tasks.solution_script import split_solution
+from sprout.tasks.sources.solution_script import split_solution
 
 AGENT_TIMEOUT_S = 360.0
 """Terminal-Bench 1's default max_agent_timeout_sec."""

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sprout.task import SetupStep, TaskError
-from sprout.tasks.buildcontext import (
+from sprout.tasks.dockerfile.context import (
     Ignore,
     clean_source,
     has_wildcards,
@@ -19,7 +19,7 @@ from sprout.tasks.buildcontext import (
     source_problem,
     special_file,
 )
-from sprout.tasks.dockerfile_state import (
+from sprout.tasks.dockerfile.state import (
     HEREDOC,
     ReaderState,
     StageState,

@@ -8,7 +8,7 @@ import shlex
 from typing import Any
 
 from sprout.task import SetupStep, TaskError
-from sprout.tasks.dockerfile_state import (
+from sprout.tasks.dockerfile.state import (
     DEFAULT_SHELL,
     HEREDOC,
     ReaderState,

@@ -30,7 +30,7 @@ from typing import Protocol
 
 from sprout.sandbox import LayerStore, Observation, Sandbox
 from sprout.task import SetupStep, Task, TaskError
-from sprout.tasks.buildcontext import (
+from sprout.tasks.dockerfile.context import (
     Ignore,
     clean_source,
     has_wildcards,
@@ -41,9 +41,9 @@ from sprout.tasks.buildcontext import (
     special_file,
     walk,
 )
-from sprout.tasks.dockerfile_state import is_root
+from sprout.tasks.dockerfile.state import is_root
 from sprout.tasks.files import os_problem
-from sprout.tasks.setup_users import resolve_owner
+from sprout.tasks.setup.users import resolve_owner
 
 DOWNLOAD_TIMEOUT_S = 300.0
 ARCHIVE_FLAGS = {b"\x1f\x8b": "z", b"BZh": "j", b"\xfd7zXZ\x00": "J"}
@@ -78,7 +78,7 @@ sprout_file() {
 
 
 class CopyBuild(Protocol):
-    """What a copy step uses of the build it runs in (`sprout.tasks.setup_steps.Build` is
+    """What a copy step uses of the build it runs in (`sprout.tasks.setup.steps.Build` is
     one): a protocol, so that setup_copy stays below setup_steps, which runs it."""
 
     task: Task

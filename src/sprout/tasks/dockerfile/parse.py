@@ -25,9 +25,9 @@ from typing import Any
 import dockerfile as buildkit  # type: ignore[import-not-found]
 
 from sprout.task import SetupStep, Stage, TaskError
-from sprout.tasks.dockerfile_copy import CopyInstructions
-from sprout.tasks.dockerfile_run import RunInstructions
-from sprout.tasks.dockerfile_state import (
+from sprout.tasks.dockerfile.copy import CopyInstructions
+from sprout.tasks.dockerfile.run import RunInstructions
+from sprout.tasks.dockerfile.state import (
     ARCH,
     DEFAULT_PATH,
     PROXY_ARGS,
@@ -39,7 +39,7 @@ from sprout.tasks.dockerfile_state import (
     flags,
     is_root,
 )
-from sprout.tasks.dockerwords import ExpansionError
+from sprout.tasks.dockerfile.words import ExpansionError
 
 __all__ = ["ARCH", "DEFAULT_PATH", "DockerfilePlan", "plan_dockerfile"]
 

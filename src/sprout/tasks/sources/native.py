@@ -2,10 +2,10 @@
 
     TASK/instruction.md        what the agent is asked to do
     TASK/task.toml             Harbor's [environment], [agent], [verifier] and [solution]
-                               (`sprout.tasks.harness`), and [sprout] (below)
+                               (`sprout.tasks.sources.harbor_tables`), and [sprout] (below)
     TASK/environment/          Dockerfile and the files it copies
     TASK/solution/solve.sh     the reference solution; `# step` lines split it into turns
-                               (`sprout.tasks.solution_script`)
+                               (`sprout.tasks.sources.solution_script`)
     TASK/tests/test.sh         hidden tests, copied to /tests on the verifier's fork only
 
 See docs/tasks.md for every field.
@@ -22,8 +22,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from sprout.sandbox import Network
 from sprout.task import ResultsFormat, SetupStep, Stage, Task, TaskError
-from sprout.tasks.compose import read_compose
-from sprout.tasks.dockerfile import DockerfilePlan, plan_dockerfile
+from sprout.tasks.dockerfile.parse import DockerfilePlan, plan_dockerfile
 from sprout.tasks.files import (
     has_file,
     only_plain_files,
@@ -33,7 +32,10 @@ from sprout.tasks.files import (
     subfolder,
     task_table,
 )
-from sprout.tasks.harness import (
+from sprout.tasks.imageref import cached_env, image_reference, task_image
+from sprout.tasks.sources.compose import read_compose
+from sprout.tasks.sources.harbor_env import harbor_variables
+from sprout.tasks.sources.harbor_tables import (
     AllowedHosts,
     EnvironmentTable,
     EnvTable,
@@ -43,9 +45,7 @@ from sprout.tasks.harness import (
     network_of,
     phase_networks,
 )
-from sprout.tasks.harness_env import harbor_variables
-from sprout.tasks.imageref import cached_env, image_reference, task_image
-from sprout.tasks.solution_script import split_solution
+from sprout.tasks.sources.solution_script import split_solution
 
 
 def _network_word(value: object) -> object:

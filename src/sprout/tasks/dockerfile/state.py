@@ -1,7 +1,7 @@
 """What reading a Dockerfile keeps as it goes: the plan it ends with, each stage's state, and
 the small rules every instruction shares (paths, image names, flags, `$NAME` words).
 
-`sprout.tasks.dockerfile` reads the instructions; RUN and COPY/ADD, the two that make
+`sprout.tasks.dockerfile.parse` reads the instructions; RUN and COPY/ADD, the two that make
 set-up steps, are `dockerfile_run`'s and `dockerfile_copy`'s. They all work on one
 `ReaderState`, defined here so that none of them imports another.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from sprout.task import SetupStep, Stage, TaskError
-from sprout.tasks.buildcontext import clean_source, read_dockerignore
-from sprout.tasks.dockerwords import expand
+from sprout.tasks.dockerfile.context import clean_source, read_dockerignore
+from sprout.tasks.dockerfile.words import expand
 
 DEFAULT_SHELL = ("/bin/sh", "-c")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -11,7 +11,7 @@ from functools import partial
 
 from sprout.sandbox import LayerStore, RunAs, Sandbox
 from sprout.task import Task, TaskError
-from sprout.tasks.dockerfile_state import is_root
+from sprout.tasks.dockerfile.state import is_root
 
 ROOT = RunAs(0, 0, name="root", home="/root")
 """The sandbox's root, named: to work as root on a checkpoint whatever user it carries."""

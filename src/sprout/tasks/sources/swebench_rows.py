@@ -10,7 +10,8 @@ the name the harness derives for its instance id, with the repository at
 /testbed as the image has it. The eval script is the hidden test: it reaches only
 the verifier's fork, whose log the package's parser reads
 (`sprout.verify.swebench_grading`). A row's gold patch is the oracle's one turn
-(`apply_command`), here for both kinds of rows: `sprout.tasks.swebench` builds on this module.
+(`apply_command`), here for both kinds of rows: `sprout.tasks.sources.swebench` builds on
+this module.
 """
 
 from __future__ import annotations
