@@ -131,6 +131,21 @@ class SweBenchGrading(BaseModel):
     """Where the verifier's command writes the eval script's output."""
 
 
+class GitHistory(BaseModel):
+    """The repository an image-based row's task works in, and the commit it starts from.
+
+    Published images often keep the repository's whole history, so the fix would be one
+    `git log --all` away: checkpoint 0 keeps no git object, ref or reflog entry but this
+    commit and its ancestors, and only the verifier's fork gets the rest back (a grader
+    may check test files out of the fix's commit)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    repo: str = Field(pattern=r"^/")
+    """The repository's folder in the image (`/testbed`, `/app`)."""
+    base_commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+
+
 class Task(BaseModel):
     """A task: an instruction, an environment, a reference solution and hidden tests."""
 
@@ -210,6 +225,9 @@ class Task(BaseModel):
     required_tests: tuple[str, ...] | None = None
     swebench: SweBenchGrading | None = None
     """With `results = "swebench"`: how SWE-bench's harness grades the log."""
+    git_history: GitHistory | None = None
+    """An image-based row's repository and base commit: its later history is cut from
+    checkpoint 0 (`sprout.tasks.setup`); None for tasks whose environment has none to cut."""
     warnings: tuple[str, ...] = ()
     """What the loader had to guess (an unmapped FROM image, say), to show the user."""
 
