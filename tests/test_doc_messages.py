@@ -436,6 +436,19 @@ def swebench_field(c: Ctx) -> Produced:
     return Produced(str(found[2]), {"/data/dev.jsonl": str(rows)})
 
 
+def swebench_pro_script(c: Ctx) -> Produced:
+    from tests.support.swebench_pro_rows import pro_row, write_rows, write_run_scripts
+
+    made = {"base": "a" * 40, "fix": "b" * 40, "patch": "", "test_patch": ""}
+    rows = [pro_row(made, instance_id=f"other-{n}") for n in (1, 2)]
+    rows.append(pro_row(made, instance_id="instance_acme__calc-1"))
+    for row in rows:
+        write_run_scripts(c.tmp / "data" / "run_scripts", str(row["instance_id"]))
+    (c.tmp / "data" / "run_scripts" / "instance_acme__calc-1" / "parser.py").unlink()
+    path = write_rows(c.tmp / "data" / "pro.jsonl", rows)
+    return Produced("\n".join(load_tasks([path]).errors), {"/data": str(c.tmp / "data")})
+
+
 def check_row_typo(c: Ctx) -> Produced:
     from sprout.pipeline.task_check import load_failure
 
@@ -966,6 +979,12 @@ QUOTES: list[Quote] = [
     ),
     Quote(
         "docs/tasks.md",
+        "instance_acme__calc-1: /data/pro.jsonl:3: parser.py: "
+        "/data/run_scripts/instance_acme__calc-1/parser.py is missing",
+        swebench_pro_script,
+    ),
+    Quote(
+        "docs/tasks.md",
         '/tasks/typo/task.toml: sprout.network: expected true, false, "public", "none" or '
         "\"allowlist\", got 'nope'",
         check_row_typo,
@@ -1145,6 +1164,7 @@ NOT_MESSAGES = {
     '"estimated": true': "a field of results.json",
     '{"analyst": {"model": 3, "heuristic": 1}, ...}': "a field of results.json",
     '{"reward": 1}': "the content of a reward file",
+    '{"tests": [{"name": ..., "status": ...}]}': "the output.json of SWE-bench Pro's parsers",
     '{"model_path": FOLDER}': "a JSON body sent to a server",
     '{"running": [{"task_id", "method"}...], "schedules": n}': "a JSON answer of the viewer",
     '{"error": message, "status": code}': "the shape of the viewer's JSON errors",

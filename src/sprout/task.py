@@ -9,7 +9,18 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sprout.errors import SproutError
 
-ResultsFormat = Literal["auto", "reward", "ctrf", "junit", "pytest", "tap", "exit-code", "swebench"]
+ResultsFormat = Literal[
+    "auto",
+    "reward",
+    "ctrf",
+    "junit",
+    "pytest",
+    "tap",
+    "exit-code",
+    "swebench",
+    "swebench-pro",
+    "r2egym",
+]
 
 
 class TaskError(SproutError, ValueError):
@@ -131,6 +142,17 @@ class SweBenchGrading(BaseModel):
     """Where the verifier's command writes the eval script's output."""
 
 
+class R2EGymGrading(BaseModel):
+    """What R2E-Gym's reward compares the test log with: the row's `expected_output_json`,
+    each hidden test's status once the fix is in (FAILED for a test expected to fail)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    expected: dict[str, str]
+    log: str = "/logs/verifier/run_tests.log"
+    """Where the verifier's command writes run_tests.sh's output."""
+
+
 class GitHistory(BaseModel):
     """The repository an image-based row's task works in, and the commit it starts from.
 
@@ -228,8 +250,23 @@ class Task(BaseModel):
     git_history: GitHistory | None = None
     """An image-based row's repository and base commit: its later history is cut from
     checkpoint 0 (`sprout.tasks.setup`); None for tasks whose environment has none to cut."""
+    r2egym: R2EGymGrading | None = None
+    """With `results = "r2egym"`: the statuses R2E-Gym's reward compares the log with."""
+    withheld: tuple[str, ...] = ()
+    """Absolute paths the image holds that the agent must not see (an image's own hidden
+    tests): taken out of checkpoint 0 at the end of set-up and put back at the same paths on
+    the verifier's fork only (`sprout.tasks.setup.withheld`)."""
     warnings: tuple[str, ...] = ()
     """What the loader had to guess (an unmapped FROM image, say), to show the user."""
+
+    @field_validator("withheld")
+    @classmethod
+    def _absolute_paths(cls, paths: tuple[str, ...]) -> tuple[str, ...]:
+        for path in paths:
+            parts = PurePosixPath(path).parts
+            if not path.startswith("/") or len(parts) < 2 or ".." in parts:
+                raise ValueError(f"withheld {path!r}: expected an absolute path below /")
+        return paths
 
     @field_validator("test_files")
     @classmethod

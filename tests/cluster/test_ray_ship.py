@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sprout.sandbox import LayerStore, Sandbox
+from sprout.sandbox import LayerStore, Sandbox, keep_private, private_file
 from sprout.workspace import WorkspaceError
 
 ray = pytest.importorskip("ray", reason="sprout.cluster needs Ray: pip install 'sprout-rl[dist]'")
@@ -46,6 +46,8 @@ def test_a_task_on_a_node_that_cannot_read_the_old_store_gets_its_layers_shipped
         sandbox.run("head -c 200000 /dev/urandom > /workspace/blob && echo a > /workspace/a")
         sandbox.run("rm /workspace/a")
         checkpoint = sandbox.checkpoint()
+    # what its verifier needs beside it (the git history cut from a checkpoint 0) goes too
+    keep_private(LayerStore(old_store), checkpoint, "git-history.bundle", b"cut\n")
     ray.init(address=shared_cluster.address, log_to_driver=False)
     try:
         host = host_on(new, template, [(old, old_store)])
@@ -60,6 +62,8 @@ def test_a_task_on_a_node_that_cannot_read_the_old_store_gets_its_layers_shipped
     for layer_id in source.ancestry(checkpoint):
         assert not os.path.islink(target.diff_dir(layer_id)), "shipped, not linked"
         assert files_of(target, layer_id) == files_of(source, layer_id)
+    shipped = private_file(target, checkpoint, "git-history.bundle")
+    assert shipped is not None and Path(shipped).read_bytes() == b"cut\n"
     blob = source.read(checkpoint, "/workspace/blob")
     assert blob is not None
     assert seen.output == f"{hashlib.sha256(blob).hexdigest()}  /workspace/blob\nblob\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sprout.sandbox import LayerStore, Sandbox
+from sprout.sandbox import LayerStore, Sandbox, keep_private, private_file
 from tests.support.file_tree import files_of
 from tests.support.requirements import require_host_image
 
@@ -32,7 +32,7 @@ def test_shipped_layers_are_the_same_checkpoint_byte_for_byte(tmp_path: Path):
     unpack(target, pack(source, first, ()))
     shipment = pack(source, last, set(target.sealed_ids()))
     above_first = source.ancestry(last)[: source.ancestry(last).index(first)]
-    assert [layer.id for layer, _ in shipment] == above_first[::-1], (
+    assert [layer.id for layer, *_ in shipment] == above_first[::-1], (
         "only the layers the target lacks travel"
     )
     unpack(target, shipment)
@@ -44,3 +44,22 @@ def test_shipped_layers_are_the_same_checkpoint_byte_for_byte(tmp_path: Path):
     assert target.read(last, "/workspace/gone") is None
     assert target.read(last, "/workspace/d/blob") is None
     assert target.read(first, "/workspace/d/blob") == source.read(first, "/workspace/d/blob")
+
+
+@pytest.mark.sandbox
+def test_a_layers_private_files_travel_with_it(tmp_path: Path):
+    """The git history cut from a task's checkpoint 0 is a private file of that layer: a
+    node the layer is shipped to has it for its verifier too, never in the layer's files."""
+    require_host_image()
+    source = LayerStore(tmp_path / "source")
+    with Sandbox.create(source) as sandbox:
+        sandbox.run("echo base > /workspace/base")
+        base = sandbox.checkpoint()
+    keep_private(source, base, "git-history.bundle", b"the cut history\n")
+    target = LayerStore(tmp_path / "target")
+    shipment = pack(source, base, ())
+    assert [layer.id for layer, _, private in shipment if private is not None] == [base]
+    unpack(target, shipment)
+    shipped = private_file(target, base, "git-history.bundle")
+    assert shipped is not None and Path(shipped).read_bytes() == b"the cut history\n"
+    assert files_of(target, base) == files_of(source, base), "not among the layer's files"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,8 +41,16 @@ def trusted(registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 def pulls_removed_after(trusted: Registry) -> Iterator[Registry]:
     """What a test pulls into the suite's image cache (which is the machine's, linked) is
     removed after it: the images named from the test's registry, their lock files, the
-    blobs they brought and the chains their layers made."""
-    cache = ImageCache()
+    blobs they brought and the chains their layers made. Such tests take turns across the
+    suite's workers: the blobs and chains a test brought are those new since it started,
+    and another worker's pull must not be among them."""
+    cache = ImageCache()  # each worker's suite cache links the machine's images: one lock
+    with (Path(tempfile.gettempdir()) / "sprout-tests-pulls-removed-after.lock").open("a") as turn:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        yield from _removing_pulls(cache, trusted)
+
+
+def _removing_pulls(cache: ImageCache, trusted: Registry) -> Iterator[Registry]:
     blobs, chains = blob_dir(cache), chain_dir(cache)
     before = set(blobs.rglob("*")) if blobs.is_dir() else set()
     chains_before = set(chains.iterdir()) if chains.is_dir() else set()

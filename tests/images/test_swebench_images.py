@@ -1,26 +1,25 @@
-"""A SWE-bench row on the image the test pushed: a small Python repository at /testbed, no
-clone and no sidecar, graded by the `swebench` package's parser with the verdict of the
-package's own grading; `sprout tasks check` fails the untouched image and passes the gold
-patch, as SWE-bench's validation does."""
+"""A SWE-bench row on the image the test pushed: a small Python repository at /testbed (its
+history after the base commit cut from checkpoint 0), no clone and no sidecar, graded by
+the `swebench` package's parser with the verdict of the package's own grading; `sprout
+tasks check` fails the untouched image and passes the gold patch, as SWE-bench's
+validation does."""
 
 from __future__ import annotations
 
 import json
-import os
-import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from sprout.cli import main
-from sprout.task import SweBenchGrading
+from sprout.task import GitHistory, SweBenchGrading
 from sprout.tasks import load_tasks
 from sprout.verify.swebench_grading import grade
+from tests.support.git_history_repo import git
+from tests.support.python_image import python_rootfs
 from tests.support.registry_world import Layout, Registry, layer_blob, tree_blob
 from tests.support.requirements import require_overlay
-from tests.support.rootfs import build_rootfs
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 GOLD = """diff --git a/calc.py b/calc.py
@@ -56,41 +55,35 @@ rm -f tests/test_calc.py
 """
 F2P = "test_add (tests.test_calc.CalcTest.test_add)"
 P2P = "test_zero (tests.test_calc.CalcTest.test_zero)"
-STDLIB_LEFT_OUT = ("test", "idlelib", "tkinter", "ensurepip", "lib2to3", "pydoc_data")
 
 
-def python_rootfs(root: Path) -> None:
-    """The minimal root filesystem with Debian's Python 3.11 (its stdlib, less its tests),
-    git (the oracle applies the gold patch with it) and bash (the eval script's shell)."""
-    python = Path("/usr/bin/python3.11")
-    if not python.exists():
-        pytest.skip("Debian's python3.11 is needed for the image of this test")
-    build_rootfs(root, extra=("bash", "git"))
-    shutil.copy(python, root / "bin/python3")
-    output = subprocess.run(["ldd", str(python)], capture_output=True, text=True).stdout
-    for library in re.findall(r"(/\S+) \(0x[0-9a-f]+\)", output):
-        target = root / library.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(os.path.realpath(library), target)
-    shutil.copytree(
-        "/usr/lib/python3.11",
-        root / "usr/lib/python3.11",
-        ignore=shutil.ignore_patterns(*STDLIB_LEFT_OUT, "__pycache__", "dist-packages"),
-        symlinks=True,
-    )
-    (root / "testbed").mkdir()
-    (root / "testbed/calc.py").write_text(BUGGY)
-    subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
-
-
-def push_instance(registry: Registry, tmp_path: Path) -> str:
+def push_instance(registry: Registry, tmp_path: Path) -> tuple[str, str]:
+    """The instance's image, whose /testbed holds the repository with its history after
+    the base commit, as SWE-bench's images have it: its reference, and the base commit."""
     root = tmp_path / "rootfs"
     python_rootfs(root)
+    (root / "testbed").mkdir()
+    (root / "testbed/calc.py").write_text(BUGGY)
+    base = _history(root / "testbed")
     layout = Layout(tmp_path / "layout")
     config = {"Env": ["PATH=/usr/bin:/bin"], "WorkingDir": "/testbed"}
     marker = layer_blob({"etc/instance": b"acme__calc-1\n"})
     layout.tag("latest", layout.image([tree_blob(root), marker], config=config))
-    return registry.push(layout, "latest", "swebench/sweb.eval.x86_64.acme_1776_calc-1")
+    return registry.push(layout, "latest", "swebench/sweb.eval.x86_64.acme_1776_calc-1"), base
+
+
+def _history(testbed: Path) -> str:
+    """/testbed as a repository at its base commit, the gold patch committed after it (and
+    tagged), then reset away: the base commit."""
+    git(testbed, "init", "-q", "-b", "main")
+    git(testbed, "add", "calc.py")
+    git(testbed, "commit", "-q", "-m", "base")
+    (testbed / "calc.py").write_text(BUGGY.replace("a - b", "a + b"))
+    git(testbed, "commit", "-q", "-am", "fix add()")
+    git(testbed, "tag", "v1.0")
+    git(testbed, "reset", "-q", "--hard", "HEAD~1")
+    subprocess.run(["chmod", "-R", "a+rX", str(testbed)], check=True)
+    return git(testbed, "rev-parse", "HEAD")
 
 
 def row(image: str) -> dict[str, object]:
@@ -127,6 +120,10 @@ def test_a_row_names_its_image_or_gets_the_harness_name_and_needs_no_clone(
     assert "tests/test_calc.py" in first.test_files["eval.sh"]  # hidden: /tests only
     assert "SWEBENCH_TEST_EXIT_CODE=$?" in first.test_files["eval.sh"]
     assert EVAL_SCRIPT not in first.instruction
+    assert first.git_history == GitHistory(repo="/testbed", base_commit="0" * 40)
+    rows.write_text(json.dumps({k: v for k, v in named.items() if k != "base_commit"}) + "\n")
+    [without] = load_tasks([rows]).tasks
+    assert without.git_history is None, "a row without base_commit has no history cut"
 
 
 def test_a_row_with_an_unknown_parser_is_one_line_naming_the_field(tmp_path: Path) -> None:
@@ -142,9 +139,9 @@ def test_tasks_check_fails_the_untouched_image_and_passes_the_gold_patch(
     pulls_removed_after: Registry, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     require_overlay()
-    image = push_instance(pulls_removed_after, tmp_path)
+    image, base = push_instance(pulls_removed_after, tmp_path)
     rows = tmp_path / "rows.jsonl"
-    rows.write_text(json.dumps(row(image)) + "\n")
+    rows.write_text(json.dumps({**row(image), "base_commit": base}) + "\n")
     assert main(["tasks", "check", str(rows)]) == 0, capsys.readouterr()
     printed = capsys.readouterr().out
     line = next(line for line in printed.splitlines() if line.startswith("acme__calc-1"))

@@ -180,10 +180,11 @@ class Registry:
     storage: Path
     process: subprocess.Popen[bytes]
 
-    def push(self, layout: Layout, tag: str, repository: str) -> str:
-        """Push `layout`'s `tag` (with every platform of a list) as REPOSITORY:TAG; its
+    def push(self, layout: Layout, tag: str, repository: str, as_tag: str | None = None) -> str:
+        """Push `layout`'s `tag` (with every platform of a list) as REPOSITORY:TAG, or as
+        REPOSITORY:AS_TAG (a registry's tag may hold `__`, a layout's may not); its
         reference."""
-        reference = f"{self.host}/{repository}:{tag}"
+        reference = f"{self.host}/{repository}:{as_tag or tag}"
         subprocess.run(
             [
                 *("skopeo", "copy", "--quiet", "--all", "--preserve-digests"),

@@ -47,7 +47,8 @@ def with_agent_config(actor: ActorConfig, args: argparse.Namespace) -> ActorConf
 
 
 def add_task_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """--images and --repos: where tasks' images and SWE-bench clones are found."""
+    """--images, --repos and --run-scripts: where tasks' images, SWE-bench clones and SWE-bench
+    Pro's run scripts are found."""
     parser.add_argument(
         "--images",
         metavar="MODE|FILE",
@@ -65,6 +66,12 @@ def add_task_source_arguments(parser: argparse.ArgumentParser) -> None:
         "for it, however its tag moved since, here or on another machine",
     )
     parser.add_argument("--repos", metavar="DIR", help="local clones of SWE-bench repositories")
+    parser.add_argument(
+        "--run-scripts",
+        metavar="DIR",
+        help="SWE-bench Pro's run_scripts/ folder (the publisher's run_script.sh and parser.py "
+        "per instance); default: the one beside the rows' file",
+    )
 
 
 def _image_arguments(values: list[str]) -> tuple[ImageMode, str | None]:
@@ -79,9 +86,9 @@ def _image_arguments(values: list[str]) -> tuple[ImageMode, str | None]:
 def load_task_arguments(
     paths: list[str], args: argparse.Namespace, recorded: dict[str, Any] | None = None
 ) -> LoadedTasks:
-    """The tasks under `paths` (with --images and --repos) on the images this run chose
-    (the digests `recorded` by an earlier run of them first), and every one that failed to
-    load or has no image."""
+    """The tasks under `paths` (with --images, --repos and --run-scripts) on the images this
+    run chose (the digests `recorded` by an earlier run of them first), and every one that
+    failed to load or has no image."""
     from sprout.tasks import load_tasks
     from sprout.tasks.discover import load_image_table, read_again
     from sprout.tasks.setup.image_choice import choose_task_images
@@ -90,7 +97,7 @@ def load_task_arguments(
     if args.images_from:  # a resumed run's own record wins over the one it was told of
         recorded = {**recorded_images(Path(args.images_from), required=True), **(recorded or {})}
     images = load_image_table(table) if table else None
-    loaded = load_tasks(paths, images=images, repos=args.repos)
+    loaded = load_tasks(paths, images=images, repos=args.repos, run_scripts=args.run_scripts)
     chosen = choose_task_images(
         loaded.tasks,
         mode,

@@ -39,7 +39,8 @@ def add_parser(commands: Any) -> None:
         "train-rollouts) on tasks; compare",
         description="Run each --method on each task with --model; write DIR/sprout.db, "
         "DIR/results.json and print the comparison table. A task path is a task folder, a "
-        "folder of task folders, or a SWE-bench .jsonl file (with --repos).",
+        "folder of task folders, or a file of SWE-bench rows (.jsonl, with --repos unless the "
+        "rows name their images; SWE-bench Pro's also .parquet).",
     )
     _add_what_to_run(run)
     _add_schedule_arguments(run)
@@ -77,7 +78,7 @@ def _add_what_to_run(run: argparse.ArgumentParser) -> None:
         "tasks",
         nargs="+",
         metavar="TASKS",
-        help="task folders, folders of them, or SWE-bench .jsonl files",
+        help="task folders, folders of them, or files of SWE-bench rows (.jsonl, .parquet)",
     )
     run.add_argument(
         "--model",

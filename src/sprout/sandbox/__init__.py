@@ -21,6 +21,7 @@ from sprout.sandbox.jail.system_tools import system_tool
 from sprout.sandbox.layers.changes import checkpoint_changes
 from sprout.sandbox.layers.gc import Freed, StoreInUse
 from sprout.sandbox.layers.meta import Layer
+from sprout.sandbox.layers.private import keep_private, private_dir, private_file
 from sprout.sandbox.layers.share import needed_layers, take_shipped_layer
 from sprout.sandbox.layers.store import LayerStore
 from sprout.sandbox.local_workspace import SandboxFork, SandboxWorkspace
@@ -88,11 +89,14 @@ __all__ = [
     "current_user_mode",
     "disk_usage",
     "home_of",
+    "keep_private",
     "move_command",
     "needed_layers",
     "note_image",
     "orphan_stores",
     "place_store",
+    "private_dir",
+    "private_file",
     "probe_isolation",
     "process_alive",
     "process_start",

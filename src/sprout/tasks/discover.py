@@ -1,9 +1,10 @@
 """Finding tasks under the paths a user names, whatever their format.
 
 A path is one task folder (native: instruction.md; Terminal-Bench 1: task.yaml),
-a folder whose sub-folders are tasks (formats may mix), or a SWE-bench `.jsonl`
-file. A task that cannot be read becomes an error line and the others still
-load: one mistyped `task.toml` must not stop a run over a hundred tasks.
+a folder whose sub-folders are tasks (formats may mix), or a file of SWE-bench rows
+(`.jsonl`; SWE-bench Pro's also `.parquet`) or of R2E-Gym's (`.jsonl`, `.parquet`), told
+apart by their fields. A task that cannot be read becomes an error line and the others
+still load: one mistyped `task.toml` must not stop a run over a hundred tasks.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from sprout.config import only_tables
 from sprout.task import Task, TaskError
 from sprout.tasks.files import naming_task, read_toml
 from sprout.tasks.sources.native import load_native
+from sprout.tasks.sources.r2egym import is_r2egym_rows, load_r2egym
 from sprout.tasks.sources.swebench import load_swebench
+from sprout.tasks.sources.swebench_pro import holds_pro_rows, load_swebench_pro
 from sprout.tasks.sources.terminal_bench1 import load_terminal_bench1
 
 
@@ -55,11 +58,13 @@ def load_tasks(
     *,
     images: Mapping[str, str] | None = None,
     repos: str | Path | None = None,
+    run_scripts: str | Path | None = None,
 ) -> LoadedTasks:
     """Every task under `paths`; a path that does not exist or holds no task is a TaskError.
 
     `images` maps Dockerfile `FROM` names to root-filesystem folders; `repos`
-    is where local clones of SWE-bench repositories live.
+    is where local clones of SWE-bench repositories live; `run_scripts` is SWE-bench
+    Pro's run_scripts/ folder, when not beside the rows' file.
     """
     loaded = LoadedTasks()
     seen: set[str] = set()
@@ -67,9 +72,19 @@ def load_tasks(
         path = Path(given)
         if not path.exists():
             raise TaskError(f"{path}: no such file or folder")
-        if path.is_file() and path.suffix == ".jsonl":
+        if path.is_file() and path.suffix in (".jsonl", ".parquet"):
             try:
-                found = load_swebench(path, repos=repos, images=images)
+                if is_r2egym_rows(path):  # R2E-Gym's own rows, told apart by their fields
+                    found = load_r2egym(path)
+                elif holds_pro_rows(path):
+                    found = load_swebench_pro(path, run_scripts=run_scripts)
+                elif path.suffix == ".parquet":
+                    raise TaskError(
+                        f"{path}: neither SWE-bench Pro's rows nor R2E-Gym's (sprout reads "
+                        "parquet files of those two; SWE-bench rows as JSON Lines)"
+                    )
+                else:
+                    found = load_swebench(path, repos=repos, images=images)
             except TaskError as error:
                 loaded.errors.append(str(error))
                 continue
@@ -85,7 +100,7 @@ def load_tasks(
         if not folders:
             raise TaskError(
                 f"{path}: no task here (a task folder holds instruction.md or task.yaml; "
-                "SWE-bench tasks come in a .jsonl file)"
+                "SWE-bench tasks come in a .jsonl or .parquet file)"
             )
         for folder in folders:
             _add(loaded, seen, _load_folder(folder, images), folder)

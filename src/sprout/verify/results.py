@@ -9,7 +9,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sprout.verify.parsers import (
     decode,
@@ -19,7 +19,9 @@ from sprout.verify.parsers import (
     parse_pytest_summary,
     read_reward,
 )
+from sprout.verify.swebench_pro import judge, read_output
 from sprout.verify.tap import has_tap, parse_tap
+from sprout.verify.text import cap, tail
 from sprout.verify.types import (
     Diagnostics,
     MissingResults,
@@ -28,7 +30,7 @@ from sprout.verify.types import (
     TestResult,
 )
 
-FORMATS = ("auto", "reward", "ctrf", "junit", "pytest", "tap", "exit-code")
+FORMATS = ("auto", "reward", "ctrf", "junit", "pytest", "tap", "exit-code", "swebench-pro")
 """The values a task's results format may take; "auto" tries them in the order below."""
 PER_TEST_FORMATS = ("ctrf", "junit", "pytest", "tap")
 """Formats that name tests, in the order "auto" tries them: files first, then the log."""
@@ -207,30 +209,6 @@ def _failures(tests: Sequence[TestResult], outcome: str, label: str) -> list[str
     return [f"{label}: {', '.join(shown)}{more}"]
 
 
-def cap(text: str, limit: int) -> str:
-    """`text` cut to at most `limit` characters, saying how long it was."""
-    if len(text) <= limit:
-        return text
-    marker = f" [... cut, {len(text)} characters in all]"
-    if limit <= len(marker):
-        return text[:limit]
-    return text[: limit - len(marker)] + marker
-
-
-def tail(log: str, limit: int) -> str:
-    """The last `limit` characters of a log, starting at a whole line where one is near."""
-    if len(log) <= limit:
-        return log
-    marker = f"[... the first part of {len(log)} characters is cut]\n"
-    if limit <= len(marker):
-        return log[-limit:]
-    body = log[-(limit - len(marker)) :]
-    newline = body.find("\n")
-    if 0 <= newline < len(body) // 2:
-        body = body[newline + 1 :]
-    return marker + body
-
-
 def read_results(
     files: Mapping[str, bytes],
     log: str,
@@ -262,6 +240,8 @@ def read_results(
     run = _Run(log, exit_code, required)
     if format in PER_TEST_FORMATS:
         return _named_per_test(run, readers, format, where)
+    if format == "swebench-pro":
+        return _swebench_pro(run, files, where)
     tests, test_source, notes = _first_per_test(readers)
     reward_path = _reward_file(files)
     if format in ("auto", "reward") and reward_path:
@@ -335,6 +315,24 @@ def _named_per_test(
     if run.exit_code is not None:
         raise MissingResults(f"{where}{problem}")
     return run.diagnostics([], Provenance(format), reward=0.0, notes=[problem])
+
+
+def _swebench_pro(run: _Run, files: Mapping[str, bytes], where: str) -> Diagnostics:
+    """SWE-bench Pro's verdict on its parser's output.json (`verify.swebench_pro`): one that
+    is missing or unreadable is no verdict (`MissingResults`), unless the verifier timed out."""
+    try:
+        path, entries = read_output(files)
+    except ResultsError as error:
+        if run.exit_code is not None:
+            raise MissingResults(f"{where}{error}") from None
+        return run.diagnostics([], Provenance("swebench-pro"), reward=0.0, notes=[str(error)])
+    verdict = judge(entries, run.required or ())
+    source = Provenance("swebench-pro", (path,))
+    found = diagnose(
+        verdict.tests, source=source, log=run.log, exit_code=run.exit_code,
+        reward=verdict.reward, notes=verdict.notes,
+    )  # fmt: skip
+    return replace(found, required_missing=verdict.missing)
 
 
 def _first_per_test(

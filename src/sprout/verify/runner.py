@@ -14,6 +14,9 @@ from sprout.images.network import index_settings
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task
 from sprout.tasks.setup.users import verifier_run_as
+from sprout.tasks.setup.withheld import put_back
+from sprout.verify.git_history import restore_history
+from sprout.verify.r2egym_grading import grade as grade_r2egym
 from sprout.verify.results import read_results
 from sprout.verify.swebench_grading import grade
 from sprout.verify.types import Diagnostics
@@ -62,6 +65,8 @@ def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base_checkpoin
         layers, checkpoint, env=env, network=task.verifier_network, user=user
     ) as sandbox:
         _put_hidden_tests(sandbox, task)
+        put_back(task, layers, base_checkpoint, sandbox)  # what checkpoint 0 withheld
+        restore_history(sandbox, task, layers, base_checkpoint)  # and the git history it cut
         if binaries is not None:
             install_uv(sandbox, binaries)
         sandbox.run(f"mkdir -p {LOGS}")
@@ -76,6 +81,9 @@ def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base_checkpoin
     if task.results == "swebench" and task.swebench is not None:
         log = files.get(task.swebench.log, b"").decode("utf-8", errors="replace")
         diagnostics = grade(log or observation.output, task.swebench, exit_code)
+    elif task.results == "r2egym" and task.r2egym is not None:
+        log = files.get(task.r2egym.log, b"").decode("utf-8", errors="replace")
+        diagnostics = grade_r2egym(log or observation.output, task.r2egym, exit_code, task.id)
     else:
         diagnostics = read_results(
             files,

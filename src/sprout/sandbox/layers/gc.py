@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from sprout.durable import describe_processes, lock_holders, try_lock
 from sprout.sandbox.errors import SandboxError, UnknownCheckpoint
 from sprout.sandbox.jail.processes import process_alive
+from sprout.sandbox.layers.private import PRIVATE, private_dir
 from sprout.sandbox.layers.refs import drop_ref, ref_names
 from sprout.sandbox.storefs.extents import bytes_freed_by_removing
 
@@ -162,9 +163,10 @@ def _reachable(store: StoreView, roots: list[str], missing: list[str]) -> set[st
 
 
 def _entries(store: StoreView) -> set[str]:
-    """Ids with files, scratch or a subvolume in the store (unsealed ones among them)."""
+    """Ids with files, scratch, a subvolume or private files in the store (unsealed ones
+    among them: a layer freed half-way keeps no metadata)."""
     found: set[str] = set()
-    for sub in ("l", "w", "s"):
+    for sub in ("l", "w", "s", PRIVATE):
         with contextlib.suppress(FileNotFoundError):
             found.update(os.listdir(os.path.join(store.path, sub)))
     return {name for name in found if not name.endswith(".tmp")}
@@ -216,9 +218,9 @@ def _remove_stale_temporaries(store: StoreView) -> None:
 def _disk_paths(
     store: StoreView, layer_ids: list[str], *, sealed: set[str] | None = None
 ) -> list[str]:
-    """What holds the bytes of `layer_ids` here: their files (or subvolumes) and scratch,
-    only the scratch of those in `sealed`; a layer linked from another store (`adopt`)
-    is that store's to count."""
+    """What holds the bytes of `layer_ids` here: their files (or subvolumes), private files
+    and scratch, only the scratch of those in `sealed`; a layer linked from another store
+    (`adopt`) is that store's to count."""
     paths = []
     for layer_id in layer_ids:
         files = store.diff_dir(layer_id)
@@ -229,6 +231,9 @@ def _disk_paths(
             paths.append(subvolume)
         elif os.path.isdir(files) and not os.path.islink(files):
             paths.append(files)
+        private = private_dir(store.path, layer_id)
+        if sealed is None or layer_id not in sealed:  # an adopted layer's: the other store's
+            paths += [private] if os.path.isdir(private) and not os.path.islink(private) else []
         if os.path.isdir(store.scratch_dir(layer_id)):
             paths.append(store.scratch_dir(layer_id))
     return paths

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from sprout.sandbox.errors import BadArgument
 from sprout.sandbox.layers.meta import meta_path
+from sprout.sandbox.layers.private import link_private, take_private
 
 if TYPE_CHECKING:
     from sprout.sandbox.layers.meta import Layer
@@ -30,11 +31,16 @@ def needed_layers(source: StoreView, layer_id: str) -> list[str]:
     return wanted[::-1]
 
 
-def take_shipped_layer(store: StoreView, layer: Layer, files: str) -> None:
+def take_shipped_layer(
+    store: StoreView, layer: Layer, files: str, private: str | None = None
+) -> None:
     """Make sealed `layer` of another store one of `store`'s, its files already unpacked at
-    `files` (a directory on `store`'s filesystem, moved into place): what a store that
-    cannot link the other store's layers (another machine's) does with shipped ones."""
+    `files` and its private files (`sprout.sandbox.layers.private`) at `private` (directories
+    on `store`'s filesystem, moved into place): what a store that cannot link the other
+    store's layers (another machine's) does with shipped ones."""
     os.rename(files, store.diff_dir(layer.id))
+    if private is not None:
+        take_private(store, layer.id, private)
     store.save_meta(layer)
 
 
@@ -51,5 +57,6 @@ def adopt(store: StoreView, source: StoreView, layer_id: str) -> str:
         link = store.diff_dir(shared)
         if not os.path.lexists(link):
             os.symlink(os.path.realpath(source.diff_dir(shared)), link)
+        link_private(store, source, shared)
         store.save_meta(source.layer(shared))
     return layer_id

@@ -10,6 +10,7 @@ the whole lower-layer list in one mount option of at most one page):
     w/ID/             scratch for an unsealed layer (overlay workdir, mountpoint)
     h/ID              a hold: an open sandbox writing unsealed layer ID
     r/NAME            a named checkpoint (e.g. a task's cached base layer), kept by GC
+    p/ID/             a sealed layer's private files, never mounted (layers/private.py)
     lock              flocked shared by every process that claims the store (a run folder's
                       users), exclusively by GC: GC refuses while a claim is held
     v/DIGEST/         the mask that decides what the `host` image shows (layers/hostview.py)
@@ -19,15 +20,14 @@ the whole lower-layer list in one mount option of at most one page):
 
 The store's path may be a link into sprout's store filesystem (sprout.sandbox.storefs.btrfs).
 
-A checkpoint id is a layer id. Sealing writes the metadata last, atomically,
-so a process killed mid-turn leaves at worst an unsealed directory (and its
-scratch) that `sweep` or GC removes, never a half-written checkpoint. Each
-unsealed layer has a hold naming its owner (pid and start time): debris is
-what a dead owner left, and nothing of a live process is ever swept.
+A checkpoint id is a layer id. Sealing writes the metadata last, atomically: a process
+killed mid-turn leaves at worst an unsealed directory (and its scratch) for `sweep` or GC,
+never a half-written checkpoint. Each unsealed layer has a hold naming its owner (pid and
+start time): debris is what a dead owner left; nothing of a live process is ever swept.
 
-`LayerStore` opens the store and finds, seals and discards layers; each other job has
-its module here: `store_json`, `meta` (m/), `holds` (h/), `refs` (r/), `squash`, `share`
-(`adopt`), `export` and `gc`; those that take the store back see a `view.StoreView`.
+`LayerStore` opens the store and finds, seals and discards layers; each other job has its
+module here: `store_json`, `meta` (m/), `holds` (h/), `refs` (r/), `private` (p/), `squash`,
+`share` (`adopt`), `export` and `gc`; those that take the store back see a `view.StoreView`.
 """
 
 from __future__ import annotations
@@ -46,10 +46,10 @@ from sprout.sandbox.jail.modes import MODES, StoreMode
 from sprout.sandbox.layers import gc as layer_gc
 from sprout.sandbox.layers import share as layer_share
 from sprout.sandbox.layers.export import export_path
-from sprout.sandbox.layers.gc import Freed
 from sprout.sandbox.layers.holds import read_holds, write_hold
 from sprout.sandbox.layers.hostview import HostMask
 from sprout.sandbox.layers.meta import Layer, meta_path, read_meta, sealed_ids, write_meta
+from sprout.sandbox.layers.private import remove_private
 from sprout.sandbox.layers.refs import read_ref, ref_name, write_ref
 from sprout.sandbox.layers.squash import squash
 from sprout.sandbox.layers.store_json import open_store_format
@@ -107,8 +107,7 @@ class LayerStore:
         for sub in ("l", "m", "w", "h", "r"):
             os.makedirs(os.path.join(self.path, sub), exist_ok=True)
         self.mode, self.ids = open_store_format(os.path.join(self.path, "store.json"), mode)
-        """The store's mode, and as root the host ids that sandbox ids 0.. are (see
-        sprout.sandbox.jail.idmap)."""
+        """The store's mode, and as root the host ids sandbox ids 0.. are (jail.idmap)."""
         self.capped = self.mode == "root" and disk_cap_support(self.path).enforced
         """Layers are subvolumes whose bytes the kernel caps (see sprout.sandbox.storefs.quota)."""
         self.format: LayerFormat = (
@@ -280,9 +279,10 @@ class LayerStore:
         return layer_id
 
     def _remove_files(self, layer_id: str) -> None:
-        """Delete a layer's files and its subvolume (even one l/ID was not linked to yet)."""
+        """Delete a layer's files, subvolume (even one not linked yet) and private files."""
         files = self.diff_dir(layer_id)
         remove_tree(os.path.join(self.path, "s", layer_id))
+        remove_private(self.path, layer_id)
         if os.path.islink(files):
             os.unlink(files)
         else:
@@ -376,7 +376,7 @@ class LayerStore:
         references: Callable[[], Iterable[str]] | None = None,
         forget: Iterable[str] = (),
         dry_run: bool = False,
-    ) -> Freed:
+    ) -> layer_gc.Freed:
         """GC: free every sealed layer that no kept checkpoint stacks on, and the debris of
         dead processes (see `sweep`); with `dry_run`, only say what would go.
 
@@ -391,7 +391,7 @@ class LayerStore:
             self, keep, references=references, forgotten=forgotten, dry_run=dry_run
         )
 
-    def sweep(self, *, dry_run: bool = False) -> Freed:
+    def sweep(self, *, dry_run: bool = False) -> layer_gc.Freed:
         """Remove what processes that died left in the store: unsealed layers (a killed
         turn's writes, a killed verifier's fork with the hidden tests and its logs), their
         scratch folders and holds. A layer whose owner still runs is never touched, so this

@@ -21,8 +21,10 @@ from sprout.task import Task, TaskError
 from sprout.tasks.digest import folder_digest
 from sprout.tasks.files import os_problem
 from sprout.tasks.imageref import RootFilesystem, image_rootfs
+from sprout.tasks.setup.git_history import cut_history, keep_history
 from sprout.tasks.setup.steps import Build, context_inputs
 from sprout.tasks.setup.users import with_task_users
+from sprout.tasks.setup.withheld import withhold
 
 SETUP_TIMEOUT_S = 1800.0
 SETUP_ERROR_LINES = 20
@@ -48,6 +50,8 @@ def _digest(task: Task, image: str, machine: IndexSettings) -> str:
                 [s.model_dump(exclude={"origin"}) for s in task.setup],
                 [s.model_dump(exclude={"steps": {"__all__": {"origin"}}}) for s in task.stages],
                 [task.cpus, task.memory_bytes, task.disk_bytes],
+                *([list(task.withheld)] if task.withheld else []),  # older digests stay
+                *([task.git_history.model_dump()] if task.git_history else []),
             ],
             sort_keys=True,
         ).encode()
@@ -138,6 +142,8 @@ def _build_base(
             put_machine_network(sandbox, machine)
         for number, step in enumerate(task.setup, 1):
             build.run(sandbox, step, f"set-up step {number}")
+        history = cut_history(task, sandbox, SETUP_TIMEOUT_S)  # read out, gone from the layer
+        withhold(task, sandbox, SETUP_TIMEOUT_S)
         checkpoint = sandbox.checkpoint()
     checkpoint = with_task_users(task, layers, checkpoint)
     limits = agent_limits(task)
@@ -149,6 +155,7 @@ def _build_base(
             layers, checkpoint, env=env, network=task.network, limits=limits
         ) as agent:
             checkpoint = agent.checkpoint(always=True)
+    keep_history(layers, checkpoint, history)  # beside checkpoint 0, for its verifier alone
     layers.set_ref(name, checkpoint)
     return checkpoint
 

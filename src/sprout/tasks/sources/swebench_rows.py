@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from sprout.task import SolutionStep, SweBenchGrading, Task, TaskError
+from sprout.task import GitHistory, SolutionStep, SweBenchGrading, Task, TaskError
 from sprout.tasks.imageref import image_reference
 
 WORKDIR = "/testbed"
@@ -82,6 +82,9 @@ def apply_command(patch: str) -> str:
 class SweBenchRow(SweBenchInstance):
     """A row on its own image: the harness's script and parser besides."""
 
+    base_commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
+    """The commit the image's /testbed is at (SWE-bench's datasets all have it): what
+    checkpoint 0 keeps of its history, with its ancestors (`Task.git_history`)."""
     eval_script: str = Field(min_length=1)
     log_parser: str = Field(min_length=1)
     eval_type: Literal["pass_and_fail", "fail_only"] = "pass_and_fail"
@@ -152,4 +155,9 @@ def image_row_task(data: dict[str, Any], where: str, path: Path, label: str) -> 
         verifier_timeout_s=VERIFIER_TIMEOUT_S,
         results="swebench",
         swebench=grading,
+        git_history=(
+            None
+            if row.base_commit is None
+            else GitHistory(repo=WORKDIR, base_commit=row.base_commit)
+        ),
     )

@@ -1,0 +1,92 @@
+"""Rows of a dataset file as publishers ship them: JSON Lines, or the parquet file a Hugging
+Face dataset is distributed as, read a batch at a time (a dataset of thousands of rows is
+never in memory whole). Each row comes with where it is (`FILE:LINE`, `FILE: row N`), or,
+for a line that is no JSON object, the one-line TaskError naming it, so that a bad row is
+its own error and the others load. The sources of row formats (SWE-bench Pro, R2E-Gym)
+read their files through here and tell each other apart by `fields`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from sprout.task import TaskError
+from sprout.tasks.files import not_utf8
+
+Row = tuple[str, dict[str, Any] | TaskError]
+"""Where a row is, and the row (or what is wrong with its line)."""
+PYARROW = "reading parquet needs pyarrow (pip install 'sprout-rl[parquet]')"
+
+
+def rows(path: Path, columns: Sequence[str] | None = None) -> Iterator[Row]:
+    """Each row of `path`, a `.parquet` file (only `columns`, when given) or JSON Lines."""
+    return _parquet_rows(path, columns) if path.suffix == ".parquet" else _jsonl_rows(path)
+
+
+def fields(path: Path) -> set[str]:
+    """The fields of `path`'s rows: a parquet file's columns (TaskError, one line, for one
+    that cannot be read), the keys of the first JSON object of a `.jsonl` file (none when
+    there is none: the loader of JSON Lines says why)."""
+    if path.suffix == ".parquet":
+        try:
+            import pyarrow.parquet as parquet  # type: ignore[import-untyped]
+        except ImportError:
+            raise TaskError(f"{path}: {PYARROW}") from None
+        try:
+            return set(parquet.read_schema(path).names)
+        except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
+            raise TaskError(f"{path}: not a parquet file sprout can read ({error})") from None
+    try:
+        for _, row in _jsonl_rows(path):
+            if not isinstance(row, TaskError):
+                return set(row)
+    except TaskError:
+        pass
+    return set()
+
+
+def _jsonl_rows(path: Path) -> Iterator[Row]:
+    try:
+        handle = path.open("rb")
+    except OSError as error:
+        raise TaskError(f"{path}: cannot be read ({error.strerror})") from None
+    with handle as lines:
+        for number, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                data = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as error:
+                yield where, TaskError(f"?: {where}: {not_utf8(raw, error)}")
+                continue
+            except json.JSONDecodeError as error:
+                yield where, TaskError(f"?: {where}: not valid JSON ({error})")
+                continue
+            if not isinstance(data, dict):
+                kind = type(data).__name__
+                yield where, TaskError(f"?: {where}: expected a JSON object, got {kind}")
+                continue
+            yield where, data
+
+
+def _parquet_rows(path: Path, columns: Sequence[str] | None) -> Iterator[Row]:
+    """`FILE: row N` counting from 1; a column that is null in a row is left out of it, as
+    a JSON row would leave the field out."""
+    try:
+        import pyarrow.parquet as parquet
+    except ImportError:
+        raise TaskError(f"{path}: {PYARROW}") from None
+    try:
+        table = parquet.ParquetFile(path)
+        wanted = [name for name in columns or () if name in table.schema_arrow.names]
+        number = 0
+        for batch in table.iter_batches(batch_size=64, columns=wanted or None):
+            for data in batch.to_pylist():
+                number += 1
+                yield f"{path}: row {number}", {k: v for k, v in data.items() if v is not None}
+    except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
+        raise TaskError(f"{path}: not a parquet file sprout can read ({error})") from None
