@@ -24,8 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sprout.config import only_tables, validate_table
 from sprout.task import SetupStep, SolutionStep, Task, TaskError
-from sprout.tasks.files import naming_task, not_utf8, read_toml
+from sprout.tasks.files import naming_task, read_toml
 from sprout.tasks.imageref import task_image
+from sprout.tasks.sources.rows import rows
 from sprout.tasks.sources.swebench_rows import (
     SweBenchInstance,
     apply_command,
@@ -249,8 +250,8 @@ def task_from_record(
     )
 
 
-def _line_task(
-    text: str,
+def _row_task(
+    data: dict[str, Any],
     where: str,
     *,
     repos: Path | None,
@@ -258,12 +259,6 @@ def _line_task(
     images: Mapping[str, str],
     path: Path,
 ) -> Task:
-    try:
-        data: Any = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise TaskError(f"?: {where}: not valid JSON ({error})") from None
-    if not isinstance(data, dict):
-        raise TaskError(f"?: {where}: expected a JSON object, got {type(data).__name__}")
     broken = _lone_surrogate(data)
     instance = data.get("instance_id")
     label = instance if isinstance(instance, str) and instance and broken != "instance_id" else "?"
@@ -335,27 +330,16 @@ def load_swebench(
     for key, table in tables.items():  # a bad image is the sidecar's error, found up front
         if table.image is not None:
             _image(table.image, images or {}, sidecar_path(path), _label(key))
-    try:
-        handle = path.open("rb")
-    except OSError as error:
-        raise TaskError(f"{path}: cannot be read ({error.strerror})") from None
     results: list[Task | TaskError] = []
-    with handle as lines:
-        for number, raw in enumerate(lines, 1):
-            if not raw.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                results.append(TaskError(f"?: {where}: {not_utf8(raw, error)}"))
-                continue
-            try:
-                task = _line_task(
-                    text, where, repos=repos, tables=tables, images=images or {}, path=path
-                )
-            except TaskError as error:
-                results.append(error)
-            else:
-                results.append(task)
+    for where, data in rows(path):
+        try:
+            if isinstance(data, TaskError):
+                raise data
+            task = _row_task(
+                data, where, repos=repos, tables=tables, images=images or {}, path=path
+            )
+        except TaskError as error:
+            results.append(error)
+        else:
+            results.append(task)
     return results
