@@ -41,10 +41,13 @@ def test_private_files_are_in_no_sandbox_and_in_no_layer_it_mounts(overlay_store
     mounted = [os.path.realpath(overlay_store.diff_dir(i)) for i in overlay_store.stack(checkpoint)]
     assert not any(os.path.realpath(path).startswith(folder + "/") for folder in mounted)
     with Sandbox.fork(overlay_store, checkpoint) as sandbox:
-        found = sandbox.run(
-            f"cat {path}; ls {overlay_store.path}; grep -rl 'verifier alone' / 2>/dev/null"
+        found = sandbox.run(  # by name everywhere, by content where a store could be
+            f"cat {path}; ls {overlay_store.path}; "
+            r"find / \( -path /proc -o -path /sys \) -prune -o -name 'history.bundle*' -print; "
+            "grep -rl 'verifier alone' /tmp /root /home /work /srv /mnt /run 2>/dev/null"
         )
     assert "verifier alone" not in found.output, found.output
+    assert "history.bundle" not in found.output.replace(path, ""), found.output
     with pytest.raises(UnknownCheckpoint):
         keep_private(overlay_store, "0123456789", "history.bundle", SECRET)
 
