@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from sprout.agent import ActorConfig
     from sprout.images.names import ImageMode
     from sprout.sandbox import IsolationReport
+    from sprout.task import Task
+    from sprout.tasks.setup.image_choice import ChosenImages
 
 
 class UsageError(SproutError):
@@ -89,6 +92,17 @@ def load_task_arguments(
     """The tasks under `paths` (with --images, --repos and --run-scripts) on the images this
     run chose (the digests `recorded` by an earlier run of them first), and every one that
     failed to load or has no image."""
+    loaded, choose = load_tasks_unchosen(paths, args, recorded)
+    chosen = choose(loaded.tasks)
+    return LoadedTasks(chosen.tasks, [*loaded.errors, *chosen.errors], chosen.record())
+
+
+def load_tasks_unchosen(
+    paths: list[str], args: argparse.Namespace, recorded: dict[str, Any] | None = None
+) -> tuple[LoadedTasks, Callable[[Sequence[Task]], ChosenImages]]:
+    """`load_task_arguments` in two: the tasks under `paths` as read (no image chosen,
+    nothing pulled), and what chooses the images of those given it, so that a command
+    that plays only some of them (`sprout train --tasks-per-step`) pulls only theirs."""
     from sprout.tasks import load_tasks
     from sprout.tasks.discover import load_image_table, read_again
     from sprout.tasks.setup.image_choice import choose_task_images
@@ -98,14 +112,17 @@ def load_task_arguments(
         recorded = {**recorded_images(Path(args.images_from), required=True), **(recorded or {})}
     images = load_image_table(table) if table else None
     loaded = load_tasks(paths, images=images, repos=args.repos, run_scripts=args.run_scripts)
-    chosen = choose_task_images(
-        loaded.tasks,
-        mode,
-        say=lambda line: print(line, file=sys.stderr),
-        recorded=recorded,
-        reread=lambda task: read_again(task, images),
-    )
-    return LoadedTasks(chosen.tasks, [*loaded.errors, *chosen.errors], chosen.record())
+
+    def choose(tasks: Sequence[Task]) -> ChosenImages:
+        return choose_task_images(
+            tasks,
+            mode,
+            say=lambda line: print(line, file=sys.stderr),
+            recorded=recorded,
+            reread=lambda task: read_again(task, images),
+        )
+
+    return loaded, choose
 
 
 def recorded_images(path: Path, *, required: bool = False) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,7 @@ from sprout.commands.common import (
     add_task_source_arguments,
     check_isolation,
     load_task_arguments,
+    load_tasks_unchosen,
     refuse_model_servers,
     usable_tasks,
     with_agent_config,
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from sprout.sandbox import IsolationReport
     from sprout.search.halt import Halt
     from sprout.task import Task
+    from sprout.tasks import LoadedTasks
+    from sprout.tasks.setup.image_choice import ChosenImages
     from sprout.train.learner import StepStats
 
 
@@ -135,14 +138,16 @@ def _train(args: argparse.Namespace) -> int:
     settings = _train_settings(args)
     refuse_model_servers([args.base_url])
     check_ray(args)
-    loaded = usable_tasks(load_task_arguments(args.tasks, args), "train")
+    loaded, prepare = _load_tasks(args, settings)
     server = _rollout_server(args)
     transformers.logging.disable_progress_bar()
     halt = Halt()
     try:
         report = check_isolation(args.out, args.isolation, "train")
         with on_cluster(args):  # joined first: a cluster that cannot be reached costs no run folder
-            history, interrupted = _steps(args, loaded.tasks, settings, report, halt, server)
+            history, interrupted = _steps(
+                args, loaded.tasks, settings, report, halt, server, prepare
+            )
     finally:
         if server is not None:
             server.close()
@@ -155,7 +160,50 @@ def _train(args: argparse.Namespace) -> int:
     if halt.reason is not None:
         print(f"sprout train: stopped early: {halt.reason}", file=sys.stderr)
         return 1
-    return BAD_INPUT if loaded.errors else 0
+    return BAD_INPUT if loaded.errors or (prepare and prepare.errors) else 0
+
+
+def _load_tasks(
+    args: argparse.Namespace, settings: TrainSettings
+) -> tuple[LoadedTasks, _ImagesWhenDrawn | None]:
+    """The tasks to train on: on their images, or, with a draw, as read, with what chooses
+    each one's image the first time a step draws it; UsageError for a draw larger than
+    the tasks that loaded."""
+    from sprout.pipeline.task_draw import TaskDrawError, check_tasks_per_step
+
+    if settings.tasks_per_step is None:
+        return usable_tasks(load_task_arguments(args.tasks, args), "train"), None
+    loaded, choose = load_tasks_unchosen(args.tasks, args)
+    usable_tasks(loaded, "train")
+    try:
+        check_tasks_per_step(settings.tasks_per_step, len(loaded.tasks))
+    except TaskDrawError as error:
+        raise UsageError(str(error)) from None
+    return loaded, _ImagesWhenDrawn(choose)
+
+
+class _ImagesWhenDrawn:
+    """Each task's image chosen (pulled, when it must be) the first time a step draws the
+    task, not for every task up front: a run that plays 32 of 2,115 tasks a step pulls
+    only what it plays. A task whose image cannot be had is named once and left out of
+    every step that draws it (the command then exits 2, as for a task that did not load)."""
+
+    def __init__(self, choose: Callable[[Sequence[Task]], ChosenImages]) -> None:
+        self._choose = choose
+        self._ready: dict[str, Task] = {}
+        self._failed: set[str] = set()
+        self.errors: list[str] = []
+
+    def __call__(self, drawn: Sequence[Task]) -> list[Task]:
+        new = [task for task in drawn if task.id not in {*self._ready, *self._failed}]
+        if new:
+            chosen = self._choose(new)
+            self._ready.update((task.id, task) for task in chosen.tasks)
+            self._failed.update(task.id for task in new if task.id not in self._ready)
+            for error in chosen.errors:
+                print(f"sprout train: skipped: {error}", file=sys.stderr)
+            self.errors.extend(chosen.errors)
+        return [self._ready[task.id] for task in drawn if task.id in self._ready]
 
 
 def _steps(
@@ -165,6 +213,7 @@ def _steps(
     report: IsolationReport,
     halt: Halt,
     server: RolloutServer | None,
+    prepare: _ImagesWhenDrawn | None,
 ) -> tuple[list[StepStats], bool]:
     """The run folder and its steps, with the sandboxes where --ray puts them; the folder
     and the sandboxes are closed whatever stops the steps. (The steps run now, whether
@@ -177,7 +226,7 @@ def _steps(
     try:
         progress = Progress(quiet=args.quiet, tag="" if report.holds else "[NO ISOLATION]")
         with ray_sandboxes(args, run) as sandboxes, halting_on_ctrl_c(halt, "train") as ctrl_c:
-            history = train(tasks, run, settings, progress, halt, server, sandboxes)
+            history = train(tasks, run, settings, progress, halt, server, sandboxes, prepare)
     except (TrainResumeError, RolloutServerError) as error:
         raise UsageError(str(error)) from None
     finally:
@@ -194,6 +243,7 @@ def _train_settings(args: argparse.Namespace) -> TrainSettings:
         raise UsageError(f"--model {args.model}: training needs a local model, hf/PATH")
     if args.steps < 1:
         raise UsageError(f"--steps: expected at least 1, got {args.steps}")
+    _check_draw_arguments(args)
     try:
         actor = ActorConfig.from_file(args.config) if args.config else ActorConfig(max_turns=8)
         learner = train_step.learner_config(args)
@@ -216,7 +266,18 @@ def _train_settings(args: argparse.Namespace) -> TrainSettings:
         hf_options={"max_new_tokens": args.max_new_tokens, "device": learner.device},
         learner=learner,
         rollout_server=args.rollout_server,
+        tasks_per_step=args.tasks_per_step,
+        data_seed=args.data_seed or 0,
     )
+
+
+def _check_draw_arguments(args: argparse.Namespace) -> None:
+    """--tasks-per-step at least 1 (its upper bound, the number of tasks, is checked once
+    they are loaded); --data-seed only with it, which alone reads it."""
+    if args.tasks_per_step is not None and args.tasks_per_step < 1:
+        raise UsageError(f"--tasks-per-step: expected at least 1, got {args.tasks_per_step}")
+    if args.data_seed is not None and args.tasks_per_step is None:
+        raise UsageError("--data-seed: only with --tasks-per-step")
 
 
 def _rollout_server(args: argparse.Namespace) -> RolloutServer | None:
@@ -251,6 +312,16 @@ def _train_arguments(train: argparse.ArgumentParser) -> None:
         "--resume",
         action="store_true",
         help="go on after the last saved step of --out (same settings; --steps may grow)",
+    )
+    train.add_argument(
+        "--tasks-per-step",
+        type=int,
+        metavar="N",
+        help="play N tasks a step, drawn epoch by epoch by a seeded shuffle (default: every "
+        "task every step)",
+    )
+    train.add_argument(
+        "--data-seed", type=int, metavar="N", help="the seed of --tasks-per-step's draw (0)"
     )
     add_workers_argument(train, "a step's rollouts")
     train.add_argument("--roots", type=int, default=2, metavar="N", help="roots per task (2)")

@@ -11,7 +11,7 @@ across steps within one command.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from sprout.errors import SproutError
 from sprout.models.config import ModelConfig
 from sprout.models.fingerprint import TOKENIZER_META
 from sprout.pipeline.rollout_server import RolloutServer
+from sprout.pipeline.task_draw import step_tasks
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, run_tasks
 from sprout.search.halt import Halt
@@ -55,6 +56,10 @@ class TrainSettings:
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     rollout_server: str | None = None
     """The kind of server that plays the rollouts (`rollout_server.SERVERS`); None: `hf/`."""
+    tasks_per_step: int | None = None
+    """Tasks each step plays, drawn by `task_draw.step_tasks`; None: every task every step."""
+    data_seed: int = 0
+    """The seed of that draw."""
 
 
 LOG = "train.jsonl"
@@ -74,7 +79,14 @@ def _settings_json(settings: TrainSettings) -> dict[str, Any]:
         "hf_options": settings.hf_options,
         "learner": settings.learner.model_dump(mode="json"),
         **({"rollout_server": settings.rollout_server} if settings.rollout_server else {}),
+        **(_draw_json(settings) if settings.tasks_per_step else {}),
     }
+
+
+def _draw_json(settings: TrainSettings) -> dict[str, Any]:
+    """The draw's settings, stored only when there is a draw, so that a run started
+    before `--tasks-per-step` existed resumes as it was."""
+    return {"tasks_per_step": settings.tasks_per_step, "data_seed": settings.data_seed}
 
 
 TRAIN_TABLES: dict[str, type[BaseModel]] = {"actor": ActorConfig, "learner": LearnerConfig}
@@ -106,6 +118,7 @@ def train(
     halt: Halt | None = None,
     server: RolloutServer | None = None,
     sandboxes: TaskSandboxes | None = None,
+    prepare: Callable[[Sequence[Task]], Sequence[Task]] | None = None,
 ) -> list[StepStats]:
     """Rollouts and one learner step, up to `settings.steps` steps; stats of the steps run
     now, also appended to `OUT/train.jsonl` as they come.
@@ -118,7 +131,8 @@ def train(
     put on the step's weights first. With `sandboxes` (a Ray cluster's, say; the caller
     closes them) every step's sandbox work runs there, while the learner and the rollout
     model stay in this process; each step's `run_tasks` releases a task's sandboxes when its
-    rollouts end, so a step holds nothing of the one before.
+    rollouts end, so a step holds nothing of the one before. A step plays the tasks drawn
+    for it (`_drawn`), readied by `prepare` (which may leave out one it cannot ready).
     """
     halt = halt or Halt()
     _claim_settings(run, settings)
@@ -143,13 +157,28 @@ def train(
             rollouts, served = _serve(server, policy, step - 1, learner, rollouts)
         where = f" on {served['url']} ({served['weights']})" if served else ""
         progress.event("-", method.name, f"rollouts with {policy}{where}")
-        run_tasks(tasks, run, rollouts, progress, halt, sandboxes)
+        drawn = _drawn(tasks, settings, step)
+        played = list(prepare(drawn)) if prepare else drawn
+        run_tasks(played, run, rollouts, progress, halt, sandboxes)
         if halt.is_set():
             progress.event("-", method.name, f"no learner step: {halt.reason}")
             break
-        stats, policy = _learner_step(run, settings, learner, method.name, step, progress, served)
+        logged: dict[str, Any] = {"rollout_server": served} if served else {}
+        if settings.tasks_per_step:  # what the step played, for a reader of its log line
+            logged["tasks"] = [task.id for task in played]
+        stats, policy = _learner_step(run, settings, learner, method.name, step, progress, logged)
         history.append(stats)
     return history
+
+
+def _drawn(tasks: Sequence[Task], settings: TrainSettings, step: int) -> list[Task]:
+    """The tasks step `step` plays: every task, or with `settings.tasks_per_step` those
+    `task_draw` draws for it (then listed in the step's log line)."""
+    if not settings.tasks_per_step:
+        return list(tasks)
+    by_id = {task.id: task for task in tasks}
+    ids = step_tasks(list(by_id), settings.tasks_per_step, settings.data_seed, step)
+    return [by_id[task_id] for task_id in ids]
 
 
 def _claim_settings(run: RunFolder, settings: TrainSettings) -> None:
@@ -209,11 +238,12 @@ def _learner_step(
     method: str,
     step: int,
     progress: Progress,
-    served: dict[str, Any],
+    logged: dict[str, Any],
 ) -> tuple[StepStats, Path]:
     """Samples of `method`'s rollouts, one learner step on them, the weights saved and the
     step logged to `OUT/train.jsonl` (which a resume reads), with the rollout server that
-    played them (`served`, when one did); (its stats, the new policy)."""
+    played them and the tasks it played (`logged`: `rollout_server` when a server played
+    them, `tasks` with a draw); (its stats, the new policy)."""
     batch = build_samples(
         run.tree,
         methods=[method],
@@ -230,8 +260,7 @@ def _learner_step(
     record = {"step": step, "policy": str(policy), **stats.as_dict()}
     record["groups"] = batch.report.groups
     record["zero_variance_groups"] = batch.report.zero_variance_groups
-    if served:
-        record["rollout_server"] = served
+    record.update(logged)
     with (run.path / LOG).open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(record) + "\n")
     return stats, policy
