@@ -40,6 +40,7 @@ from sprout.errors import SproutError
 from sprout.tasks.discover import load_tasks
 from tests.support.repo_paths import REPO
 from tests.support.taskfolders import calc_task, write_task
+from tests.support.verifier_logs import UV_NO_PYTHON
 
 
 @dataclass(frozen=True)
@@ -365,20 +366,6 @@ def uv_unfetchable(c: Ctx) -> str:
     failed = subprocess.CompletedProcess(["pip"], 1, "", "ERROR: No matching distribution found")
     c.monkeypatch.setattr(uv, "_pip", lambda _arguments: failed)
     return raised(lambda: uv._fetch("0.9.5", c.tmp / "uv"))
-
-
-UV_NO_PYTHON = """\
-downloading uv 0.9.5 x86_64-unknown-linux-gnu
-curl: (6) Could not resolve host: astral.sh
-error: Request failed after 3 retries
-  Caused by: Failed to download https://github.com/astral-sh/python-build-standalone/releases/\
-download/20251014/cpython-3.12.12%2B20251014-x86_64-unknown-linux-gnu-install_only_stripped.tar.gz
-  Caused by: error sending request for url (https://github.com/astral-sh/python-build-standalone/)
-  Caused by: client error (Connect)
-  Caused by: dns error
-  Caused by: failed to lookup address information: Name or service not known
-"""
-"""The log of a Terminal-Bench 2 verifier whose `uvx -p 3.12` found no network."""
 
 
 def offline_python(c: Ctx) -> str:

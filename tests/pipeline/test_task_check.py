@@ -30,6 +30,7 @@ from sprout.verify import diagnose
 from sprout.verify.types import TestResult
 from tests.support.requirements import require_host_image
 from tests.support.taskfolders import CALC_SOLVE, FIXED, calc_task
+from tests.support.verifier_logs import UV_NO_PYTHON
 
 
 @pytest.fixture
@@ -165,17 +166,6 @@ def test_warnings_that_differ_only_in_their_file_are_one_line():
     ]
 
 
-UV_NO_PYTHON = """\
-downloading uv 0.9.5 x86_64-unknown-linux-gnu
-curl: (6) Could not resolve host: astral.sh
-error: Request failed after 3 retries
-  Caused by: Failed to download https://github.com/astral-sh/python-build-standalone/releases/\
-download/20251014/cpython-3.12.12%2B20251014-x86_64-unknown-linux-gnu-install_only_stripped.tar.gz
-  Caused by: error sending request for url (https://github.com/astral-sh/python-build-standalone/)
-  Caused by: client error (Connect)
-  Caused by: dns error
-  Caused by: failed to lookup address information: Name or service not known
-"""
 UV_NO_INDEX = """\
   \u00d7 Failed to fetch: `https://pypi.org/simple/pytest/`
   ├─▶ Request failed after 3 retries
