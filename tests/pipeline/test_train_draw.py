@@ -45,7 +45,7 @@ def _tasks(root: Path, count: int) -> None:
 
 
 def _train(tmp_path: Path, model: Path, out: str, *extra: str, steps: int) -> int:
-    args = train_args(tmp_path, model, "--roots", "1", "--tasks-per-step", "3", *extra)
+    args = train_args(tmp_path, model, "--roots", "1", "--tasks-per-step", "2", *extra)
     args[args.index("--out") + 1] = str(tmp_path / out)
     args[args.index("--steps") + 1] = str(steps)
     return main(args)
@@ -59,7 +59,7 @@ def test_each_step_plays_its_draw_and_a_resumed_run_draws_the_same(
     tmp_path: Path, tiny_model_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     require_host_image()
-    _tasks(tmp_path / "tasks", 10)
+    _tasks(tmp_path / "tasks", 5)  # 2 a step: an epoch is 2 steps, and leaves one task out
     chosen: list[list[str]] = []
     choose = image_choice.choose_task_images
 
@@ -68,27 +68,27 @@ def test_each_step_plays_its_draw_and_a_resumed_run_draws_the_same(
         return choose(tasks, *args, **kwargs)
 
     monkeypatch.setattr(image_choice, "choose_task_images", recording)
-    assert _train(tmp_path, tiny_model_path, "whole", "--data-seed", "5", steps=4) == 0
+    assert _train(tmp_path, tiny_model_path, "whole", "--data-seed", "5", steps=3) == 0
     whole = _log(tmp_path / "whole")
-    assert [line["tasks"] for line in whole] == [step_tasks(IDS, 3, 5, s) for s in (1, 2, 3, 4)]
+    assert [line["tasks"] for line in whole] == [step_tasks(IDS[:5], 2, 5, s) for s in (1, 2, 3)]
     run = RunFolder.open(tmp_path / "whole")
     for line in whole:  # the step's groups are its drawn tasks', one each
         method = f"train@{line['step']}"
-        assert line["groups"] == 3
+        assert line["groups"] == 2
         attempts = [a for a in run.tree.attempts() if a.method == method]
         assert {a.task_id for a in attempts} == set(line["tasks"])
     run.close()
-    # an image is chosen the first time its task is drawn, never for the tenth task
+    # an image is chosen the first time its task is drawn, never for a task no step drew
     assert chosen[0] == whole[0]["tasks"]
     played = {task for line in whole for task in line["tasks"]}
     assert sorted(task for ids in chosen for task in ids) == sorted(played)
 
-    # two steps, then --resume to four: the same draw at every step
-    assert _train(tmp_path, tiny_model_path, "legs", "--data-seed", "5", steps=2) == 0
+    # one step, then --resume to three, into the next epoch: the same draw at every step
+    assert _train(tmp_path, tiny_model_path, "legs", "--data-seed", "5", steps=1) == 0
     run = RunFolder.open(tmp_path / "legs")
-    assert set(run.tree.task_ids()) == set(whole[0]["tasks"] + whole[1]["tasks"])
+    assert set(run.tree.task_ids()) == set(whole[0]["tasks"])
     run.close()
-    assert _train(tmp_path, tiny_model_path, "legs", "--data-seed", "5", "--resume", steps=4) == 0
+    assert _train(tmp_path, tiny_model_path, "legs", "--data-seed", "5", "--resume", steps=3) == 0
     assert [line["tasks"] for line in _log(tmp_path / "legs")] == [line["tasks"] for line in whole]
 
     # a step's export carries that step's tasks only
