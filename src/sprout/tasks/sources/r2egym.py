@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sprout.task import GitHistory, R2EGymGrading, SetupStep, SolutionStep, Task, TaskError
 from sprout.tasks.imageref import image_reference
 from sprout.tasks.sources.r2egym_commit import ParsedCommit, read_parsed_commit
-from sprout.tasks.sources.rows import fields, rows
+from sprout.tasks.sources.rows import field_problem, fields, lone_surrogate, rows
 from sprout.tasks.sources.swebench_rows import apply_command
 
 WORKDIR = "/testbed"
@@ -117,16 +117,13 @@ def row_task(data: dict[str, Any], where: str, path: Path) -> Task:
     """The task of one row; TaskError names the row (its id, else "?"), where it is and
     the field."""
     label = _label(data)
-    broken = _lone_surrogate(data)
+    broken = lone_surrogate(data)
     if broken is not None:
         raise TaskError(f"{label}: {where}: {broken}: not valid Unicode (half a surrogate pair)")
     try:
         row = R2EGymRow.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise TaskError(f"{label}: {where}: {field}: {message}") from None
+        raise TaskError(f"{label}: {where}: {field_problem(error)}") from None
     image = image_reference(row.docker_image, f"{label}: {where}: docker_image")
     commit_of_fix = row.parsed_commit_content
     patch = commit_of_fix.gold_patch()
@@ -162,17 +159,6 @@ def _label(data: dict[str, Any]) -> str:
     return "?"
 
 
-def _lone_surrogate(data: dict[str, Any]) -> str | None:
-    """The first field whose value holds half a surrogate pair (JSON's `"\\ud800"`), which
-    no UTF-8 text (the store, a prompt) can hold."""
-    for key, value in data.items():
-        try:
-            json.dumps(value, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            return key.encode("utf-8", "backslashreplace").decode("ascii", "replace")
-    return None
-
-
 def is_r2egym_rows(path: Path) -> bool:
     """Whether a `.jsonl` or `.parquet` file holds R2E-Gym's rows rather than SWE-bench's:
     R2E-Gym's fields and no `instance_id` (every SWE-bench row, R2E-Gym's SWE-bench-Verified
@@ -183,8 +169,8 @@ def is_r2egym_rows(path: Path) -> bool:
 
 def load_r2egym(path: str | Path) -> list[Task | TaskError]:
     """One Task, or the TaskError naming what is wrong with it, per row of a `.jsonl` or
-    `.parquet` file of R2E-Gym's rows. A file that cannot be read at all (or a parquet
-    file without R2E-Gym's columns) is one TaskError raised for the whole file."""
+    `.parquet` file of R2E-Gym's rows. A file that cannot be read at all is one TaskError
+    raised for the whole file."""
     path = Path(path).resolve()
     results: list[Task | TaskError] = []
     for where, data in rows(path, COLUMNS):

@@ -13,6 +13,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from sprout.task import TaskError
 from sprout.tasks.files import not_utf8
 
@@ -90,3 +92,21 @@ def _parquet_rows(path: Path, columns: Sequence[str] | None) -> Iterator[Row]:
                 yield f"{path}: row {number}", {k: v for k, v in data.items() if v is not None}
     except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
         raise TaskError(f"{path}: not a parquet file sprout can read ({error})") from None
+
+
+def field_problem(error: ValidationError) -> str:
+    """`FIELD: PROBLEM` of a row's first invalid field, as one line of its TaskError."""
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first["loc"])
+    return f"{field}: {str(first['msg']).removeprefix('Value error, ')}"
+
+
+def lone_surrogate(data: dict[str, Any]) -> str | None:
+    """The first field whose name or value holds a lone surrogate (JSON's `"\\ud800"`):
+    such a string cannot be written as UTF-8 (into the store, /tests, a prompt)."""
+    for key, value in data.items():
+        try:
+            json.dumps({key: value}, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            return key.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+    return None

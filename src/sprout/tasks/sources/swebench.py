@@ -26,7 +26,7 @@ from sprout.config import only_tables, validate_table
 from sprout.task import SetupStep, SolutionStep, Task, TaskError
 from sprout.tasks.files import naming_task, read_toml
 from sprout.tasks.imageref import task_image
-from sprout.tasks.sources.rows import rows
+from sprout.tasks.sources.rows import lone_surrogate, rows
 from sprout.tasks.sources.swebench_rows import (
     SweBenchInstance,
     apply_command,
@@ -259,7 +259,7 @@ def _row_task(
     images: Mapping[str, str],
     path: Path,
 ) -> Task:
-    broken = _lone_surrogate(data)
+    broken = lone_surrogate(data)
     instance = data.get("instance_id")
     label = instance if isinstance(instance, str) and instance and broken != "instance_id" else "?"
     if broken is not None:
@@ -301,17 +301,6 @@ def _row_task(
         image=image,
         path=path,
     )
-
-
-def _lone_surrogate(data: dict[str, Any]) -> str | None:
-    """The first field whose name or value holds a lone surrogate (JSON's `"\\ud800"`):
-    such a string cannot be written as UTF-8 (into the store, /tests, a prompt)."""
-    for key, value in data.items():
-        try:
-            json.dumps({key: value}, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            return key.encode("utf-8", "backslashreplace").decode("ascii", "replace")
-    return None
 
 
 def load_swebench(

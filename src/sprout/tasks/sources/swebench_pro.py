@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sprout.task import GitHistory, SetupStep, SolutionStep, Task, TaskError
 from sprout.tasks.files import not_utf8
 from sprout.tasks.imageref import image_reference
-from sprout.tasks.sources.rows import fields, rows
+from sprout.tasks.sources.rows import field_problem, fields, rows
 from sprout.tasks.sources.swebench_rows import IMAGE_FIELDS, apply_command
 
 IMAGE_REPOSITORY = "jefzda/sweap-images"
@@ -130,10 +130,7 @@ def pro_task(data: dict[str, Any], where: str, path: Path, run_scripts: Path) ->
     try:
         row = ProRow.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise TaskError(f"{where}: {field}: {message}") from None
+        raise TaskError(f"{where}: {field_problem(error)}") from None
     image = _image(data, row, where)
     scripts = instance_scripts(run_scripts, row.instance_id, where)
     before = row.before_repo_set_cmd.strip().split("\n")[:-1]

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sprout.task import GitHistory, SolutionStep, SweBenchGrading, Task, TaskError
 from sprout.tasks.imageref import image_reference
+from sprout.tasks.sources.rows import field_problem
 
 WORKDIR = "/testbed"
 EVAL_SCRIPT = "eval.sh"
@@ -129,10 +130,7 @@ def image_row_task(data: dict[str, Any], where: str, path: Path, label: str) -> 
     try:
         row = SweBenchRow.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise TaskError(f"{label}: {where}: {field}: {message}") from None
+        raise TaskError(f"{label}: {where}: {field_problem(error)}") from None
     image = image_reference(row_image(data, row.instance_id), f"{label}: {where}: image")
     grading = SweBenchGrading(
         instance_id=row.instance_id,
