@@ -225,18 +225,23 @@ def _disk_paths(
     for layer_id in layer_ids:
         files = store.diff_dir(layer_id)
         subvolume = os.path.join(store.path, "s", layer_id)
+        private = private_dir(store.path, layer_id)
         if sealed is not None and layer_id in sealed:
             pass
         elif os.path.isdir(subvolume):
             paths.append(subvolume)
         elif os.path.isdir(files) and not os.path.islink(files):
             paths.append(files)
-        private = private_dir(store.path, layer_id)
-        if sealed is None or layer_id not in sealed:  # an adopted layer's: the other store's
-            paths += [private] if os.path.isdir(private) and not os.path.islink(private) else []
+        if (sealed is None or layer_id not in sealed) and _owned(private):
+            paths.append(private)
         if os.path.isdir(store.scratch_dir(layer_id)):
             paths.append(store.scratch_dir(layer_id))
     return paths
+
+
+def _owned(folder: str) -> bool:
+    """A folder of this store's own, not a link to an adopted layer's in another store."""
+    return os.path.isdir(folder) and not os.path.islink(folder)
 
 
 def _layer_folders(store: StoreView) -> list[str]:
