@@ -195,7 +195,8 @@ class _ImagesWhenDrawn:
         self.errors: list[str] = []
 
     def __call__(self, drawn: Sequence[Task]) -> list[Task]:
-        new = [task for task in drawn if task.id not in {*self._ready, *self._failed}]
+        known = {*self._ready, *self._failed}
+        new = [task for task in drawn if task.id not in known]
         if new:
             chosen = self._choose(new)
             self._ready.update((task.id, task) for task in chosen.tasks)
