@@ -436,6 +436,16 @@ def swebench_pro_script(c: Ctx) -> Produced:
     return Produced("\n".join(load_tasks([path]).errors), {"/data": str(c.tmp / "data")})
 
 
+def rebench_parser(c: Ctx) -> Produced:
+    from tests.support.swerebench_rows import INSTALL_CONFIG, rebench_row, write_rows
+
+    made = {"base": "a" * 40, "fix": "b" * 40, "patch": "", "test_patch": "x"}
+    rows = [rebench_row(made, instance_id=f"other-{n}") for n in (1, 2)]
+    rows.append(rebench_row(made, install_config={**INSTALL_CONFIG, "log_parser": "x"}))
+    path = write_rows(c.tmp / "data" / "v2.jsonl", rows)
+    return Produced("\n".join(load_tasks([path]).errors), {"/data": str(c.tmp / "data")})
+
+
 def check_row_typo(c: Ctx) -> Produced:
     from sprout.pipeline.task_check import load_failure
 
@@ -474,11 +484,19 @@ def check_row_oracle_fails(c: Ctx) -> str:
 
 
 def check_footer(c: Ctx) -> str:
-    from sprout.commands.check_table import summary_line
+    from sprout.commands.check_table import record_of, summary_line
     from sprout.pipeline.task_check import CheckResult
 
     results = [CheckResult("a"), *(CheckResult(n, problem="x") for n in "bcd")]
-    return summary_line(results)
+    return summary_line([record_of(result) for result in results])
+
+
+def check_footer_from_file(c: Ctx) -> str:
+    from sprout.commands.check_table import record_of, summary_line
+    from sprout.pipeline.task_check import CheckResult
+
+    results = [CheckResult("a"), CheckResult("b"), CheckResult("c", problem="x")]
+    return summary_line([record_of(result) for result in results], 2, "check.jsonl")
 
 
 # --- docs/sandbox.md --------------------------------------------------------------------
@@ -972,6 +990,12 @@ QUOTES: list[Quote] = [
     ),
     Quote(
         "docs/tasks.md",
+        "acme__calc-7: /data/v2.jsonl:3: install_config.log_parser: 'x': no parser of that "
+        "name, neither sprout's own nor the swebench package's (docs/tasks.md lists them)",
+        rebench_parser,
+    ),
+    Quote(
+        "docs/tasks.md",
         '/tasks/typo/task.toml: sprout.network: expected true, false, "public", "none" or '
         "\"allowlist\", got 'nope'",
         check_row_typo,
@@ -986,6 +1010,7 @@ QUOTES: list[Quote] = [
         "docs/tasks.md", "oracle fails add: add(2, 3) != 5", check_row_oracle_fails, sandbox=True
     ),
     Quote("docs/tasks.md", "4 tasks: 1 ok, 3 broken", check_footer),
+    Quote("docs/tasks.md", "3 tasks: 2 ok, 1 broken (2 from check.jsonl)", check_footer_from_file),
     # docs/sandbox.md
     Quote("docs/sandbox.md", "sprout image pull NAME", image_not_in_cache),
     Quote("docs/sandbox.md", "sprout image build NAME", image_not_in_cache),

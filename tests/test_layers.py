@@ -19,7 +19,8 @@ from tests.support.repo_paths import SPROUT_SOURCE
 
 EVERYTHING = {
     "agent", "cli", "commands", "cluster", "config", "durable", "edits", "errors", "fences",
-    "images", "integrations", "models", "pipeline", "records", "roles", "rundb", "runfolder",
+    "images", "integrations", "logparsers", "models", "pipeline", "records", "roles", "rundb",
+    "runfolder",
     "sandbox",
     "search", "task", "tasks", "tasksandbox", "templating", "train", "tree", "verify", "viewer",
     "workspace",
@@ -44,6 +45,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "sandbox": EVERYTHING - {"sandbox"} - NEUTRAL,  # nothing of sprout above it
     "images": EVERYTHING - {"images", "sandbox"} - NEUTRAL,  # nothing about tasks or tests
     "task": EVERYTHING - {"task", "errors"},
+    # test runners' logs read into statuses: below the task sources and the verifier
+    "logparsers": EVERYTHING - {"logparsers"},
     "tasks": ABOVE_TASKS | {"pipeline", "runfolder"},  # tasks run nothing of a run
     "models": {"sandbox", "tasks", "agent", "tree", "rundb", "search", "roles", "verify"},
     # the tree's verbs, not the store; a Workspace, not the sandbox
@@ -234,10 +237,10 @@ def test_no_chain_of_imports_crosses_a_layer(unit_name: str):
 
 def test_the_check_follows_chains():
     """The check itself: it sees through function-level imports and package __init__s."""
-    # a function-level `from sprout.pipeline import task_check`
+    # a function-level `from sprout.pipeline.check_record import ...`
     assert chain_to("sprout.commands.tasks", {"pipeline"}) == [
         "sprout.commands.tasks",
-        "sprout.pipeline.task_check",
+        "sprout.pipeline.check_record",
     ]
     # what train/export.py did before the run folder moved up to the pipeline
     assert chain_to("sprout.pipeline.export", {"sandbox"}) == [

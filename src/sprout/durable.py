@@ -32,6 +32,23 @@ def write_atomically(path: str, text: str, durable: bool) -> None:
         fsync_directory(os.path.dirname(path))
 
 
+def append_durably(path: str, text: str) -> None:
+    """`text` at the end of `path` (made if missing), on disk before this returns. One
+    write, so a kill leaves at most the end of `text` cut short: a log of lines loses at
+    most its last, and a reader tells it by its missing newline."""
+    created = not os.path.exists(path)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            data = data[os.write(fd, data) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if created:
+        fsync_directory(os.path.dirname(path) or ".")
+
+
 @contextlib.contextmanager
 def file_lock(path: str | os.PathLike[str], *, shared: bool = False) -> Iterator[None]:
     """Held while the block runs, between processes and between threads (each open is a lock

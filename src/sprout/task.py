@@ -20,6 +20,7 @@ ResultsFormat = Literal[
     "swebench",
     "swebench-pro",
     "r2egym",
+    "swe-rebench",
 ]
 
 
@@ -153,6 +154,21 @@ class R2EGymGrading(BaseModel):
     """Where the verifier's command writes run_tests.sh's output."""
 
 
+class RebenchGrading(BaseModel):
+    """What SWE-rebench V2's evaluation reads a test log with: the parser its row names
+    (`install_config.log_parser`, found in `sprout.logparsers`) and the tests that must
+    pass, exactly those."""
+
+    model_config = ConfigDict(frozen=True)
+
+    log_parser: str
+    fail_to_pass: tuple[str, ...]
+    pass_to_pass: tuple[str, ...]
+    logs: tuple[str, str] = ("/logs/verifier/stdout.log", "/logs/verifier/stderr.log")
+    """Where the verifier's command writes the test commands' stdout and stderr, which the
+    parser reads one after the other, as the publisher's harness joins them."""
+
+
 class GitHistory(BaseModel):
     """The repository an image-based row's task works in, and the commit it starts from.
 
@@ -252,6 +268,8 @@ class Task(BaseModel):
     checkpoint 0 (`sprout.tasks.setup`); None for tasks whose environment has none to cut."""
     r2egym: R2EGymGrading | None = None
     """With `results = "r2egym"`: the statuses R2E-Gym's reward compares the log with."""
+    rebench: RebenchGrading | None = None
+    """With `results = "swe-rebench"`: the parser and the tests SWE-rebench V2 grades by."""
     withheld: tuple[str, ...] = ()
     """Absolute paths the image holds that the agent must not see (an image's own hidden
     tests): taken out of checkpoint 0 at the end of set-up and put back at the same paths on

@@ -32,7 +32,7 @@ def test_a_tasks_actor_refuses_the_drivers_model_server_and_every_node(
     try:
         nodes = [n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]]
         actor = sandboxes._HostActor.options(num_cpus=1).remote(
-            str(tmp_path / "{node}"), (), 1, False, None, sandboxes._refused()
+            str(tmp_path / "{node}"), (), 1, False, None, sandboxes.refused_addresses()
         )
         seen = ray.get(actor.__ray_call__.remote(_refused_in))
         ray.kill(actor)

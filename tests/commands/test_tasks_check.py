@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,7 +18,7 @@ import pytest
 from sprout.cli import main
 from tests.support.processes import ProcessWatch
 from tests.support.requirements import require_host_image
-from tests.support.run_watch import release
+from tests.support.run_watch import release, wait_until
 from tests.support.swebench_records import swebench_with_a_pipe_in_its_clone
 from tests.support.taskfolders import CALC_SOLVE, CALC_TEST_SH, FIXED, calc_task, write_task
 
@@ -192,19 +195,19 @@ def test_the_temporary_run_folder_goes_when_the_check_ends(
     def fail(*_args: object) -> None:
         raise RuntimeError("a fault while checking")
 
-    monkeypatch.setattr("sprout.commands.tasks._check_all", fail)
+    monkeypatch.setattr("sprout.commands.tasks._check_here", fail)
     with pytest.raises(RuntimeError, match="a fault while checking"):
         check(str(tmp_path / "calc"))
     assert scratch_folders(scratch) == [], "removed on the way out of an exception too"
 
 
 def sprout_check(
-    paths: list[Path], scratch: Path, *, sigint_ignored: bool = False
+    paths: list[Path], scratch: Path, *options: str, sigint_ignored: bool = False
 ) -> subprocess.Popen[str]:
-    """`sprout tasks check PATHS` with its temporary folders in `scratch`; `sigint_ignored`
-    starts it as a script's `cmd &` would, with SIGINT ignored."""
+    """`sprout tasks check PATHS OPTIONS` with its temporary folders in `scratch`;
+    `sigint_ignored` starts it as a script's `cmd &` would, with SIGINT ignored."""
     environment = {**os.environ, "TMPDIR": str(scratch)}
-    command = [sys.executable, "-m", "sprout.cli", "tasks", "check", *map(str, paths)]
+    command = [sys.executable, "-m", "sprout.cli", "tasks", "check", *map(str, paths), *options]
 
     def ignore_sigint() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -325,3 +328,212 @@ def test_a_task_whose_dockerfile_ends_as_a_user_is_checked_as_that_user(
     )
     assert check(str(folder)) == 0
     assert rows(capsys.readouterr().out)["as-app"].endswith("  ok")
+
+
+# --- --results: a check that goes on where it stopped ------------------------------------
+
+PASSES_UNTOUCHED = "#!/bin/bash\necho 1..1\necho 'ok 1 - nothing to catch'\n"
+"""A calc task's tests after this: they pass on the untouched task, which a check now
+finds broken; a recorded verdict of before is what a check that reads it back prints."""
+
+
+def without_seconds(row: str) -> list[str]:
+    """A row's cells (task, untouched, oracle, problem), those that do not vary by run."""
+    task, untouched, oracle, _seconds, problem = re.split(r" {2,}", row, maxsplit=4)
+    return [task, untouched, oracle, problem]
+
+
+def recorded_lines(results: Path) -> dict[str, str]:
+    """The lines of a --results file by task id (each ends with its newline)."""
+    lines = results.read_text().splitlines(keepends=True)
+    assert all(line.endswith("\n") for line in lines)
+    return {json.loads(line)["task_id"]: line for line in lines}
+
+
+@pytest.mark.sandbox
+def test_results_records_each_check_and_the_next_check_prints_them_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_host_image()
+    tasks = tmp_path / "tasks"
+    for name in ("one", "two", "three"):
+        calc_task(tasks, name)
+    results = tmp_path / "results.jsonl"
+    assert check(str(tasks), "--results", str(results), "--workers", "3") == 0
+    first = rows(capsys.readouterr().out)
+    lines = recorded_lines(results)
+    assert sorted(lines) == ["one", "three", "two"]
+    assert json.loads(lines["one"]) == {
+        "task_id": "one",
+        "ok": True,
+        "problem": None,
+        "untouched": "fail (1 of 2 tests)",
+        "oracle": "pass (2 of 2 tests)",
+        "seconds": json.loads(lines["one"])["seconds"],
+        "warnings": [],
+        "detail": "",
+        "loaded": True,
+    }
+
+    (tasks / "one" / "tests" / "test.sh").write_text(PASSES_UNTOUCHED)
+    assert check(str(tasks), "--results", str(results)) == 0, "the recorded verdicts, not new"
+    printed = capsys.readouterr().out
+    assert f"3 tasks: 3 ok, 0 broken (3 from {results})" in printed
+    assert all(rows(printed)[name] == f"{first[name]} (recorded)" for name in lines)
+    assert recorded_lines(results) == lines, "nothing checked, nothing appended"
+
+    results.write_text(lines["two"] + lines["three"])
+    assert check(str(tasks), "--results", str(results)) == 1, "one is checked again"
+    printed = capsys.readouterr().out
+    found = rows(printed)
+    assert found["one"].endswith("untouched environment already passes (1 of 1 tests passed)")
+    assert found["two"].endswith(" (recorded)") and found["three"].endswith(" (recorded)")
+    assert f"3 tasks: 2 ok, 1 broken (2 from {results})" in printed
+    assert json.loads(recorded_lines(results)["one"])["ok"] is False
+
+
+@pytest.mark.sandbox
+def test_a_line_cut_short_by_a_kill_is_dropped_and_its_task_checked_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_host_image()
+    tasks = tmp_path / "tasks"
+    for name in ("a", "b"):
+        calc_task(tasks, name)
+    results = tmp_path / "results.jsonl"
+    assert check(str(tasks), "--results", str(results), "--workers", "2") == 0
+    capsys.readouterr()
+    kept, cut = results.read_text().splitlines(keepends=True)
+    results.write_text(kept + cut[: len(cut) // 2])
+    assert check(str(tasks), "--results", str(results)) == 0
+    printed = rows(capsys.readouterr().out)
+    kept_id, cut_id = json.loads(kept)["task_id"], json.loads(cut)["task_id"]
+    assert printed[kept_id].endswith("ok (recorded)")
+    assert printed[cut_id].endswith("  ok"), "checked again"
+    lines = results.read_text().splitlines(keepends=True)
+    assert lines[0] == kept and json.loads(lines[1])["task_id"] == cut_id, "the cut part gone"
+
+
+@pytest.mark.sandbox
+def test_sigterm_keeps_every_finished_line_and_the_next_check_goes_on(
+    tmp_path: Path, procs: ProcessWatch, marker: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The check under way when SIGTERM comes is waited for, and recorded too."""
+    require_host_image()
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    tasks = [calc_task(tmp_path / "tasks", "quick"), slow_task(tmp_path / "tasks", "held", marker)]
+    results = tmp_path / "results.jsonl"
+    process = sprout_check(tasks, scratch, "--workers", "2", "--results", str(results))
+    wait_until(lambda: results.exists() and "quick" in results.read_text(), process, "a line")
+    process.send_signal(signal.SIGTERM)
+    release(procs, marker, process)
+    _, errors = process.communicate(timeout=120)
+    assert process.returncode == 130, errors
+    assert f"the same command with --results {results} goes on" in errors
+    assert sorted(recorded_lines(results)) == ["held", "quick"]
+    assert check(*map(str, tasks), "--results", str(results)) == 0
+    assert f"2 tasks: 2 ok, 0 broken (2 from {results})" in capsys.readouterr().out
+
+
+def test_a_load_failure_is_recorded_once_and_loaded_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    typo = calc_task(tmp_path / "tasks", "typo", toml="network = maybe\n")
+    results = tmp_path / "results.jsonl"
+    assert check(str(typo), "--results", str(results)) == 1
+    first = results.read_text()
+    assert json.loads(first)["loaded"] is False and json.loads(first)["ok"] is False
+    assert check(str(typo), "--results", str(results)) == 1
+    printed = capsys.readouterr().out
+    assert "(recorded)" not in printed and "from" not in printed.splitlines()[-1]
+    assert results.read_text() == first, "the same load failure again: no second line"
+
+
+RECORD = json.dumps({"task_id": "a", "problem": None, "untouched": "fail", "oracle": "pass"})
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (
+            f'{RECORD[:-1]}, "seconds": 1.0}}\nnot json\n{RECORD}\n',
+            ":2: not a line of an earlier `sprout tasks check --results` (Invalid JSON: ",
+        ),
+        (
+            "[1, 2]\n",
+            ":1: not a line of an earlier `sprout tasks check --results` (Input should be an "
+            "object)",
+        ),
+        (
+            f"{RECORD}\n",
+            ":1: not a line of an earlier `sprout tasks check --results` (seconds: Field required)",
+        ),
+        (
+            '{"task_id": 7}\n{"task_id": "b"',
+            ":1: not a line of an earlier `sprout tasks check --results` (task_id: Input "
+            "should be a valid string)",
+        ),
+    ],
+    ids=["not-json-before-the-last", "not-an-object", "a-field-missing", "a-field-of-a-type"],
+)
+def test_a_results_file_that_is_not_check_records_is_bad_input_left_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, problem: str
+) -> None:
+    results = tmp_path / "results.jsonl"
+    results.write_text(content)
+    assert check(str(calc_task(tmp_path, "calc")), "--results", str(results)) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"sprout tasks check: --results {results}{problem}")
+    assert captured.err.count("\n") == 1 and captured.out == ""
+    assert results.read_text() == content, "left as it is"
+
+
+def test_out_is_refused_with_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "kept"
+    assert check(str(calc_task(tmp_path, "calc")), "--ray", "local", "--out", str(out)) == 2
+    assert capsys.readouterr().err == (
+        "sprout tasks check: --out: not with --ray: each check's run folder is on its node, "
+        "removed when the check ends\n"
+    )
+    assert not out.exists()
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_ray_local_checks_as_here_and_records_the_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("ray", reason="--ray needs Ray: pip install 'sprout-rl[dist]'")
+    require_host_image()
+    # Ray would turn its token authentication on for the whole of this process when
+    # `local` starts a cluster (tests/cluster/conftest.py says why that matters)
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    tasks = tmp_path / "tasks"
+    calc_task(tasks, "good")
+    calc_task(tasks, "fixed", code=FIXED)
+    assert check(str(tasks)) == 1
+    here = rows(capsys.readouterr().out)
+    results = tmp_path / "results.jsonl"
+    assert check(str(tasks), "--ray", "local", "--workers", "2", "--results", str(results)) == 1
+    printed = capsys.readouterr().out
+    there = rows(printed)
+    assert "2 tasks: 1 ok, 1 broken" in printed
+
+    for name in ("good", "fixed"):  # all but the seconds
+        assert without_seconds(there[name]) == without_seconds(here[name]), name
+    assert sorted(recorded_lines(results)) == ["fixed", "good"]
+
+
+def test_ray_without_ray_installed_says_how_to_install_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "ray" else find_spec(name, *a)
+    )
+    assert check(str(calc_task(tmp_path, "calc")), "--ray") == 2
+    assert capsys.readouterr().err == (
+        "sprout tasks check: --ray: Ray is not installed; pip install 'sprout-rl[dist]'\n"
+    )

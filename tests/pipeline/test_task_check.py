@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from sprout.commands.check_table import outcome, table_header, table_row, warning_lines
+from sprout.commands.check_table import (
+    outcome,
+    record_of,
+    table_header,
+    table_row,
+    warning_lines,
+)
 from sprout.pipeline.task_check import (
     OWNER_FILE,
     SCRATCH_PREFIX,
@@ -144,7 +150,7 @@ def test_verdict_cells_shout_what_a_sound_task_would_not_do():
 
 def test_rows_line_up_under_the_header():
     header = table_header(8)
-    row = table_row(CheckResult("calc", seconds=1.25, problem="broken: x"), 8)
+    row = table_row(record_of(CheckResult("calc", seconds=1.25, problem="broken: x")), 8)
     assert header.index("seconds") + len("seconds") == row.index("1.2") + len("1.2")
     assert row.endswith("broken: x") and header.endswith("problem")
 
@@ -160,7 +166,7 @@ def test_warnings_that_differ_only_in_their_file_are_one_line():
         CheckResult("b", warnings=("/t/b/Dockerfile:1: no root filesystem for 'py'",)),
         CheckResult("c", warnings=("step 2/3 exited 1 (oops)",)),
     ]
-    assert warning_lines(results) == [
+    assert warning_lines([record_of(result) for result in results]) == [
         "no root filesystem for 'py' (a, b)",
         "step 2/3 exited 1 (oops) (c)",
     ]

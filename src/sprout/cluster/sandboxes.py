@@ -232,7 +232,12 @@ class RaySandboxes:
                 "scheduling_strategy": "SPREAD",  # over the nodes, as far as their room allows
             }
             actor: Any = _HostActor.options(**options, max_concurrency=MAX_CALLS).remote(
-                self._store_template, sources, reserved.slots, self._links, folder, _refused()
+                self._store_template,
+                sources,
+                reserved.slots,
+                self._links,
+                folder,
+                refused_addresses(),
             )
             try:
                 node, store = ray.get(actor.where.remote())
@@ -249,7 +254,7 @@ class RaySandboxes:
                 self._moves[task_id] = self._moves.get(task_id, 0) + 1
 
 
-def _refused() -> tuple[str, ...]:
+def refused_addresses() -> tuple[str, ...]:
     """What this process's sandboxes may not reach, and every node of the cluster now (its
     GCS, dashboard and raylets run whatever a caller submits): a node's own sandboxes
     refuse its addresses anyway, not those of the others."""

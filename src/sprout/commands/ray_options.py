@@ -21,18 +21,28 @@ if TYPE_CHECKING:
     from sprout.search.sandboxes import TaskSandboxes
 
 
-def add_ray_arguments(parser: argparse.ArgumentParser, guide: str) -> None:
-    """Where the sandboxes run: this machine (default) or the nodes of a Ray cluster;
-    `guide` is the page of docs/ that tells more (the command's own)."""
+def add_ray_address(parser: argparse.ArgumentParser, what: str, after: str) -> None:
+    """--ray [ADDRESS]: `what` runs on the nodes of a Ray cluster; `after` ends the help."""
     parser.add_argument(
         "--ray",
         nargs="?",
         const="auto",
         metavar="ADDRESS",
-        help="run each task's sandboxes on a node of a Ray cluster: auto (the one `ray start` "
-        "runs here; the default of a bare --ray), local (start one on this machine), or "
-        f"HOST:PORT; the run folder stays here ({guide})",
+        help=f"{what} on a node of a Ray cluster: auto (the one `ray start` runs here; the "
+        "default of a bare --ray), local (start one on this machine), or HOST:PORT" + after,
     )
+
+
+def require_ray() -> None:
+    """--ray was given: Ray must be installed, or the line says how to install it."""
+    if importlib.util.find_spec("ray") is None:
+        raise UsageError("--ray: Ray is not installed; pip install 'sprout-rl[dist]'")
+
+
+def add_ray_arguments(parser: argparse.ArgumentParser, guide: str) -> None:
+    """Where the sandboxes run: this machine (default) or the nodes of a Ray cluster;
+    `guide` is the page of docs/ that tells more (the command's own)."""
+    add_ray_address(parser, "run each task's sandboxes", f"; the run folder stays here ({guide})")
     parser.add_argument(
         "--ray-store",
         metavar="DIR",
@@ -62,8 +72,7 @@ def check_ray(args: argparse.Namespace) -> None:
             if given is not None:
                 raise UsageError(f"{option}: only with --ray")
         return
-    if importlib.util.find_spec("ray") is None:
-        raise UsageError("--ray: Ray is not installed; pip install 'sprout-rl[dist]'")
+    require_ray()
     if args.ray_store is not None and "{node}" not in args.ray_store:
         raise UsageError(
             f"--ray-store {args.ray_store}: needs {{node}} in it, so that each node of the "

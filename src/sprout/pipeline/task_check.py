@@ -21,7 +21,7 @@ import tempfile
 import time
 import traceback
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -87,6 +87,10 @@ class CheckResult:
     @property
     def ok(self) -> bool:
         return self.problem is None
+
+
+Report = Callable[[CheckResult], None]
+"""Told each check's result as it is known (on the thread that waits for the checks)."""
 
 
 def verifier_crash(diagnostics: Diagnostics) -> str | None:

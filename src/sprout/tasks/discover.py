@@ -1,9 +1,9 @@
 """Finding tasks under the paths a user names, whatever their format.
 
-A path is one task folder (native: instruction.md; Terminal-Bench 1: task.yaml),
-a folder whose sub-folders are tasks (formats may mix), or a file of SWE-bench rows
-(`.jsonl`; SWE-bench Pro's also `.parquet`) or of R2E-Gym's (`.jsonl`, `.parquet`), told
-apart by their fields. A task that cannot be read becomes an error line and the others
+A path is one task folder (native: instruction.md; Terminal-Bench 1: task.yaml), a
+folder whose sub-folders are tasks (formats may mix), or a file of rows told apart by their
+fields: SWE-bench's (`.jsonl`), SWE-bench Pro's, SWE-rebench V2's or R2E-Gym's (`.jsonl`,
+`.parquet`). A task that cannot be read becomes an error line and the others
 still load: one mistyped `task.toml` must not stop a run over a hundred tasks.
 """
 
@@ -25,6 +25,7 @@ from sprout.tasks.sources.native import load_native
 from sprout.tasks.sources.r2egym import is_r2egym_rows, load_r2egym
 from sprout.tasks.sources.swebench import load_swebench
 from sprout.tasks.sources.swebench_pro import holds_pro_rows, load_swebench_pro
+from sprout.tasks.sources.swerebench import holds_rebench_rows, load_swerebench
 from sprout.tasks.sources.terminal_bench1 import load_terminal_bench1
 
 
@@ -78,10 +79,13 @@ def load_tasks(
                     found = load_r2egym(path)
                 elif holds_pro_rows(path):
                     found = load_swebench_pro(path, run_scripts=run_scripts)
+                elif holds_rebench_rows(path):
+                    found = load_swerebench(path)
                 elif path.suffix == ".parquet":
                     raise TaskError(
-                        f"{path}: neither SWE-bench Pro's rows nor R2E-Gym's (sprout reads "
-                        "parquet files of those two; SWE-bench rows as JSON Lines)"
+                        f"{path}: neither SWE-bench Pro's, SWE-rebench V2's nor R2E-Gym's rows "
+                        "(sprout reads parquet files of those three; SWE-bench rows as JSON "
+                        "Lines)"
                     )
                 else:
                     found = load_swebench(path, repos=repos, images=images)

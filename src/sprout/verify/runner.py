@@ -19,6 +19,7 @@ from sprout.verify.git_history import restore_history
 from sprout.verify.r2egym_grading import grade as grade_r2egym
 from sprout.verify.results import read_results
 from sprout.verify.swebench_grading import grade
+from sprout.verify.swerebench_grading import grade as grade_rebench
 from sprout.verify.types import Diagnostics
 from sprout.verify.uv import install_uv, requested_version, uses_uv, uv_binaries
 
@@ -84,6 +85,8 @@ def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base_checkpoin
     elif task.results == "r2egym" and task.r2egym is not None:
         log = files.get(task.r2egym.log, b"").decode("utf-8", errors="replace")
         diagnostics = grade_r2egym(log or observation.output, task.r2egym, exit_code, task.id)
+    elif task.results == "swe-rebench" and task.rebench is not None:
+        diagnostics = grade_rebench(files, task.rebench, exit_code, task.id)
     else:
         diagnostics = read_results(
             files,

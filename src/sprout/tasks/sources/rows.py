@@ -8,6 +8,7 @@ read their files through here and tell each other apart by `fields`.
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -103,10 +104,24 @@ def field_problem(error: ValidationError) -> str:
 
 def lone_surrogate(data: dict[str, Any]) -> str | None:
     """The first field whose name or value holds a lone surrogate (JSON's `"\\ud800"`):
-    such a string cannot be written as UTF-8 (into the store, /tests, a prompt)."""
+    such a string cannot be written as UTF-8 (into the store, /tests, a prompt). Values JSON
+    has no type for (a parquet file's timestamps) are read as their text."""
     for key, value in data.items():
         try:
-            json.dumps({key: value}, ensure_ascii=False).encode("utf-8")
+            json.dumps({key: value}, ensure_ascii=False, default=str).encode("utf-8")
         except UnicodeEncodeError:
             return key.encode("utf-8", "backslashreplace").decode("ascii", "replace")
     return None
+
+
+def name_list(value: object) -> object:
+    """A list of names, or the string of one as the publishers' harnesses read it (a Python
+    literal, which a JSON list of names also is); pydantic then checks the items."""
+    if isinstance(value, str):
+        try:
+            value = ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            raise ValueError("expected a list of names, or a string holding one") from None
+    if not isinstance(value, list):
+        raise ValueError("expected a list of names, or a string holding one")
+    return value

@@ -14,8 +14,6 @@ checkpoint 0's set-up: the repository at its base commit, as the publisher's age
 
 from __future__ import annotations
 
-import ast
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sprout.task import GitHistory, SetupStep, SolutionStep, Task, TaskError
 from sprout.tasks.files import not_utf8
 from sprout.tasks.imageref import image_reference
-from sprout.tasks.sources.rows import field_problem, fields, rows
+from sprout.tasks.sources.rows import field_problem, fields, lone_surrogate, name_list, rows
 from sprout.tasks.sources.swebench_rows import IMAGE_FIELDS, apply_command
 
 IMAGE_REPOSITORY = "jefzda/sweap-images"
@@ -36,19 +34,6 @@ VERIFIER_TIMEOUT_S = 3600.0
 """The harness's sandbox lives an hour at most."""
 PRO_FIELDS = ("dockerhub_tag", "before_repo_set_cmd", "selected_test_files_to_run")
 """The fields only SWE-bench Pro's rows have: a row with any of them is read as one."""
-
-
-def _names(value: object) -> object:
-    """A list of names, or the string of one as the harness reads it (a Python literal,
-    which a JSON list of names also is)."""
-    if isinstance(value, str):
-        try:
-            value = ast.literal_eval(value)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            raise ValueError("expected a list of names, or a string holding one") from None
-    if not isinstance(value, list):
-        raise ValueError("expected a list of names, or a string holding one")
-    return value
 
 
 class ProRow(BaseModel):
@@ -74,7 +59,7 @@ class ProRow(BaseModel):
     @field_validator("fail_to_pass", "pass_to_pass", "selected_test_files_to_run", mode="before")
     @classmethod
     def _lists(cls, value: object) -> object:
-        return _names(value)
+        return name_list(value)
 
 
 def instruction(row: ProRow) -> str:
@@ -162,21 +147,11 @@ def _image(data: dict[str, Any], row: ProRow, where: str) -> str:
     return image_reference(f"{IMAGE_REPOSITORY}:{row.dockerhub_tag}", f"{where}: dockerhub_tag")
 
 
-def _broken_text(data: dict[str, Any]) -> str | None:
-    """The first field whose name or value no UTF-8 text can hold (JSON's lone `\\ud800`)."""
-    for key, value in data.items():
-        try:
-            json.dumps({key: value}, ensure_ascii=False, default=str).encode("utf-8")
-        except UnicodeEncodeError:
-            return key.encode("utf-8", "backslashreplace").decode("ascii", "replace")
-    return None
-
-
 def _row_task(data: object, where: str, path: Path, run_scripts: Path) -> Task:
     """One row read, whatever the file: `where` is its file and line (or row)."""
     if not isinstance(data, dict):
         raise TaskError(f"?: {where}: expected an object, got {type(data).__name__}")
-    broken = _broken_text(data)
+    broken = lone_surrogate(data)
     instance = data.get("instance_id")
     label = instance if isinstance(instance, str) and instance and broken != "instance_id" else "?"
     if broken is not None:

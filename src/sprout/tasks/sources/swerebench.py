@@ -1,0 +1,190 @@
+"""SWE-rebench V2 rows as Nebius publishes them (JSONL, or the Hugging Face dataset's parquet
+file), on the publisher's images and graded as its evaluation script grades them.
+
+A row names its image (`image_name`: `docker.io/swerebenchv2/<owner>-<repo>:<pr>-<sha7>`,
+the repository at /<repo-name>, checked out at `base_commit`) and how its tests run, in
+`install_config`: `test_cmd` (shell commands, run in order under `set -e`) and
+`log_parser` (the name of the parser that reads their output; `sprout.logparsers`). The
+evaluation applies the test patch (`git apply --3way` with the publisher's options) over
+the patched repository, runs the test commands, hands stdout then stderr to the parser
+and resolves when the tests that PASSED are exactly FAIL_TO_PASS and PASS_TO_PASS
+(`sprout.verify.swerebench_grading`). Here the attempt's final checkpoint is the patched
+repository; the test patch and the script reach the verifier's fork only. The repositories
+are in any language (C, Go, Java, JavaScript, Rust, ...): nothing here assumes pytest.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from sprout import logparsers
+from sprout.task import GitHistory, RebenchGrading, SolutionStep, Task, TaskError
+from sprout.tasks.imageref import image_reference
+from sprout.tasks.sources.rows import field_problem, fields, lone_surrogate, name_list, rows
+from sprout.tasks.sources.swebench_rows import apply_command
+
+V2_FIELDS = {"install_config", "image_name", "language"}
+"""The fields that tell a V2 row from the other SWE-bench-shaped rows."""
+TEST_PATCH = "test_patch.diff"
+VERIFIER_SCRIPT = "run.sh"
+VERIFIER_TIMEOUT_S = 3600.0
+APPLY = "git apply -v --3way --recount --ignore-space-change --whitespace=nowarn"
+"""How the publisher's evaluation applies a patch."""
+JAVA_OPTIONS = "-Djava.net.preferIPv6Addresses=false"
+"""The one variable the publisher's evaluation sets in the container."""
+
+
+class InstallConfig(BaseModel):
+    """The parts of `install_config` the evaluation reads (the install steps built the
+    image; the base image is the image's own)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    test_cmd: list[str] = Field(min_length=1)
+    log_parser: str = Field(min_length=1)
+
+    @field_validator("test_cmd", mode="before")
+    @classmethod
+    def _commands(cls, value: object) -> object:
+        """One command or a list; blank ones dropped, as the evaluation drops them."""
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, list):
+            return [command for command in value if not isinstance(command, str) or command.strip()]
+        return value
+
+    @field_validator("log_parser")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if logparsers.find(value) is None:
+            raise ValueError(
+                f"{value!r}: no parser of that name, neither sprout's own nor the swebench "
+                "package's (docs/tasks.md lists them)"
+            )
+        return value
+
+
+class RebenchRow(BaseModel):
+    """The published fields sprout reads (meta, pr_description, interface, language and
+    created_at are the publisher's labels: its evaluation reads none of them)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    instance_id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    base_commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    patch: str | None = None
+    test_patch: str = Field(min_length=1)
+    problem_statement: str = Field(min_length=1)
+    FAIL_TO_PASS: list[str] = Field(min_length=1)
+    PASS_TO_PASS: list[str]
+    install_config: InstallConfig
+    image_name: str = Field(min_length=1)
+
+    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
+    @classmethod
+    def _lists(cls, value: object) -> object:
+        return name_list(value)
+
+    @field_validator("install_config", mode="before")
+    @classmethod
+    def _config(cls, value: object) -> object:
+        """An object, or the text of one (a JSON object or a Python dict's repr, as exports
+        of the dataset write it)."""
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                try:
+                    value = ast.literal_eval(str(value))
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    raise ValueError("expected an object, or a string holding one") from None
+        return value
+
+    @property
+    def workdir(self) -> str:
+        """Where the image holds the repository: /<repo-name>, as the evaluation runs."""
+        return "/" + self.repo.split("/")[1]
+
+
+def verifier_script(row: RebenchRow) -> str:
+    """What the evaluation runs in its container once the patch is in: the test patch, then
+    the test commands, under `set -e` (a command that fails ends the run, as there), stdout
+    and stderr to the two logs the grader joins."""
+    stdout, stderr = RebenchGrading.model_fields["logs"].default
+    body = [APPLY + f" /tests/{TEST_PATCH}", *row.install_config.test_cmd]
+    return "\n".join(
+        [
+            f"# SWE-rebench V2's evaluation of {row.instance_id}, after the patch",
+            f"cd {shlex.quote(row.workdir)}",
+            f"exec > {stdout} 2> {stderr}",
+            "set -e",
+            *body,
+            "",
+        ]
+    )
+
+
+def rebench_task(data: dict[str, Any], where: str, path: Path) -> Task:
+    """The task of one row; TaskError names the row (`where`: its id, file and line) and
+    the field."""
+    try:
+        row = RebenchRow.model_validate(data)
+    except ValidationError as error:
+        raise TaskError(f"{where}: {field_problem(error)}") from None
+    grading = RebenchGrading(
+        log_parser=row.install_config.log_parser,
+        fail_to_pass=tuple(row.FAIL_TO_PASS),
+        pass_to_pass=tuple(row.PASS_TO_PASS),
+    )
+    return Task(
+        id=row.instance_id,
+        path=path,
+        instruction=row.problem_statement.strip(),
+        image=image_reference(row.image_name, f"{where}: image_name"),
+        workdir=row.workdir,
+        solution=(SolutionStep(command=apply_command(row.patch)),) if row.patch else (),
+        test_files={TEST_PATCH: row.test_patch, VERIFIER_SCRIPT: verifier_script(row)},
+        verifier_command=f"bash /tests/{VERIFIER_SCRIPT}",
+        verifier_timeout_s=VERIFIER_TIMEOUT_S,
+        verifier_env={"_JAVA_OPTIONS": JAVA_OPTIONS},
+        results="swe-rebench",
+        rebench=grading,
+        git_history=GitHistory(repo=row.workdir, base_commit=row.base_commit),
+    )
+
+
+def _row_task(data: dict[str, Any], where: str, path: Path) -> Task:
+    """One row read, whatever the file: `where` is its file and line (or row)."""
+    broken = lone_surrogate(data)
+    instance = data.get("instance_id")
+    label = instance if isinstance(instance, str) and instance and broken != "instance_id" else "?"
+    if broken is not None:
+        raise TaskError(f"{label}: {where}: {broken}: not valid Unicode (half a surrogate pair)")
+    return rebench_task(data, f"{label}: {where}", path)
+
+
+def load_swerebench(path: str | Path) -> list[Task | TaskError]:
+    """One Task, or the TaskError naming what is wrong with it, per row of a .jsonl or
+    .parquet file, read a batch at a time."""
+    path = Path(path).resolve()
+    results: list[Task | TaskError] = []
+    for where, data in rows(path):
+        try:
+            if isinstance(data, TaskError):
+                raise data
+            results.append(_row_task(data, where, path))
+        except TaskError as error:
+            results.append(error)
+    return results
+
+
+def holds_rebench_rows(path: Path) -> bool:
+    """Whether a `.jsonl` or `.parquet` file holds SWE-rebench V2 rows: its fields say."""
+    return fields(path) >= V2_FIELDS

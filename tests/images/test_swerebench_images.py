@@ -1,0 +1,115 @@
+"""SWE-rebench V2 rows on an image the test pushed in the publisher's layout (a small shell
+repository at /calc with its own non-Python test runner and its history: the base commit,
+then the fix): checkpoint 0 is the repository at its base commit with no later history, the
+verifier applies the test patch and runs the test commands, and grading is the publisher's
+rule over the row's parser."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sprout.cli import main
+from sprout.sandbox import LayerStore, Sandbox
+from sprout.task import Task
+from sprout.tasks import base_checkpoint_of, load_tasks
+from sprout.tasks.setup.image_choice import choose_task_images
+from sprout.tasks.sources.swebench_rows import apply_command
+from sprout.verify import run_verifier
+from tests.support.registry_world import Layout, Registry, tree_blob
+from tests.support.requirements import require_overlay
+from tests.support.rootfs import build_rootfs
+from tests.support.swerebench_rows import (
+    HALF_FIXED,
+    INSTANCE,
+    make_repo,
+    rebench_row,
+    write_rows,
+)
+
+pytestmark = pytest.mark.sandbox
+
+
+@pytest.fixture(scope="module")
+def pushed(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The instance's image, pushed once as swerebenchv2/acme-calc:7-SHA7: its reference,
+    and the repository's commits and patches."""
+    tmp = tmp_path_factory.mktemp("rebench-image")
+    made = make_repo(tmp / "calc")
+    root = tmp / "rootfs"
+    build_rootfs(root, extra=("bash", "git"))
+    shutil.copytree(tmp / "calc", root / "calc", symlinks=True)
+    (root / "etc/gitconfig").write_text("[safe]\n\tdirectory = *\n")
+    subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
+    layout = Layout(tmp / "layout")
+    config = {"Env": ["PATH=/usr/bin:/bin"], "WorkingDir": "/calc"}
+    layout.tag("v1", layout.image([tree_blob(root)], config=config))
+    tag = f"7-{made['base'][:7]}"
+    return {**made, "image": registry.push(layout, "v1", "swerebenchv2/acme-calc", as_tag=tag)}
+
+
+def placed(rows: Path) -> Task:
+    """The row's task on the image pulled from the test's registry."""
+    loaded = load_tasks([rows])
+    assert loaded.errors == []
+    chosen = choose_task_images(loaded.tasks, say=lambda line: None)
+    assert chosen.errors == []
+    [task] = chosen.tasks
+    return task
+
+
+def test_the_verifier_grades_the_fork_as_the_publisher_grades_the_patched_repository(
+    pulls_removed_after: Registry,
+    pushed: dict[str, str],
+    overlay_store: LayerStore,
+    tmp_path: Path,
+) -> None:
+    require_overlay()
+    task = placed(write_rows(tmp_path / "v2.jsonl", [rebench_row(pushed)]))
+    base = base_checkpoint_of(task, overlay_store)
+    with Sandbox.fork(overlay_store, base) as sandbox:
+        seen = sandbox.run(
+            f"pwd; git log --all --format=%H; git cat-file -e {pushed['fix']} || echo gone; "
+            "ls tests /tests"
+        )
+        lines = seen.output.splitlines()
+        assert lines[:3] == ["/calc", pushed["base"], "gone"], seen.output
+        assert "t_add.sh" not in seen.output and "No such file" in seen.output
+
+    untouched = run_verifier(task, overlay_store, base, base).diagnostics
+    assert untouched.reward == 0
+    assert [(t.name, t.outcome) for t in untouched.tests] == [
+        ("t_add.sh", "failed"),
+        ("t_mul.sh", "failed"),
+        ("t_sub.sh", "passed"),
+    ]
+    verdicts = {}
+    half = f"cat > calc.sh <<'EOF'\n{HALF_FIXED}EOF"  # add() fixed, mul() not
+    for name, command in (("gold", apply_command(pushed["patch"])), ("half", half)):
+        with Sandbox.fork(overlay_store, base) as sandbox:
+            applied = sandbox.run(command)
+            assert applied.exit_code == 0, applied.output
+            verdicts[name] = run_verifier(task, overlay_store, sandbox.checkpoint(), base)
+    assert verdicts["gold"].reward == 1, verdicts["gold"].diagnostics.summary
+    halfway = verdicts["half"].diagnostics
+    assert halfway.reward == 0
+    assert [t.name for t in halfway.tests if t.outcome != "passed"] == ["t_mul.sh"]
+
+
+def test_tasks_check_fails_the_untouched_image_and_passes_the_gold_patch(
+    pulls_removed_after: Registry,
+    pushed: dict[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    require_overlay()
+    rows = write_rows(tmp_path / "v2.jsonl", [rebench_row(pushed)])
+    assert main(["tasks", "check", str(rows)]) == 0, capsys.readouterr()
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(INSTANCE))
+    assert line.split()[1:11] == [
+        *("fail", "(1", "of", "3", "tests)"),
+        *("pass", "(3", "of", "3", "tests)"),
+    ]

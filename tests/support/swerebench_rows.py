@@ -1,0 +1,108 @@
+"""SWE-rebench V2's published shape, made here: a small shell repository for /calc with its
+history (the base commit, then the fix), a test runner of its own that prints automake's
+`PASS: name` / `FAIL: name` lines (which the publisher's `parse_log_jq` reads), and rows
+with exactly the fields the publisher's rows have."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.support.swebench_pro_rows import git
+
+INSTANCE = "acme__calc-7"
+REPO = "acme/calc"
+F2P = ["t_add.sh", "t_mul.sh"]
+P2P = ["t_sub.sh"]
+
+BUGGY = "add() { echo $(($1 - $2)); }\nmul() { echo $(($1 + $2)); }\nsub() { echo $(($1 - $2)); }\n"
+FIXED = BUGGY.replace("add() { echo $(($1 - $2)); }", "add() { echo $(($1 + $2)); }").replace(
+    "mul() { echo $(($1 + $2)); }", "mul() { echo $(($1 * $2)); }"
+)
+HALF_FIXED = FIXED.replace("mul() { echo $(($1 * $2)); }", "mul() { echo $(($1 + $2)); }")
+RUNNER = """\
+# the repository's own test runner: each tests/t_*.sh, one automake line each
+. ./calc.sh
+failed=0
+for test in tests/t_*.sh; do
+  name=${test#tests/}
+  if ( . "$test" ) > /dev/null 2>&1; then echo "PASS: $name"; else echo "FAIL: $name"; failed=1; fi
+done
+echo "# the runner's summary: failed=$failed"
+exit $failed
+"""
+TESTS = {
+    "t_sub.sh": '[ "$(sub 5 3)" = 2 ]\n',
+    "t_add.sh": '[ "$(add 2 3)" = 5 ]\n',
+    "t_mul.sh": '[ "$(mul 2 3)" = 6 ]\n',
+}
+
+
+INSTALL_CONFIG: dict[str, object] = {
+    "base_image_name": "c:latest",
+    "docker_specs": None,
+    "install": ["true"],
+    "log_parser": "parse_log_jq",
+    "log_parsers": None,
+    "test_cmd": ["bash tests/run.sh"],
+}
+
+
+def make_repo(repo: Path) -> dict[str, str]:
+    """The repository of the image's /calc: the base commit (the bug, the runner and the old
+    test), the fix's commit on branch `fix` (the fix and two new tests), checked out at the
+    base. Its base commit, fix commit, gold patch and test patch."""
+    (repo / "tests").mkdir(parents=True)
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    git(repo, "config", "user.email", "dev@acme.test")
+    git(repo, "config", "user.name", "dev")
+    (repo / "calc.sh").write_text(BUGGY)
+    (repo / "tests/run.sh").write_text(RUNNER)
+    (repo / "tests/t_sub.sh").write_text(TESTS["t_sub.sh"])
+    git(repo, "add", ".")
+    git(repo, "commit", "--quiet", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "--quiet", "-b", "fix")
+    (repo / "calc.sh").write_text(FIXED)
+    for name in F2P:
+        (repo / "tests" / name).write_text(TESTS[name])
+    git(repo, "add", ".")
+    git(repo, "commit", "--quiet", "-m", "fix")
+    fix = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "--quiet", "main")
+    return {
+        "base": base,
+        "fix": fix,
+        "patch": git(repo, "diff", base, fix, "--", "calc.sh") + "\n",
+        "test_patch": git(repo, "diff", base, fix, "--", "tests") + "\n",
+    }
+
+
+def rebench_row(made: dict[str, str], **fields: object) -> dict[str, object]:
+    """A row with exactly the fields SWE-rebench V2 publishes (its sample's), the test lists
+    as lists and `install_config` as an object, as the dataset holds them."""
+    row: dict[str, object] = {
+        "base_commit": made["base"],
+        "created_at": 1609298073000,
+        "instance_id": INSTANCE,
+        "meta": "{'llm_metadata': [{'code': 'A', 'difficulty': 'easy'}]}",
+        "patch": made["patch"],
+        "pr_description": "Fix add and mul\n* fixes #6",
+        "problem_statement": "add() subtracts and mul() adds.",
+        "repo": REPO,
+        "test_patch": made["test_patch"],
+        "language": "shell",
+        "interface": "",
+        "PASS_TO_PASS": list(P2P),
+        "FAIL_TO_PASS": list(F2P),
+        "install_config": dict(INSTALL_CONFIG),
+        "image_name": made.get("image", "docker.io/swerebenchv2/acme-calc:7-" + made["base"][:7]),
+    }
+    row.update(fields)
+    return row
+
+
+def write_rows(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
