@@ -15,14 +15,13 @@ import pytest
 
 from sprout.cli import main
 from sprout.sandbox import LayerStore, Sandbox
-from sprout.task import Task
-from sprout.tasks import base_checkpoint_of, load_tasks
-from sprout.tasks.setup.image_choice import choose_task_images
+from sprout.tasks import base_checkpoint_of
 from sprout.tasks.sources.swebench_rows import apply_command
 from sprout.verify import MissingResults, run_verifier
 from tests.support.python_image import python_rootfs
 from tests.support.registry_world import Layout, Registry, tree_blob
 from tests.support.requirements import require_overlay
+from tests.support.row_images import placed
 from tests.support.swebench_pro_rows import (
     CRASHING_PARSER,
     FIXED,
@@ -61,16 +60,6 @@ def rows_file(folder: Path, pushed: dict[str, str], **fields: object) -> Path:
     """The instance's row (pointed at the test's registry) and its run_scripts/ beside it."""
     write_run_scripts(folder / "run_scripts")
     return write_rows(folder / "pro.jsonl", [pro_row(pushed, image_name=pushed["image"], **fields)])
-
-
-def placed(rows: Path) -> Task:
-    """The row's task on the image pulled from the test's registry."""
-    loaded = load_tasks([rows])
-    assert loaded.errors == []
-    chosen = choose_task_images(loaded.tasks, say=lambda line: None)
-    assert chosen.errors == []
-    [task] = chosen.tasks
-    return task
 
 
 def test_the_verifier_grades_the_fork_as_the_harness_grades_the_patched_repository(

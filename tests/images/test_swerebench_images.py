@@ -14,14 +14,13 @@ import pytest
 
 from sprout.cli import main
 from sprout.sandbox import LayerStore, Sandbox
-from sprout.task import Task
-from sprout.tasks import base_checkpoint_of, load_tasks
-from sprout.tasks.setup.image_choice import choose_task_images
+from sprout.tasks import base_checkpoint_of
 from sprout.tasks.sources.swebench_rows import apply_command
 from sprout.verify import run_verifier
 from tests.support.registry_world import Layout, Registry, tree_blob
 from tests.support.requirements import require_overlay
 from tests.support.rootfs import build_rootfs
+from tests.support.row_images import placed
 from tests.support.swerebench_rows import (
     HALF_FIXED,
     INSTANCE,
@@ -49,16 +48,6 @@ def pushed(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> dict
     layout.tag("v1", layout.image([tree_blob(root)], config=config))
     tag = f"7-{made['base'][:7]}"
     return {**made, "image": registry.push(layout, "v1", "swerebenchv2/acme-calc", as_tag=tag)}
-
-
-def placed(rows: Path) -> Task:
-    """The row's task on the image pulled from the test's registry."""
-    loaded = load_tasks([rows])
-    assert loaded.errors == []
-    chosen = choose_task_images(loaded.tasks, say=lambda line: None)
-    assert chosen.errors == []
-    [task] = chosen.tasks
-    return task
 
 
 def test_the_verifier_grades_the_fork_as_the_publisher_grades_the_patched_repository(

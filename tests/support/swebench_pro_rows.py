@@ -110,14 +110,19 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def make_app(repo: Path) -> dict[str, str]:
-    """The repository of the image's /app: the base commit (the bug and the old tests), the
-    fix's commit on branch `fix` (the fix and the new tests), checked out at the base as the
-    publisher's images are. Its base commit, fix commit, gold patch and test patch."""
+def start_repo(repo: Path) -> None:
+    """An empty repository on branch main with a tests/ folder and a committer of its own."""
     (repo / "tests").mkdir(parents=True)
     git(repo, "init", "--quiet", "--initial-branch=main")
     git(repo, "config", "user.email", "dev@acme.test")
     git(repo, "config", "user.name", "dev")
+
+
+def make_app(repo: Path) -> dict[str, str]:
+    """The repository of the image's /app: the base commit (the bug and the old tests), the
+    fix's commit on branch `fix` (the fix and the new tests), checked out at the base as the
+    publisher's images are. Its base commit, fix commit, gold patch and test patch."""
+    start_repo(repo)
     (repo / "calc.py").write_text(BUGGY)
     (repo / "tests/__init__.py").write_text("")
     (repo / TEST_FILE).write_text(OLD_TESTS)

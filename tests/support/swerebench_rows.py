@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.support.swebench_pro_rows import git
+from tests.support.swebench_pro_rows import git, start_repo
 
 INSTANCE = "acme__calc-7"
 REPO = "acme/calc"
@@ -52,10 +52,7 @@ def make_repo(repo: Path) -> dict[str, str]:
     """The repository of the image's /calc: the base commit (the bug, the runner and the old
     test), the fix's commit on branch `fix` (the fix and two new tests), checked out at the
     base. Its base commit, fix commit, gold patch and test patch."""
-    (repo / "tests").mkdir(parents=True)
-    git(repo, "init", "--quiet", "--initial-branch=main")
-    git(repo, "config", "user.email", "dev@acme.test")
-    git(repo, "config", "user.name", "dev")
+    start_repo(repo)
     (repo / "calc.sh").write_text(BUGGY)
     (repo / "tests/run.sh").write_text(RUNNER)
     (repo / "tests/t_sub.sh").write_text(TESTS["t_sub.sh"])
