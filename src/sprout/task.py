@@ -141,6 +141,11 @@ class SweBenchGrading(BaseModel):
     pass_to_pass: tuple[str, ...]
     log: str = "/logs/verifier/test_output.txt"
     """Where the verifier's command writes the eval script's output."""
+    harness: Literal["swebench", "swe-rebench"] = "swebench"
+    """Whose rules read the log: the `swebench` package's (SWE-bench's own rows), or those
+    of SWE-rebench V1's fork of the harness (older: only the text between the markers, read
+    by the parser as that fork has it; a skipped FAIL_TO_PASS test neither passes nor
+    fails)."""
 
 
 class R2EGymGrading(BaseModel):

@@ -1,8 +1,8 @@
-"""SWE-rebench V2 rows on an image the test pushed in the publisher's layout (a small shell
-repository at /calc with its own non-Python test runner and its history: the base commit,
-then the fix): checkpoint 0 is the repository at its base commit with no later history, the
-verifier applies the test patch and runs the test commands, and grading is the publisher's
-rule over the row's parser."""
+"""SWE-rebench rows on images the test pushed in the publisher's layouts (a small shell
+repository with its own test runners and its history: the base commit, then the fix), at
+/calc for V2 and at /testbed beside a conda stand-in for V1: checkpoint 0 is the repository
+at its base commit with no later history, the verifier applies the test patch and runs the
+tests, and grading is the publisher's rule over the row's parser."""
 
 from __future__ import annotations
 
@@ -26,28 +26,51 @@ from tests.support.swerebench_rows import (
     INSTANCE,
     make_repo,
     rebench_row,
+    v1_row,
     write_rows,
 )
 
 pytestmark = pytest.mark.sandbox
 
 
-@pytest.fixture(scope="module")
-def pushed(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The instance's image, pushed once as swerebenchv2/acme-calc:7-SHA7: its reference,
-    and the repository's commits and patches."""
-    tmp = tmp_path_factory.mktemp("rebench-image")
-    made = make_repo(tmp / "calc")
+CONDA_STAND_IN = "conda() { :; }\n"
+"""/opt/miniconda3/bin/activate of the V1 image: the eval script sources it and activates
+`testbed`; this image's tools are on its PATH already."""
+
+
+def _push(
+    registry: Registry, tmp: Path, workdir: str, repository: str, tag: str, conda: bool
+) -> dict[str, str]:
+    """An image of the test's repository at `workdir`, pushed as REPOSITORY:TAG: its
+    reference, and the repository's commits and patches."""
+    made = make_repo(tmp / "repo")
     root = tmp / "rootfs"
     build_rootfs(root, extra=("bash", "git"))
-    shutil.copytree(tmp / "calc", root / "calc", symlinks=True)
+    shutil.copytree(tmp / "repo", root / workdir.lstrip("/"), symlinks=True)
     (root / "etc/gitconfig").write_text("[safe]\n\tdirectory = *\n")
+    if conda:
+        (root / "opt/miniconda3/bin").mkdir(parents=True)
+        (root / "opt/miniconda3/bin/activate").write_text(CONDA_STAND_IN)
     subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
     layout = Layout(tmp / "layout")
-    config = {"Env": ["PATH=/usr/bin:/bin"], "WorkingDir": "/calc"}
+    config = {"Env": ["PATH=/usr/bin:/bin"], "WorkingDir": workdir}
     layout.tag("v1", layout.image([tree_blob(root)], config=config))
-    tag = f"7-{made['base'][:7]}"
-    return {**made, "image": registry.push(layout, "v1", "swerebenchv2/acme-calc", as_tag=tag)}
+    return {**made, "image": registry.push(layout, "v1", repository, as_tag=tag)}
+
+
+@pytest.fixture(scope="module")
+def pushed(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The V2 instance's image, pushed once as swerebenchv2/acme-calc:7-SHA7."""
+    tmp = tmp_path_factory.mktemp("rebench-image")
+    return _push(registry, tmp, "/calc", "swerebenchv2/acme-calc", "7-base", conda=False)
+
+
+@pytest.fixture(scope="module")
+def pushed_v1(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The V1 instance's image, pushed once under the fork's name for it."""
+    tmp = tmp_path_factory.mktemp("rebench-v1-image")
+    name = "swerebench/sweb.eval.x86_64.acme_1776_calc-12"
+    return _push(registry, tmp, "/testbed", name, "latest", conda=True)
 
 
 def test_the_verifier_grades_the_fork_as_the_publisher_grades_the_patched_repository(
@@ -102,3 +125,30 @@ def test_tasks_check_fails_the_untouched_image_and_passes_the_gold_patch(
         *("fail", "(1", "of", "3", "tests)"),
         *("pass", "(3", "of", "3", "tests)"),
     ]
+
+
+def test_a_v1_row_is_graded_by_its_forks_eval_script(
+    pulls_removed_after: Registry,
+    pushed_v1: dict[str, str],
+    overlay_store: LayerStore,
+    tmp_path: Path,
+) -> None:
+    require_overlay()
+    row = v1_row(pushed_v1, docker_image=pushed_v1["image"])
+    task = placed(write_rows(tmp_path / "v1.jsonl", [row]))
+    base = base_checkpoint_of(task, overlay_store)
+    untouched = run_verifier(task, overlay_store, base, base).diagnostics
+    assert untouched.reward == 0
+    assert [(t.name, t.outcome) for t in untouched.tests] == [
+        ("t_add.sh", "failed"),
+        ("t_mul.sh", "failed"),
+        ("t_sub.sh", "passed"),
+    ]
+    verdicts = {}
+    half = f"cat > calc.sh <<'EOF'\n{HALF_FIXED}EOF"
+    for name, command in (("gold", apply_command(pushed_v1["patch"])), ("half", half)):
+        with Sandbox.fork(overlay_store, base) as sandbox:
+            assert sandbox.run(command).exit_code == 0
+            verdicts[name] = run_verifier(task, overlay_store, sandbox.checkpoint(), base)
+    assert verdicts["gold"].reward == 1, verdicts["gold"].diagnostics.summary
+    assert verdicts["half"].reward == 0

@@ -31,6 +31,14 @@ done
 echo "# the runner's summary: failed=$failed"
 exit $failed
 """
+PYTEST_STYLE_RUNNER = """\
+# the same tests, reported as pytest -rA reports them: one `STATUS name` line each
+. ./calc.sh
+for test in tests/t_*.sh; do
+  name=${test#tests/}
+  if ( . "$test" ) > /dev/null 2>&1; then echo "PASSED $name"; else echo "FAILED $name"; fi
+done
+"""
 TESTS = {
     "t_sub.sh": '[ "$(sub 5 3)" = 2 ]\n',
     "t_add.sh": '[ "$(add 2 3)" = 5 ]\n',
@@ -55,6 +63,7 @@ def make_repo(repo: Path) -> dict[str, str]:
     start_repo(repo)
     (repo / "calc.sh").write_text(BUGGY)
     (repo / "tests/run.sh").write_text(RUNNER)
+    (repo / "tests/run_pytest_style.sh").write_text(PYTEST_STYLE_RUNNER)
     (repo / "tests/t_sub.sh").write_text(TESTS["t_sub.sh"])
     git(repo, "add", ".")
     git(repo, "commit", "--quiet", "-m", "base")
@@ -103,3 +112,45 @@ def write_rows(path: Path, rows: list[dict[str, object]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return path
+
+
+V1_INSTANCE = "acme__calc-12"
+V1_CONFIG: dict[str, object] = {
+    "env_vars": None,
+    "env_yml_path": None,
+    "install": "true",
+    "log_parser": "parse_log_pytest",
+    "no_use_env": None,
+    "packages": "requirements.txt",
+    "pip_packages": ["pytest"],
+    "pre_install": None,
+    "python": "3.9",
+    "reqs_path": ["requirements.txt"],
+    "test_cmd": "bash tests/run_pytest_style.sh",
+}
+
+
+def v1_row(made: dict[str, str], **fields: object) -> dict[str, object]:
+    """A row with exactly the fields SWE-rebench (V1) publishes: SWE-bench's, its harness
+    specification in `install_config`, and the publisher's labels."""
+    row: dict[str, object] = {
+        "instance_id": V1_INSTANCE,
+        "base_commit": made["base"],
+        "created_at": "2024-05-01T10:00:00Z",
+        "environment_setup_commit": made["base"],
+        "hints_text": "",
+        "patch": made["patch"],
+        "problem_statement": "add() subtracts and mul() adds.",
+        "repo": REPO,
+        "test_patch": made["test_patch"],
+        "meta": {"num_modified_files": 1, "has_test_patch": True},
+        "version": "0.1",
+        "install_config": dict(V1_CONFIG),
+        "requirements": "",
+        "environment": "",
+        "FAIL_TO_PASS": json.dumps(F2P),
+        "PASS_TO_PASS": json.dumps(P2P),
+        "license_name": "MIT License",
+    }
+    row.update(fields)
+    return row

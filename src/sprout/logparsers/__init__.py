@@ -39,9 +39,14 @@ def find(name: str) -> Parser | None:
     return None if package is None else functools.partial(_call_package, package)
 
 
-def known() -> list[str]:
-    """Every parser name `find` answers, sorted."""
-    return sorted({*_package_parsers(), *WRITTEN_HERE})
+def require(name: str) -> str:
+    """`name`, when `find` knows it; else the ValueError a row's field check reports."""
+    if find(name) is None:
+        raise ValueError(
+            f"{name!r}: no parser of that name, neither sprout's own nor the swebench "
+            "package's (docs/tasks.md lists them)"
+        )
+    return name
 
 
 def where(name: str) -> str:

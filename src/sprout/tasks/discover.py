@@ -2,8 +2,8 @@
 
 A path is one task folder (native: instruction.md; Terminal-Bench 1: task.yaml), a
 folder whose sub-folders are tasks (formats may mix), or a file of rows told apart by their
-fields: SWE-bench's (`.jsonl`), SWE-bench Pro's, SWE-rebench V2's or R2E-Gym's (`.jsonl`,
-`.parquet`). A task that cannot be read becomes an error line and the others
+fields: SWE-bench's (`.jsonl`), SWE-bench Pro's, SWE-rebench's (V1, V2) or R2E-Gym's
+(`.jsonl`, `.parquet`). A task that cannot be read becomes an error line and the others
 still load: one mistyped `task.toml` must not stop a run over a hundred tasks.
 """
 
@@ -25,7 +25,8 @@ from sprout.tasks.sources.native import load_native
 from sprout.tasks.sources.r2egym import is_r2egym_rows, load_r2egym
 from sprout.tasks.sources.swebench import load_swebench
 from sprout.tasks.sources.swebench_pro import holds_pro_rows, load_swebench_pro
-from sprout.tasks.sources.swerebench import holds_rebench_rows, load_swerebench
+from sprout.tasks.sources.swerebench_v1 import holds_v1_rows, load_swerebench_v1
+from sprout.tasks.sources.swerebench_v2 import holds_rebench_rows, load_swerebench
 from sprout.tasks.sources.terminal_bench1 import load_terminal_bench1
 
 
@@ -75,20 +76,7 @@ def load_tasks(
             raise TaskError(f"{path}: no such file or folder")
         if path.is_file() and path.suffix in (".jsonl", ".parquet"):
             try:
-                if is_r2egym_rows(path):  # R2E-Gym's own rows, told apart by their fields
-                    found = load_r2egym(path)
-                elif holds_pro_rows(path):
-                    found = load_swebench_pro(path, run_scripts=run_scripts)
-                elif holds_rebench_rows(path):
-                    found = load_swerebench(path)
-                elif path.suffix == ".parquet":
-                    raise TaskError(
-                        f"{path}: neither SWE-bench Pro's, SWE-rebench V2's nor R2E-Gym's rows "
-                        "(sprout reads parquet files of those three; SWE-bench rows as JSON "
-                        "Lines)"
-                    )
-                else:
-                    found = load_swebench(path, repos=repos, images=images)
+                found = _load_rows(path, repos=repos, images=images, run_scripts=run_scripts)
             except TaskError as error:
                 loaded.errors.append(str(error))
                 continue
@@ -109,6 +97,30 @@ def load_tasks(
         for folder in folders:
             _add(loaded, seen, _load_folder(folder, images), folder)
     return loaded
+
+
+def _load_rows(
+    path: Path,
+    *,
+    repos: str | Path | None,
+    images: Mapping[str, str] | None,
+    run_scripts: str | Path | None,
+) -> list[Task | TaskError]:
+    """The rows of a `.jsonl` or `.parquet` file, by the source its fields say."""
+    if is_r2egym_rows(path):  # R2E-Gym's own rows have no instance_id
+        return load_r2egym(path)
+    if holds_pro_rows(path):
+        return load_swebench_pro(path, run_scripts=run_scripts)
+    if holds_rebench_rows(path):
+        return load_swerebench(path)
+    if holds_v1_rows(path):
+        return load_swerebench_v1(path)
+    if path.suffix == ".parquet":
+        raise TaskError(
+            f"{path}: not the rows of SWE-bench Pro, SWE-rebench (V1 or V2) or R2E-Gym "
+            "(sprout reads parquet files of those; SWE-bench rows as JSON Lines)"
+        )
+    return load_swebench(path, repos=repos, images=images)
 
 
 def read_again(task: Task, images: Mapping[str, str] | None) -> Task | TaskError:

@@ -20,6 +20,7 @@ from sprout.verify.r2egym_grading import grade as grade_r2egym
 from sprout.verify.results import read_results
 from sprout.verify.swebench_grading import grade
 from sprout.verify.swerebench_grading import grade as grade_rebench
+from sprout.verify.swerebench_v1_grading import grade as grade_v1
 from sprout.verify.types import Diagnostics
 from sprout.verify.uv import install_uv, requested_version, uses_uv, uv_binaries
 
@@ -79,24 +80,26 @@ def run_verifier(task: Task, layers: LayerStore, checkpoint: str, base_checkpoin
                 if content is not None:
                     files[change.path] = content
     exit_code = None if observation.timed_out else observation.exit_code
-    if task.results == "swebench" and task.swebench is not None:
-        log = files.get(task.swebench.log, b"").decode("utf-8", errors="replace")
-        diagnostics = grade(log or observation.output, task.swebench, exit_code)
-    elif task.results == "r2egym" and task.r2egym is not None:
-        log = files.get(task.r2egym.log, b"").decode("utf-8", errors="replace")
-        diagnostics = grade_r2egym(log or observation.output, task.r2egym, exit_code, task.id)
-    elif task.results == "swe-rebench" and task.rebench is not None:
-        diagnostics = grade_rebench(files, task.rebench, exit_code, task.id)
-    else:
-        diagnostics = read_results(
-            files,
-            observation.output,
-            exit_code,
-            format=task.results,
-            required=task.required_tests,
-            task=task.id,
-        )
+    diagnostics = _grade(task, files, observation.output, exit_code)
     return Verdict(diagnostics, workdir_patch(layers, base_checkpoint, checkpoint, task.workdir))
+
+
+def _grade(task: Task, files: dict[str, bytes], output: str, exit_code: int | None) -> Diagnostics:
+    """The verdict on the verifier's files and output, by the rules of the task's format:
+    a dataset's own harness where the task names one, else sprout's results formats."""
+    if task.results == "swebench" and task.swebench is not None:
+        log = files.get(task.swebench.log, b"").decode("utf-8", errors="replace") or output
+        if task.swebench.harness == "swe-rebench":
+            return grade_v1(log, task.swebench, exit_code, task.id)
+        return grade(log, task.swebench, exit_code)
+    if task.results == "r2egym" and task.r2egym is not None:
+        log = files.get(task.r2egym.log, b"").decode("utf-8", errors="replace")
+        return grade_r2egym(log or output, task.r2egym, exit_code, task.id)
+    if task.results == "swe-rebench" and task.rebench is not None:
+        return grade_rebench(files, task.rebench, exit_code, task.id)
+    return read_results(
+        files, output, exit_code, format=task.results, required=task.required_tests, task=task.id
+    )
 
 
 def verifier_script(task: Task) -> str:

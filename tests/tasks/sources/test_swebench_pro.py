@@ -206,8 +206,8 @@ def test_a_parquet_file_of_other_rows_is_one_line(tmp_path: Path) -> None:
     write_run_scripts(tmp_path / "run_scripts")
     [error] = load_tasks([path]).errors
     assert error == (
-        f"{path}: neither SWE-bench Pro's, SWE-rebench V2's nor R2E-Gym's rows (sprout reads "
-        "parquet files of those three; SWE-bench rows as JSON Lines)"
+        f"{path}: not the rows of SWE-bench Pro, SWE-rebench (V1 or V2) or R2E-Gym (sprout "
+        "reads parquet files of those; SWE-bench rows as JSON Lines)"
     )
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
     [error] = load_tasks([tmp_path / "broken.parquet"]).errors

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from sprout.task import TaskError
+from sprout.task import Task, TaskError
 from sprout.tasks.files import not_utf8
 
 Row = tuple[str, dict[str, Any] | TaskError]
@@ -125,3 +125,42 @@ def name_list(value: object) -> object:
     if not isinstance(value, list):
         raise ValueError("expected a list of names, or a string holding one")
     return value
+
+
+def object_value(value: object) -> object:
+    """An object, or the text of one as exports of a dataset write it (JSON, or a Python
+    dict's repr); pydantic then checks its keys."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            try:
+                return ast.literal_eval(value)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                raise ValueError("expected an object, or a string holding one") from None
+    return value
+
+
+def instance_tasks(
+    path: Path, make: Callable[[dict[str, Any], str], Task]
+) -> list[Task | TaskError]:
+    """`make(row, where)` for each row of a file of rows with an `instance_id`, `where`
+    being `ID: FILE:LINE` (`?` for an id that cannot be had); a row that cannot be read,
+    or holds text no UTF-8 can, is its own TaskError and the others still load."""
+    results: list[Task | TaskError] = []
+    for where, data in rows(path):
+        try:
+            if isinstance(data, TaskError):
+                raise data
+            broken = lone_surrogate(data)
+            instance = data.get("instance_id")
+            named = isinstance(instance, str) and instance and broken != "instance_id"
+            label = instance if named else "?"
+            if broken is not None:
+                raise TaskError(
+                    f"{label}: {where}: {broken}: not valid Unicode (half a surrogate pair)"
+                )
+            results.append(make(data, f"{label}: {where}"))
+        except TaskError as error:
+            results.append(error)
+    return results

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sprout.task import GitHistory, SetupStep, SolutionStep, Task, TaskError
 from sprout.tasks.files import not_utf8
 from sprout.tasks.imageref import image_reference
-from sprout.tasks.sources.rows import field_problem, fields, lone_surrogate, name_list, rows
+from sprout.tasks.sources.rows import field_problem, fields, instance_tasks, name_list
 from sprout.tasks.sources.swebench_rows import IMAGE_FIELDS, apply_command
 
 IMAGE_REPOSITORY = "jefzda/sweap-images"
@@ -147,18 +147,6 @@ def _image(data: dict[str, Any], row: ProRow, where: str) -> str:
     return image_reference(f"{IMAGE_REPOSITORY}:{row.dockerhub_tag}", f"{where}: dockerhub_tag")
 
 
-def _row_task(data: object, where: str, path: Path, run_scripts: Path) -> Task:
-    """One row read, whatever the file: `where` is its file and line (or row)."""
-    if not isinstance(data, dict):
-        raise TaskError(f"?: {where}: expected an object, got {type(data).__name__}")
-    broken = lone_surrogate(data)
-    instance = data.get("instance_id")
-    label = instance if isinstance(instance, str) and instance and broken != "instance_id" else "?"
-    if broken is not None:
-        raise TaskError(f"{label}: {where}: {broken}: not valid Unicode (half a surrogate pair)")
-    return pro_task(data, f"{label}: {where}", path, run_scripts)
-
-
 def load_swebench_pro(
     path: str | Path, *, run_scripts: str | Path | None = None
 ) -> list[Task | TaskError]:
@@ -174,15 +162,7 @@ def load_swebench_pro(
             "repository, beside the file or named by --run-scripts)"
         )
     folder = folder.resolve()
-    results: list[Task | TaskError] = []
-    for where, data in rows(path):
-        try:
-            if isinstance(data, TaskError):
-                raise data
-            results.append(_row_task(data, where, path, folder))
-        except TaskError as error:
-            results.append(error)
-    return results
+    return instance_tasks(path, lambda data, where: pro_task(data, where, path, folder))
 
 
 def holds_pro_rows(path: Path) -> bool:

@@ -9,7 +9,7 @@ import pytest
 from sprout.task import GitHistory, RebenchGrading, Task
 from sprout.tasks import load_tasks
 from sprout.tasks.sources.swebench_rows import apply_command
-from sprout.tasks.sources.swerebench import load_swerebench
+from sprout.tasks.sources.swerebench_v2 import load_swerebench
 from tests.support.swerebench_rows import (
     F2P,
     INSTALL_CONFIG,

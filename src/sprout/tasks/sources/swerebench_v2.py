@@ -15,8 +15,6 @@ are in any language (C, Go, Java, JavaScript, Rust, ...): nothing here assumes p
 
 from __future__ import annotations
 
-import ast
-import json
 import shlex
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sprout import logparsers
 from sprout.task import GitHistory, RebenchGrading, SolutionStep, Task, TaskError
 from sprout.tasks.imageref import image_reference
-from sprout.tasks.sources.rows import field_problem, fields, lone_surrogate, name_list, rows
+from sprout.tasks.sources.rows import field_problem, fields, instance_tasks, name_list, object_value
 from sprout.tasks.sources.swebench_rows import apply_command
 
 V2_FIELDS = {"install_config", "image_name", "language"}
@@ -62,12 +60,7 @@ class InstallConfig(BaseModel):
     @field_validator("log_parser")
     @classmethod
     def _known(cls, value: str) -> str:
-        if logparsers.find(value) is None:
-            raise ValueError(
-                f"{value!r}: no parser of that name, neither sprout's own nor the swebench "
-                "package's (docs/tasks.md lists them)"
-            )
-        return value
+        return logparsers.require(value)
 
 
 class RebenchRow(BaseModel):
@@ -95,17 +88,7 @@ class RebenchRow(BaseModel):
     @field_validator("install_config", mode="before")
     @classmethod
     def _config(cls, value: object) -> object:
-        """An object, or the text of one (a JSON object or a Python dict's repr, as exports
-        of the dataset write it)."""
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                try:
-                    value = ast.literal_eval(str(value))
-                except (ValueError, SyntaxError, MemoryError, RecursionError):
-                    raise ValueError("expected an object, or a string holding one") from None
-        return value
+        return object_value(value)
 
     @property
     def workdir(self) -> str:
@@ -160,29 +143,11 @@ def rebench_task(data: dict[str, Any], where: str, path: Path) -> Task:
     )
 
 
-def _row_task(data: dict[str, Any], where: str, path: Path) -> Task:
-    """One row read, whatever the file: `where` is its file and line (or row)."""
-    broken = lone_surrogate(data)
-    instance = data.get("instance_id")
-    label = instance if isinstance(instance, str) and instance and broken != "instance_id" else "?"
-    if broken is not None:
-        raise TaskError(f"{label}: {where}: {broken}: not valid Unicode (half a surrogate pair)")
-    return rebench_task(data, f"{label}: {where}", path)
-
-
 def load_swerebench(path: str | Path) -> list[Task | TaskError]:
     """One Task, or the TaskError naming what is wrong with it, per row of a .jsonl or
     .parquet file, read a batch at a time."""
     path = Path(path).resolve()
-    results: list[Task | TaskError] = []
-    for where, data in rows(path):
-        try:
-            if isinstance(data, TaskError):
-                raise data
-            results.append(_row_task(data, where, path))
-        except TaskError as error:
-            results.append(error)
-    return results
+    return instance_tasks(path, lambda data, where: rebench_task(data, where, path))
 
 
 def holds_rebench_rows(path: Path) -> bool:
