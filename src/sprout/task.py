@@ -141,11 +141,10 @@ class SweBenchGrading(BaseModel):
     pass_to_pass: tuple[str, ...]
     log: str = "/logs/verifier/test_output.txt"
     """Where the verifier's command writes the eval script's output."""
-    harness: Literal["swebench", "swe-rebench"] = "swebench"
-    """Whose rules read the log: the `swebench` package's (SWE-bench's own rows), or those
-    of SWE-rebench V1's fork of the harness (older: only the text between the markers, read
-    by the parser as that fork has it; a skipped FAIL_TO_PASS test neither passes nor
-    fails)."""
+    harness: Literal["swebench", "swe-rebench", "swe-gym"] = "swebench"
+    """Whose rules read the log: the `swebench` package's (SWE-bench's own rows), or those of
+    the older fork a dataset was published with, SWE-rebench V1's or SWE-Gym's
+    (`sprout.verify.swebench_fork_grading`)."""
 
 
 class R2EGymGrading(BaseModel):

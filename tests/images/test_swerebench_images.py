@@ -1,8 +1,8 @@
-"""SWE-rebench rows on images the test pushed in the publisher's layouts (a small shell
-repository with its own test runners and its history: the base commit, then the fix), at
-/calc for V2 and at /testbed beside a conda stand-in for V1: checkpoint 0 is the repository
-at its base commit with no later history, the verifier applies the test patch and runs the
-tests, and grading is the publisher's rule over the row's parser."""
+"""SWE-rebench and SWE-Gym rows on images the test pushed in the publishers' layouts (a small
+shell repository with its own test runners and its history: the base commit, then the fix),
+at /calc for V2 and at /testbed beside a conda stand-in for V1 and SWE-Gym: checkpoint 0 is
+the repository at its base commit with no later history, the verifier applies the test
+patch and runs the tests, and grading is the publisher's rule over the row's parser."""
 
 from __future__ import annotations
 
@@ -24,9 +24,11 @@ from tests.support.row_images import placed
 from tests.support.swerebench_rows import (
     HALF_FIXED,
     INSTANCE,
+    gym_row,
     make_repo,
     rebench_row,
     v1_row,
+    write_gym_fork,
     write_rows,
 )
 
@@ -63,6 +65,14 @@ def pushed(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> dict
     """The V2 instance's image, pushed once as swerebenchv2/acme-calc:7-SHA7."""
     tmp = tmp_path_factory.mktemp("rebench-image")
     return _push(registry, tmp, "/calc", "swerebenchv2/acme-calc", "7-base", conda=False)
+
+
+@pytest.fixture(scope="module")
+def pushed_gym(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The SWE-Gym instance's image, pushed once under SWE-Gym's name for it."""
+    tmp = tmp_path_factory.mktemp("swegym-image")
+    name = "xingyaoww/sweb.eval.x86_64.acme_s_calc-21"
+    return _push(registry, tmp, "/testbed", name, "latest", conda=True)
 
 
 @pytest.fixture(scope="module")
@@ -127,18 +137,30 @@ def test_tasks_check_fails_the_untouched_image_and_passes_the_gold_patch(
     ]
 
 
-def test_a_v1_row_is_graded_by_its_forks_eval_script(
+@pytest.mark.parametrize("dataset", ["v1", "gym"])
+def test_a_row_is_graded_by_its_forks_eval_script(
+    dataset: str,
     pulls_removed_after: Registry,
     pushed_v1: dict[str, str],
+    pushed_gym: dict[str, str],
     overlay_store: LayerStore,
     tmp_path: Path,
 ) -> None:
+    """SWE-rebench V1's fork (markers) and SWE-Gym's (SWE-bench 2.0: none) alike."""
     require_overlay()
-    row = v1_row(pushed_v1, docker_image=pushed_v1["image"])
-    task = placed(write_rows(tmp_path / "v1.jsonl", [row]))
+    rows = write_rows(
+        tmp_path / "rows.jsonl",
+        [
+            v1_row(pushed_v1, docker_image=pushed_v1["image"])
+            if dataset == "v1"
+            else gym_row(pushed_gym, docker_image=pushed_gym["image"])
+        ],
+    )
+    made = pushed_v1 if dataset == "v1" else pushed_gym
+    task = placed(rows, swe_gym=write_gym_fork(tmp_path / "fork"))
     base = base_checkpoint_of(task, overlay_store)
     untouched = run_verifier(task, overlay_store, base, base).diagnostics
-    assert untouched.reward == 0
+    assert untouched.reward == 0, untouched.summary
     assert [(t.name, t.outcome) for t in untouched.tests] == [
         ("t_add.sh", "failed"),
         ("t_mul.sh", "failed"),
@@ -146,7 +168,7 @@ def test_a_v1_row_is_graded_by_its_forks_eval_script(
     ]
     verdicts = {}
     half = f"cat > calc.sh <<'EOF'\n{HALF_FIXED}EOF"
-    for name, command in (("gold", apply_command(pushed_v1["patch"])), ("half", half)):
+    for name, command in (("gold", apply_command(made["patch"])), ("half", half)):
         with Sandbox.fork(overlay_store, base) as sandbox:
             assert sandbox.run(command).exit_code == 0
             verdicts[name] = run_verifier(task, overlay_store, sandbox.checkpoint(), base)

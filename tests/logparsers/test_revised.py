@@ -235,6 +235,24 @@ def test_exports_the_revised_names():
         "parse_log_phpunit",
         "parse_log_pytest",
         "parse_log_pytest_options",
+        "parse_log_pytest_pydantic",
         "parse_log_pytest_v2",
         "parse_log_react_pdf",
     ]
+
+
+def test_pydantic_verbose_failures_drop_their_progress() -> None:
+    """SWE-Gym's pydantic parser: `FAILED [ 50%]` after a verbose test id reads as FAILED."""
+    from sprout.logparsers import find
+
+    log = (
+        "tests/test_main.py::test_a PASSED                              [ 25%]\n"
+        "tests/test_main.py::test_b FAILED [ 50%]\n"
+        "\x1b[31mFAILED\x1b[0m tests/test_main.py::test_c - AssertionError: x\n"
+    )
+    parser = find("parse_log_pytest_pydantic")
+    assert parser is not None
+    assert parser(log) == {
+        "tests/test_main.py::test_b": "FAILED",
+        "tests/test_main.py::test_c": "FAILED",
+    }

@@ -154,3 +154,58 @@ def v1_row(made: dict[str, str], **fields: object) -> dict[str, object]:
     }
     row.update(fields)
     return row
+
+
+GYM_INSTANCE = "acme__calc-21"
+GYM_CONSTANTS = """\
+# the fork's specification tables, in its shape: repository -> version -> specification
+MAP_REPO_VERSION_TO_SPECS = {
+    "acme/calc": {"0.1": {"python": "3.9", "install": "true",
+                          "test_cmd": "bash tests/run_pytest_style.sh"}},
+    "acme/other": {"0.1": {"python": "3.9", "test_cmd": "pytest -rA"}},
+}
+"""
+GYM_PARSERS = """\
+# the fork's parsers module reads its constants module, as the fork's does
+from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
+
+
+def parse_log_pytest(log):
+    return {}
+
+
+def parse_log_private(log):
+    return {}
+
+
+MAP_REPO_TO_PARSER = {"acme/calc": parse_log_pytest, "acme/other": parse_log_private}
+"""
+
+
+def write_gym_fork(folder: Path) -> Path:
+    """A checkout in the layout of SWE-Gym's fork of SWE-bench, holding tables of the
+    test's own: the folder."""
+    harness = folder / "swebench" / "harness"
+    harness.mkdir(parents=True)
+    (harness / "constants.py").write_text(GYM_CONSTANTS)
+    (harness / "log_parsers.py").write_text(GYM_PARSERS)
+    return folder
+
+
+def gym_row(made: dict[str, str], **fields: object) -> dict[str, object]:
+    """A row with exactly the fields SWE-Gym publishes (SWE-bench's, no image)."""
+    row: dict[str, object] = {
+        "instance_id": GYM_INSTANCE,
+        "hints_text": "",
+        "patch": made["patch"],
+        "test_patch": made["test_patch"],
+        "created_at": "2024-02-19 20:29:03",
+        "problem_statement": "add() subtracts and mul() adds.",
+        "repo": REPO,
+        "base_commit": made["base"],
+        "version": "0.1",
+        "PASS_TO_PASS": list(P2P),
+        "FAIL_TO_PASS": list(F2P),
+    }
+    row.update(fields)
+    return row

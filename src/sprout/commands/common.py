@@ -50,8 +50,8 @@ def with_agent_config(actor: ActorConfig, args: argparse.Namespace) -> ActorConf
 
 
 def add_task_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """--images, --repos and --run-scripts: where tasks' images, SWE-bench clones and SWE-bench
-    Pro's run scripts are found."""
+    """--images, --repos, --run-scripts and --swe-gym: where tasks' images, SWE-bench clones,
+    SWE-bench Pro's run scripts and SWE-Gym's harness tables are found."""
     parser.add_argument(
         "--images",
         metavar="MODE|FILE",
@@ -74,6 +74,12 @@ def add_task_source_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="SWE-bench Pro's run_scripts/ folder (the publisher's run_script.sh and parser.py "
         "per instance); default: the one beside the rows' file",
+    )
+    parser.add_argument(
+        "--swe-gym",
+        metavar="DIR",
+        help="a checkout of SWE-Gym's fork of SWE-bench's harness: SWE-bench-shaped rows "
+        "without an eval_script are SWE-Gym's, their specifications and parsers its",
     )
 
 
@@ -111,7 +117,13 @@ def load_tasks_unchosen(
     if args.images_from:  # a resumed run's own record wins over the one it was told of
         recorded = {**recorded_images(Path(args.images_from), required=True), **(recorded or {})}
     images = load_image_table(table) if table else None
-    loaded = load_tasks(paths, images=images, repos=args.repos, run_scripts=args.run_scripts)
+    loaded = load_tasks(
+        paths,
+        images=images,
+        repos=args.repos,
+        run_scripts=args.run_scripts,
+        swe_gym=args.swe_gym,
+    )
 
     def choose(tasks: Sequence[Task]) -> ChosenImages:
         return choose_task_images(

@@ -128,9 +128,22 @@ def _verbose_verdict(line: str) -> tuple[str, str] | None:
 
 def parse_log_pytest_v2(log: str) -> Statuses:
     """pytest's summary and verbose lines, colour codes and control characters taken out."""
+    return _verbose_statuses(log, _without_codes)
+
+
+_FAILED_PROGRESS = re.compile(r"FAILED\s*\[.*?\]")
+
+
+def parse_log_pytest_pydantic(log: str) -> Statuses:
+    """As `parse_log_pytest_v2`, a verbose line's `FAILED [ 12%]` read as `FAILED`: SWE-Gym's
+    reading of pydantic's logs, whose verbose lines carry the progress after the status."""
+    return _verbose_statuses(log, lambda line: _FAILED_PROGRESS.sub(FAILED, _without_codes(line)))
+
+
+def _verbose_statuses(log: str, clean: Callable[[str], str]) -> Statuses:
     statuses: Statuses = {}
     for line in _lines(log):
-        verdict = _verbose_verdict(_without_codes(line))
+        verdict = _verbose_verdict(clean(line))
         if verdict is not None:
             test, status = verdict
             statuses[test] = status
@@ -240,6 +253,7 @@ PARSERS: dict[str, Parser] = {
     "parse_log_pytest": parse_log_pytest,
     "parse_log_pytest_options": parse_log_pytest_options,
     "parse_log_pytest_v2": parse_log_pytest_v2,
+    "parse_log_pytest_pydantic": parse_log_pytest_pydantic,
     "parse_log_phpunit": parse_log_phpunit,
     "parse_log_maven": parse_log_maven,
     "parse_log_gradle_custom": parse_log_gradle_custom,

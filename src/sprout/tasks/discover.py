@@ -25,6 +25,7 @@ from sprout.tasks.sources.native import load_native
 from sprout.tasks.sources.r2egym import is_r2egym_rows, load_r2egym
 from sprout.tasks.sources.swebench import load_swebench
 from sprout.tasks.sources.swebench_pro import holds_pro_rows, load_swebench_pro
+from sprout.tasks.sources.swegym import load_swegym
 from sprout.tasks.sources.swerebench_v1 import holds_v1_rows, load_swerebench_v1
 from sprout.tasks.sources.swerebench_v2 import holds_rebench_rows, load_swerebench
 from sprout.tasks.sources.terminal_bench1 import load_terminal_bench1
@@ -61,12 +62,15 @@ def load_tasks(
     images: Mapping[str, str] | None = None,
     repos: str | Path | None = None,
     run_scripts: str | Path | None = None,
+    swe_gym: str | Path | None = None,
 ) -> LoadedTasks:
     """Every task under `paths`; a path that does not exist or holds no task is a TaskError.
 
     `images` maps Dockerfile `FROM` names to root-filesystem folders; `repos`
     is where local clones of SWE-bench repositories live; `run_scripts` is SWE-bench
-    Pro's run_scripts/ folder, when not beside the rows' file.
+    Pro's run_scripts/ folder, when not beside the rows' file; `swe_gym` a checkout of
+    SWE-Gym's fork of SWE-bench's harness, whose tables SWE-bench-shaped rows are then read
+    with (SWE-Gym's rows).
     """
     loaded = LoadedTasks()
     seen: set[str] = set()
@@ -76,7 +80,9 @@ def load_tasks(
             raise TaskError(f"{path}: no such file or folder")
         if path.is_file() and path.suffix in (".jsonl", ".parquet"):
             try:
-                found = _load_rows(path, repos=repos, images=images, run_scripts=run_scripts)
+                found = _load_rows(
+                    path, repos=repos, images=images, run_scripts=run_scripts, swe_gym=swe_gym
+                )
             except TaskError as error:
                 loaded.errors.append(str(error))
                 continue
@@ -105,6 +111,7 @@ def _load_rows(
     repos: str | Path | None,
     images: Mapping[str, str] | None,
     run_scripts: str | Path | None,
+    swe_gym: str | Path | None,
 ) -> list[Task | TaskError]:
     """The rows of a `.jsonl` or `.parquet` file, by the source its fields say."""
     if is_r2egym_rows(path):  # R2E-Gym's own rows have no instance_id
@@ -120,6 +127,8 @@ def _load_rows(
             f"{path}: not the rows of SWE-bench Pro, SWE-rebench (V1 or V2) or R2E-Gym "
             "(sprout reads parquet files of those; SWE-bench rows as JSON Lines)"
         )
+    if swe_gym is not None:
+        return load_swegym(path, swe_gym)
     return load_swebench(path, repos=repos, images=images)
 
 

@@ -18,9 +18,9 @@ from sprout.tasks.setup.withheld import put_back
 from sprout.verify.git_history import restore_history
 from sprout.verify.r2egym_grading import grade as grade_r2egym
 from sprout.verify.results import read_results
+from sprout.verify.swebench_fork_grading import grade as grade_fork
 from sprout.verify.swebench_grading import grade
 from sprout.verify.swerebench_grading import grade as grade_rebench
-from sprout.verify.swerebench_v1_grading import grade as grade_v1
 from sprout.verify.types import Diagnostics
 from sprout.verify.uv import install_uv, requested_version, uses_uv, uv_binaries
 
@@ -89,8 +89,8 @@ def _grade(task: Task, files: dict[str, bytes], output: str, exit_code: int | No
     a dataset's own harness where the task names one, else sprout's results formats."""
     if task.results == "swebench" and task.swebench is not None:
         log = files.get(task.swebench.log, b"").decode("utf-8", errors="replace") or output
-        if task.swebench.harness == "swe-rebench":
-            return grade_v1(log, task.swebench, exit_code, task.id)
+        if task.swebench.harness != "swebench":
+            return grade_fork(log, task.swebench, exit_code, task.id)
         return grade(log, task.swebench, exit_code)
     if task.results == "r2egym" and task.r2egym is not None:
         log = files.get(task.r2egym.log, b"").decode("utf-8", errors="replace")

@@ -8,50 +8,35 @@ each instance's eval script as SWE-bench's harness does for Python repositories:
 /testbed with the `testbed` conda environment active, the specification's eval commands
 and install command, the test files the test patch touches reset to the base commit, the
 test patch applied, the test command (with `LANG=C.UTF-8 LC_ALL=C.UTF-8` before it, as the
-fork adds) over the test files the patch changes, between the harness's markers. Written
-here from those rules; the script reaches the verifier's fork only, and the log is graded
-by the fork's rules (`sprout.verify.swebench_grading`, harness `swe-rebench`). The image is
+fork adds) over the test files the patch changes, between the harness's markers
+(`sprout.tasks.sources.swebench_harness`). The script reaches the verifier's fork only, and
+the log is graded by the fork's rules (`sprout.verify.swebench_fork_grading`). The image is
 the row's own field, else the fork's name for the instance,
 `swerebench/sweb.eval.x86_64.<id>` (lower-cased, `__` written `_1776_`).
 """
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sprout import logparsers
-from sprout.task import GitHistory, SolutionStep, SweBenchGrading, Task, TaskError
+from sprout.task import SweBenchGrading, Task, TaskError
 from sprout.tasks.imageref import image_reference
 from sprout.tasks.sources.rows import field_problem, fields, instance_tasks, name_list, object_value
-from sprout.tasks.sources.swebench import patch_files
-from sprout.tasks.sources.swebench_rows import EVAL_SCRIPT, IMAGE_FIELDS, apply_command
+from sprout.tasks.sources.swebench_harness import Fork, harness_task, test_directives
+from sprout.tasks.sources.swebench_harness import eval_script as harness_script
+from sprout.tasks.sources.swebench_rows import IMAGE_FIELDS
 
-WORKDIR = "/testbed"
-ENVIRONMENT = "testbed"
 NAMESPACE = "swerebench"
-LOCALE = "LANG=C.UTF-8 LC_ALL=C.UTF-8 "
-"""What the fork puts before the install and test commands of every specification."""
-HEREDOC = "EOF_114329324912"
-START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
-NON_TEST_SUFFIXES = (
-    ".json",
-    ".png",
-    "csv",
-    ".txt",
-    ".md",
-    ".jpg",
-    ".jpeg",
-    ".pkl",
-    ".yml",
-    ".yaml",
-    ".toml",
+FORK = Fork(
+    markers=True,
+    locale="LANG=C.UTF-8 LC_ALL=C.UTF-8 ",
+    diff="git -c core.fileMode=false diff",
+    removed_are_tests=False,
 )
-"""Changed files that are no test to run (SWE-bench's list, `csv` without its dot)."""
-VERIFIER_TIMEOUT_S = 1800.0
 V1_FIELDS = {"install_config", "environment_setup_commit"}
 """A V1 row has both (and no `language` or `image_name`, which tell a V2 row)."""
 
@@ -111,39 +96,18 @@ class V1Row(BaseModel):
         return value
 
 
-def test_directives(test_patch: str) -> list[str]:
-    """The files the test patch leaves in place, less data files: what the test command
-    runs, as SWE-bench's harness picks them."""
-    changed = [new for _, new in patch_files(test_patch) if new is not None]
-    return [path for path in changed if not path.endswith(NON_TEST_SUFFIXES)]
-
-
 def eval_script(row: V1Row) -> str:
     """The instance's eval script as the fork builds it for a Python repository."""
     spec = row.install_config
-    touched = [old for old, _ in patch_files(row.test_patch) if old is not None]
-    reset = f"git checkout {row.base_commit} {' '.join(touched)}"
-    test = " ".join([LOCALE + spec.test_cmd, *test_directives(row.test_patch)])
-    activate = ["source /opt/miniconda3/bin/activate", f"conda activate {ENVIRONMENT}"]
-    commands = [
-        *activate,
-        f"cd {WORKDIR}",
-        *spec.eval_commands,
-        f"git config --global --add safe.directory {WORKDIR}",
-        f"cd {WORKDIR}",
-        "git status",
-        "git show",
-        f"git -c core.fileMode=false diff {row.base_commit}",
-        *activate,
-        *([LOCALE + spec.install] if spec.install is not None else []),
-        reset,
-        f"git apply -v - <<'{HEREDOC}'\n{row.test_patch}\n{HEREDOC}",
-        f": '{START}'",
-        test,
-        f": '{END}'",
-        reset,
-    ]
-    return "\n".join(["#!/bin/bash", "set -uxo pipefail", *commands]) + "\n"
+    tests = test_directives(row.repo, row.test_patch, FORK)
+    return harness_script(
+        fork=FORK,
+        base_commit=row.base_commit,
+        test_patch=row.test_patch,
+        test_command=" ".join([spec.test_cmd, *tests]),
+        install=spec.install,
+        eval_commands=spec.eval_commands,
+    )
 
 
 def default_image(instance_id: str) -> str:
@@ -168,19 +132,14 @@ def v1_task(data: dict[str, Any], where: str, path: Path) -> Task:
         pass_to_pass=tuple(row.PASS_TO_PASS),
         harness="swe-rebench",
     )
-    return Task(
-        id=row.instance_id,
+    return harness_task(
         path=path,
-        instruction=row.problem_statement.strip(),
+        instruction=row.problem_statement,
         image=image_reference(image, f"{where}: image"),
-        workdir=WORKDIR,
-        solution=(SolutionStep(command=apply_command(row.patch)),) if row.patch else (),
-        test_files={EVAL_SCRIPT: eval_script(row)},
-        verifier_command=f"bash /tests/{EVAL_SCRIPT} > {shlex.quote(grading.log)} 2>&1",
-        verifier_timeout_s=VERIFIER_TIMEOUT_S,
-        results="swebench",
-        swebench=grading,
-        git_history=GitHistory(repo=WORKDIR, base_commit=row.base_commit),
+        patch=row.patch,
+        script=eval_script(row),
+        grading=grading,
+        base_commit=row.base_commit,
     )
 
 

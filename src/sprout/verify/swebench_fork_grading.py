@@ -1,14 +1,16 @@
-"""Grading a SWE-rebench V1 row's eval log as the publisher's fork of SWE-bench's harness
-grades it.
+"""Grading an eval log as the forks of SWE-bench's harness that datasets were published
+with grade it: SWE-rebench V1's and SWE-Gym's.
 
-The fork reads the log as SWE-bench's harness did before the `swebench` package's later
-checks: a log holding one of the harness's failure codes (the patch did not apply, the
-reset failed, the tests errored or timed out) or missing either test-output marker has no
-results; otherwise only the text between the markers goes to the row's parser (its name
-in `install_config.log_parser`; the older readings sprout keeps in `sprout.logparsers`).
-A FAIL_TO_PASS or PASS_TO_PASS test succeeds when it PASSED (or XFAIL), fails when it is
+Both read the log as SWE-bench's harness did before the `swebench` package's later checks.
+A log holding one of the harness's failure codes (the patch did not apply, the reset
+failed, the tests errored or timed out) has no results. SWE-rebench's fork then needs both
+test-output markers and reads only the text between them; SWE-Gym's (the harness of
+SWE-bench 2.0, which had no markers) needs git's "Applied patch" line and reads the whole
+log, and also takes "Failed to reset task environment" for a failure. The text goes to the
+row's parser (by name, the older readings sprout keeps in `sprout.logparsers`). A
+FAIL_TO_PASS or PASS_TO_PASS test succeeds when it PASSED (or XFAIL), fails when it is
 missing or FAILED or ERROR, and counts neither way when SKIPPED; resolved when none fails.
-Written here from those rules; nothing of the fork is copied.
+Written here from those rules; nothing of the forks is copied.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ FAILURE_CODES = (
     ">>>>> Tests Errored",
     ">>>>> Tests Timed Out",
 )
+RESET_FAILED_2_0 = "Failed to reset task environment"
+APPLIED = "applied patch"
+"""What `git apply -v` prints, lower-cased, which SWE-Gym's fork needs in the log."""
+FORKS = {"swe-rebench": "SWE-rebench V1's", "swe-gym": "SWE-Gym's"}
 START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
 SUCCEEDS = ("PASSED", "XFAIL")
 FAILS = ("FAILED", "ERROR")
@@ -34,12 +40,14 @@ FAILS = ("FAILED", "ERROR")
 def grade(log: str, grading: SweBenchGrading, exit_code: int | None, task: str) -> Diagnostics:
     """Reward 1 exactly when the fork calls the log fully resolved."""
     source = Provenance("swebench", (grading.log,))
-    rule = f"graded as SWE-rebench V1's harness grades ({grading.log_parser})"
-    statuses = _statuses(log, grading.log_parser, task)
+    rule = f"graded as {FORKS.get(grading.harness, grading.harness)} harness grades " + (
+        f"({grading.log_parser})"
+    )
+    statuses = _statuses(_tested(log, grading.harness), grading.log_parser, task)
     if statuses is None:
         note = (
             f"{rule}: no test results the harness accepts (the test patch did not apply, the "
-            "tests errored or timed out, or the log has no test output markers)"
+            "tests errored or timed out, or the log lacks what the harness looks for)"
         )
         return diagnose([], source=source, log=log, exit_code=exit_code, reward=0.0, notes=[note])
     names = dict.fromkeys([*grading.fail_to_pass, *grading.pass_to_pass])
@@ -55,16 +63,26 @@ def grade(log: str, grading: SweBenchGrading, exit_code: int | None, task: str) 
     )
 
 
-def _statuses(log: str, name: str, task: str) -> dict[str, str] | None:
-    """The parser's statuses of the text between the markers; None for a log with no
-    results the fork accepts. A parser that crashes is no verdict on the attempt."""
-    if any(code in log for code in FAILURE_CODES) or START not in log or END not in log:
+def _tested(log: str, harness: str) -> str | None:
+    """The part of the log the fork hands its parser; None when it finds no results."""
+    if any(code in log for code in FAILURE_CODES):
+        return None
+    if harness == "swe-gym":
+        return None if RESET_FAILED_2_0 in log or APPLIED not in log.lower() else log
+    if START not in log or END not in log:
+        return None
+    return log.split(START)[1].split(END)[0]
+
+
+def _statuses(tested: str | None, name: str, task: str) -> dict[str, str] | None:
+    """The parser's statuses of the tested text; a parser that crashes is no verdict."""
+    if tested is None:
         return None
     parser = logparsers.find(name)
     if parser is None:
-        raise ResultsError(f"task {task}: install_config.log_parser {name!r}: no such parser")
+        raise ResultsError(f"task {task}: log parser {name!r}: no such parser")
     try:
-        return parser(log.split(START)[1].split(END)[0])
+        return parser(tested)
     except Exception as error:  # a parser's bug on an odd log is no verdict on the attempt
         raise MissingResults(
             f"task {task}: the parser {name} crashed on the test log: "

@@ -4,7 +4,7 @@ for a log with a failure code, a skipped required test counted neither way."""
 from __future__ import annotations
 
 from sprout.task import SweBenchGrading
-from sprout.verify.swerebench_v1_grading import grade
+from sprout.verify.swebench_fork_grading import grade
 
 GRADING = SweBenchGrading(
     instance_id="acme__calc-12",
