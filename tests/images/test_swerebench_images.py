@@ -6,8 +6,6 @@ patch and runs the tests, and grading is the publisher's rule over the row's par
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,15 +15,13 @@ from sprout.sandbox import LayerStore, Sandbox
 from sprout.tasks import base_checkpoint_of
 from sprout.tasks.sources.swebench_rows import apply_command
 from sprout.verify import run_verifier
-from tests.support.registry_world import Layout, Registry, tree_blob
+from tests.support.registry_world import Registry
 from tests.support.requirements import require_overlay
-from tests.support.rootfs import build_rootfs
-from tests.support.row_images import placed
+from tests.support.row_images import placed, push_repo_image
 from tests.support.swerebench_rows import (
     HALF_FIXED,
     INSTANCE,
     gym_row,
-    make_repo,
     rebench_row,
     v1_row,
     write_gym_fork,
@@ -35,36 +31,11 @@ from tests.support.swerebench_rows import (
 pytestmark = pytest.mark.sandbox
 
 
-CONDA_STAND_IN = "conda() { :; }\n"
-"""/opt/miniconda3/bin/activate of the V1 image: the eval script sources it and activates
-`testbed`; this image's tools are on its PATH already."""
-
-
-def _push(
-    registry: Registry, tmp: Path, workdir: str, repository: str, tag: str, conda: bool
-) -> dict[str, str]:
-    """An image of the test's repository at `workdir`, pushed as REPOSITORY:TAG: its
-    reference, and the repository's commits and patches."""
-    made = make_repo(tmp / "repo")
-    root = tmp / "rootfs"
-    build_rootfs(root, extra=("bash", "git"))
-    shutil.copytree(tmp / "repo", root / workdir.lstrip("/"), symlinks=True)
-    (root / "etc/gitconfig").write_text("[safe]\n\tdirectory = *\n")
-    if conda:
-        (root / "opt/miniconda3/bin").mkdir(parents=True)
-        (root / "opt/miniconda3/bin/activate").write_text(CONDA_STAND_IN)
-    subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
-    layout = Layout(tmp / "layout")
-    config = {"Env": ["PATH=/usr/bin:/bin"], "WorkingDir": workdir}
-    layout.tag("v1", layout.image([tree_blob(root)], config=config))
-    return {**made, "image": registry.push(layout, "v1", repository, as_tag=tag)}
-
-
 @pytest.fixture(scope="module")
 def pushed(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The V2 instance's image, pushed once as swerebenchv2/acme-calc:7-SHA7."""
     tmp = tmp_path_factory.mktemp("rebench-image")
-    return _push(registry, tmp, "/calc", "swerebenchv2/acme-calc", "7-base", conda=False)
+    return push_repo_image(registry, tmp, "/calc", "swerebenchv2/acme-calc", "7-base", conda=False)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +43,7 @@ def pushed_gym(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> 
     """The SWE-Gym instance's image, pushed once under SWE-Gym's name for it."""
     tmp = tmp_path_factory.mktemp("swegym-image")
     name = "xingyaoww/sweb.eval.x86_64.acme_s_calc-21"
-    return _push(registry, tmp, "/testbed", name, "latest", conda=True)
+    return push_repo_image(registry, tmp, "/testbed", name, "latest", conda=True)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +51,7 @@ def pushed_v1(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> d
     """The V1 instance's image, pushed once under the fork's name for it."""
     tmp = tmp_path_factory.mktemp("rebench-v1-image")
     name = "swerebench/sweb.eval.x86_64.acme_1776_calc-12"
-    return _push(registry, tmp, "/testbed", name, "latest", conda=True)
+    return push_repo_image(registry, tmp, "/testbed", name, "latest", conda=True)
 
 
 def test_the_verifier_grades_the_fork_as_the_publisher_grades_the_patched_repository(
