@@ -17,7 +17,6 @@ this module.
 from __future__ import annotations
 
 import base64
-import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sprout.task import GitHistory, SolutionStep, SweBenchGrading, Task, TaskError
 from sprout.tasks.imageref import image_reference
-from sprout.tasks.sources.rows import field_problem
+from sprout.tasks.sources.rows import field_problem, name_list
 
 WORKDIR = "/testbed"
 EVAL_SCRIPT = "eval.sh"
@@ -50,20 +49,22 @@ class SweBenchInstance(BaseModel):
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod
     def _decode(cls, value: object) -> object:
-        """The Hugging Face datasets store these lists as JSON strings."""
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                raise ValueError("expected a list of test names, or a JSON string of one") from None
-        if not isinstance(value, list):
-            raise ValueError("expected a list of test names, or a JSON string of one")
-        return value
+        """The Hugging Face datasets store these lists as JSON strings (some exports as a
+        Python list's repr)."""
+        return name_list(value)
 
     @field_validator("version", mode="before")
     @classmethod
     def _version_text(cls, value: object) -> object:
         return None if value is None else str(value)
+
+
+class PatchedRow(SweBenchInstance):
+    """A row whose image holds its repository at `base_commit` and whose tests come as a
+    test patch (SWE-rebench's and SWE-Gym's): the fields their sources share."""
+
+    base_commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    test_patch: str = Field(min_length=1)
 
 
 def apply_command(patch: str) -> str:

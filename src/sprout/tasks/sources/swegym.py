@@ -25,7 +25,7 @@ from sprout.task import SweBenchGrading, Task, TaskError
 from sprout.tasks.imageref import image_reference
 from sprout.tasks.sources.rows import field_problem, instance_tasks
 from sprout.tasks.sources.swebench_harness import Fork, eval_script, harness_task, test_directives
-from sprout.tasks.sources.swebench_rows import IMAGE_FIELDS, SweBenchInstance
+from sprout.tasks.sources.swebench_rows import IMAGE_FIELDS, PatchedRow
 from sprout.tasks.sources.swegym_fork import ForkTables, read_fork
 
 NAMESPACE = "xingyaoww"
@@ -33,12 +33,10 @@ FORK = Fork(markers=False, locale="", diff="git diff", removed_are_tests=True)
 _MYPY_CASE = re.compile(r"\[case ([^\]]+)\]")
 
 
-class GymRow(SweBenchInstance):
+class GymRow(PatchedRow):
     """The published fields sprout reads (hints_text, created_at and
     environment_setup_commit are the publisher's: the harness reads none of them)."""
 
-    base_commit: str = Field(pattern=r"^[0-9a-f]{40}$")
-    test_patch: str = Field(min_length=1)
     version: str = Field(min_length=1)
 
 

@@ -25,10 +25,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sprout import logparsers
 from sprout.task import SweBenchGrading, Task, TaskError
 from sprout.tasks.imageref import image_reference
-from sprout.tasks.sources.rows import field_problem, fields, instance_tasks, name_list, object_value
+from sprout.tasks.sources.rows import field_problem, fields, instance_tasks, object_value
 from sprout.tasks.sources.swebench_harness import Fork, harness_task, test_directives
 from sprout.tasks.sources.swebench_harness import eval_script as harness_script
-from sprout.tasks.sources.swebench_rows import IMAGE_FIELDS
+from sprout.tasks.sources.swebench_rows import IMAGE_FIELDS, PatchedRow
 
 NAMESPACE = "swerebench"
 FORK = Fork(
@@ -64,26 +64,11 @@ class HarnessSpec(BaseModel):
         return logparsers.require(value)
 
 
-class V1Row(BaseModel):
+class V1Row(PatchedRow):
     """The published fields sprout reads (hints_text, created_at, meta, requirements,
     environment and license_name are the publisher's: the harness reads none of them)."""
 
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-    instance_id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-    base_commit: str = Field(pattern=r"^[0-9a-f]{40}$")
-    patch: str | None = None
-    test_patch: str = Field(min_length=1)
-    problem_statement: str = Field(min_length=1)
-    FAIL_TO_PASS: list[str] = Field(min_length=1)
-    PASS_TO_PASS: list[str]
     install_config: HarnessSpec
-
-    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
-    @classmethod
-    def _lists(cls, value: object) -> object:
-        return name_list(value)
 
     @field_validator("install_config", mode="before")
     @classmethod

@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sprout import logparsers
 from sprout.task import GitHistory, RebenchGrading, SolutionStep, Task, TaskError
 from sprout.tasks.imageref import image_reference
-from sprout.tasks.sources.rows import field_problem, fields, instance_tasks, name_list, object_value
-from sprout.tasks.sources.swebench_rows import apply_command
+from sprout.tasks.sources.rows import field_problem, fields, instance_tasks, object_value
+from sprout.tasks.sources.swebench_rows import PatchedRow, apply_command
 
 V2_FIELDS = {"install_config", "image_name", "language"}
 """The fields that tell a V2 row from the other SWE-bench-shaped rows."""
@@ -63,27 +63,12 @@ class InstallConfig(BaseModel):
         return logparsers.require(value)
 
 
-class RebenchRow(BaseModel):
+class RebenchRow(PatchedRow):
     """The published fields sprout reads (meta, pr_description, interface, language and
     created_at are the publisher's labels: its evaluation reads none of them)."""
 
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-    instance_id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-    base_commit: str = Field(pattern=r"^[0-9a-f]{40}$")
-    patch: str | None = None
-    test_patch: str = Field(min_length=1)
-    problem_statement: str = Field(min_length=1)
-    FAIL_TO_PASS: list[str] = Field(min_length=1)
-    PASS_TO_PASS: list[str]
     install_config: InstallConfig
     image_name: str = Field(min_length=1)
-
-    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
-    @classmethod
-    def _lists(cls, value: object) -> object:
-        return name_list(value)
 
     @field_validator("install_config", mode="before")
     @classmethod
