@@ -489,6 +489,31 @@ def test_a_results_file_that_is_not_check_records_is_bad_input_left_as_it_is(
     assert results.read_text() == content, "left as it is"
 
 
+@pytest.mark.sandbox
+def test_a_results_file_another_check_writes_is_refused_until_it_ends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two checks never interleave their lines: the second is one line, exit 2, and the file
+    is as the first leaves it."""
+    from sprout.durable import try_lock
+
+    results = tmp_path / "check.jsonl"
+    task = str(calc_task(tmp_path, "calc"))
+    other = try_lock(results)  # another check holding it
+    assert other is not None
+    try:
+        assert check(task, "--results", str(results)) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"sprout tasks check: --results {results}: another `sprout tasks check` is writing "
+            "it; let it end first"
+        )
+        assert results.read_bytes() == b""
+    finally:
+        other.release()
+    assert check(task, "--results", str(results)) == 0
+    assert list(recorded_lines(results)) == ["calc"]
+
+
 def test_out_is_refused_with_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "kept"
     assert check(str(calc_task(tmp_path, "calc")), "--ray", "local", "--out", str(out)) == 2

@@ -22,7 +22,7 @@ from sprout.commands.ray_options import add_ray_address, joined, require_ray
 from sprout.runfolder import RunFolder
 
 if TYPE_CHECKING:
-    from sprout.pipeline.check_record import CheckRecord
+    from sprout.pipeline.check_record import CheckRecord, ResultsFile
     from sprout.pipeline.task_check import CheckResult, Report
     from sprout.task import Task
 
@@ -95,12 +95,21 @@ def _print_summary(records: list[CheckRecord], from_file: int, results: str | No
 
 
 def cmd_tasks_check(args: argparse.Namespace) -> int:
-    from sprout.commands import check_table as table
-    from sprout.pipeline import task_check
     from sprout.pipeline.check_record import ResultsFile
 
     _check_options(args)
-    results = ResultsFile.open(args.results) if args.results else None
+    if not args.results:
+        return _check_tasks(args, None)
+    with ResultsFile.open(args.results) as results:  # held: one check writes it at a time
+        return _check_tasks(args, results)
+
+
+def _check_tasks(args: argparse.Namespace, results: ResultsFile | None) -> int:
+    """Check the tasks `args` names, each result recorded in `results` (and those it
+    records already printed from it, not checked again)."""
+    from sprout.commands import check_table as table
+    from sprout.pipeline import task_check
+
     loaded = load_task_arguments(args.paths, args)
     earlier = results.earlier if results else {}
     tasks = [task for task in loaded.tasks if task.id not in earlier]

@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass
+from types import TracebackType
 
 from pydantic import TypeAdapter, ValidationError
 
-from sprout.durable import append_durably
+from sprout.durable import HeldLock, append_durably, try_lock
 from sprout.errors import SproutError
 
 
@@ -60,12 +61,26 @@ class BadResultsFile(SproutError):
 
 
 class ResultsFile:
-    """A --results file: the checks it records, and new ones appended as they finish."""
+    """A --results file: the checks it records, and new ones appended as they finish. Held
+    with an flock while open, so that two checks never interleave their lines (a killed
+    check lets go of it)."""
 
-    def __init__(self, path: str, last: dict[str, CheckRecord]) -> None:
+    def __init__(self, path: str, last: dict[str, CheckRecord], lock: HeldLock) -> None:
         self.path = path
         self._last = last
         """Each task's last line, by id."""
+        self._lock = lock
+
+    def __enter__(self) -> ResultsFile:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._lock.release()
 
     @classmethod
     def open(cls, path: str) -> ResultsFile:
@@ -74,6 +89,22 @@ class ResultsFile:
         read or written."""
         if os.path.isdir(path):
             raise BadResultsFile(f"--results {path}: a folder, not a file")
+        try:
+            lock = try_lock(path)
+        except OSError as error:
+            raise BadResultsFile(f"--results {path}: cannot be written: {error.strerror}") from None
+        if lock is None:
+            raise BadResultsFile(
+                f"--results {path}: another `sprout tasks check` is writing it; let it end first"
+            )
+        try:
+            return cls._read(path, lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _read(cls, path: str, lock: HeldLock) -> ResultsFile:
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
@@ -88,7 +119,7 @@ class ResultsFile:
             append_durably(path, "")  # made now: a file that cannot be is told before a check
         except OSError as error:
             raise BadResultsFile(f"--results {path}: cannot be written: {error.strerror}") from None
-        return cls(path, {record.task_id: record for record in records})
+        return cls(path, {record.task_id: record for record in records}, lock)
 
     @property
     def earlier(self) -> dict[str, CheckRecord]:
