@@ -5,26 +5,24 @@ SWE-Gym's rows carry no harness specification: the fork holds it, per repository
 version (`MAP_REPO_VERSION_TO_SPECS`: the test command, the install and eval commands) and
 per repository (`MAP_REPO_TO_PARSER`: the log parser). The tables are Python, built by the
 fork's modules, so they are read by running those two modules of the checkout in a child
-process (its own interpreter, isolated from sprout's imports, with a time limit), which
-prints them as JSON; the fork's package entry points, which need Docker, are not run.
+process (`child_python`: its own interpreter, isolated from sprout's imports, with a time
+limit), which prints them as JSON; the fork's package entry points, which need Docker, are not run.
 Nothing of the fork is copied into sprout.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sprout.task import TaskError
+from sprout.tasks.sources.child_python import ChildFailed, run_child
 
 CONSTANTS = Path("swebench/harness/constants.py")
 PARSERS = Path("swebench/harness/log_parsers.py")
-TIMEOUT_S = 60
 READER = """
 import json, runpy, sys, types
 root = sys.argv[1]
@@ -66,23 +64,13 @@ def read_fork(folder: Path) -> ForkTables:
                 "github.com/SWE-Gym/SWE-Bench-Fork)"
             )
     try:
-        done = subprocess.run(
-            [sys.executable, "-I", "-c", READER, str(folder)],
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            cwd=folder,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise TaskError(f"{where}: reading its tables took over {TIMEOUT_S} s") from None
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise TaskError(f"{where}: its tables could not be read: {last}")
-    try:
-        tables = json.loads(done.stdout)
+        tables = run_child(sys.executable, READER, str(folder), where=where, cwd=str(folder))
         specs, parsers = tables["specs"], tables["parsers"]
-    except (json.JSONDecodeError, KeyError, TypeError):
+    except ChildFailed as error:
+        raise TaskError(
+            str(error).replace(": failed: ", ": its tables could not be read: ")
+        ) from None
+    except (KeyError, TypeError):
         raise TaskError(f"{where}: its tables are not of the fork's shape") from None
     return ForkTables(
         folder=folder,
