@@ -12,6 +12,12 @@ TEST_IMAGES := $(EXAMPLE_IMAGE) python:3.13-slim
 
 HARBOR_VENV := .venv-harbor
 HARBOR_STAMP := $(HARBOR_VENV)/.installed
+SWESMITH_VENV := .venv-swesmith
+SWESMITH_STAMP := $(SWESMITH_VENV)/.installed
+# SWE-smith's profiles need a `swebench` other than sprout's: they live in a Python of their
+# own, which `--swe-smith` names (docs/tasks.md); the tests find it here.
+SWESMITH_PACKAGES := swesmith==0.0.9 swebench==4.1.0 docker==7.2.0 ghapi==1.1.0 \
+	python-dotenv==1.2.4 unidiff==1.0.1
 # Harbor needs Python 3.12 or later: its environment's tests run in a second virtualenv
 # with sprout installed beside it, made where scripts/python-for-harbor finds one.
 DEMO_RUN := runs/demo
@@ -25,7 +31,7 @@ TEST_WORKERS ?= 2
 # The bytecode goes to __pycache__/ folders, which git ignores.
 PYTEST_ENV := env -u PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test lint format bench system-packages install harbor-venv clean
+.PHONY: demo test lint format bench system-packages install harbor-venv swesmith-venv clean
 
 demo: install
 	$(BIN)/sprout image build $(EXAMPLE_IMAGE)
@@ -36,7 +42,7 @@ demo: install
 	@echo "open $(DEMO_RUN)/report.html in a browser (no server needed), or browse the run live:"
 	@echo "  $(BIN)/sprout view $(DEMO_RUN)"
 
-test: install harbor-venv
+test: install harbor-venv swesmith-venv
 	for image in $(TEST_IMAGES); do $(BIN)/sprout image build $$image || exit 1; done
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
@@ -44,6 +50,7 @@ test: install harbor-venv
 	SPROUT_REQUIRE_SANDBOX=$$(scripts/sandbox-available) \
 	  SPROUT_LLAMA_SERVER=$$(PYTHON=$(BIN)/python scripts/llama-server || true) \
 	  SPROUT_HARBOR_PYTHON=$$(test -f $(HARBOR_STAMP) && echo $(HARBOR_VENV)/bin/python) \
+	  SPROUT_SWESMITH_PYTHON=$(SWESMITH_VENV)/bin/python \
 	  $(PYTEST_ENV) $(BIN)/pytest -rs -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 bench: install
@@ -94,5 +101,13 @@ $(HARBOR_STAMP): pyproject.toml
 	$(HARBOR_VENV)/bin/pip install -q -e '.[harbor]'
 	touch $@
 
+swesmith-venv: $(SWESMITH_STAMP)
+
+$(SWESMITH_STAMP): Makefile
+	@echo "installing swesmith into $(SWESMITH_VENV) (about a minute)"
+	test -x $(SWESMITH_VENV)/bin/python || $(PYTHON) -m venv $(SWESMITH_VENV)
+	$(SWESMITH_VENV)/bin/pip install -q $(SWESMITH_PACKAGES)
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(HARBOR_VENV) bench-results .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) $(HARBOR_VENV) $(SWESMITH_VENV) bench-results .pytest_cache .ruff_cache .mypy_cache

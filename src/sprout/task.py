@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -21,6 +21,7 @@ ResultsFormat = Literal[
     "swebench-pro",
     "r2egym",
     "swe-rebench",
+    "swe-smith",
 ]
 
 
@@ -173,6 +174,18 @@ class RebenchGrading(BaseModel):
     parser reads one after the other, as the publisher's harness joins them."""
 
 
+class SweSmithGrading(BaseModel):
+    """What SWE-smith's own grader needs: the interpreter that has the swesmith package
+    (`--swe-smith`) and the instance's fields it reads."""
+
+    model_config = ConfigDict(frozen=True)
+
+    python: str
+    instance: dict[str, Any]
+    log: str = "/logs/verifier/test_output.txt"
+    """Where the verifier's command writes the eval script's output."""
+
+
 class GitHistory(BaseModel):
     """The repository an image-based row's task works in, and the commit it starts from.
 
@@ -272,6 +285,8 @@ class Task(BaseModel):
     checkpoint 0 (`sprout.tasks.setup`); None for tasks whose environment has none to cut."""
     r2egym: R2EGymGrading | None = None
     """With `results = "r2egym"`: the statuses R2E-Gym's reward compares the log with."""
+    swesmith: SweSmithGrading | None = None
+    """With `results = "swe-smith"`: what SWE-smith's grader reads the log with."""
     rebench: RebenchGrading | None = None
     """With `results = "swe-rebench"`: the parser and the tests SWE-rebench V2 grades by."""
     withheld: tuple[str, ...] = ()

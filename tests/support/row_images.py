@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +35,19 @@ CONDA_STAND_IN = "conda() { :; }\n"
 
 
 def push_repo_image(
-    registry: Registry, tmp: Path, workdir: str, repository: str, tag: str, conda: bool
+    registry: Registry,
+    tmp: Path,
+    workdir: str,
+    repository: str,
+    tag: str,
+    conda: bool,
+    make: Callable[[Path], dict[str, str]] = make_repo,
+    programs: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """An image of the test's repository at `workdir`, pushed as REPOSITORY:TAG: its
-    reference, and the repository's commits and patches."""
-    made = make_repo(tmp / "repo")
+    """An image of the test's repository (`make` writes it) at `workdir`, with `programs`
+    (path -> script) beside it, pushed as REPOSITORY:TAG: its reference, and what `make`
+    returned (the repository's commits and patches)."""
+    made = make(tmp / "repo")
     root = tmp / "rootfs"
     build_rootfs(root, extra=("bash", "git"))
     shutil.copytree(tmp / "repo", root / workdir.lstrip("/"), symlinks=True)
@@ -46,6 +55,9 @@ def push_repo_image(
     if conda:
         (root / "opt/miniconda3/bin").mkdir(parents=True)
         (root / "opt/miniconda3/bin/activate").write_text(CONDA_STAND_IN)
+    for where, script in (programs or {}).items():
+        (root / where.lstrip("/")).write_text(script)
+        (root / where.lstrip("/")).chmod(0o755)
     subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
     layout = Layout(tmp / "layout")
     config = {"Env": ["PATH=/usr/bin:/bin"], "WorkingDir": workdir}

@@ -237,27 +237,3 @@ def test_a_commit_missing_from_the_clone_is_named(
         TaskError, match=r"acme__calc-1: set-up step 2 .*0{40} is not in .*fetch it"
     ):
         base_checkpoint_of(task, overlay_store)
-
-
-def test_a_swesmith_row_says_it_does_not_load_yet(tmp_path: Path) -> None:
-    """SWE-smith's rows as published (their repository named by its mirror, their image by
-    SWE-smith's): one line saying so, not a request for clones they do not need."""
-    row = {
-        "instance_id": "oauthlib__oauthlib.1fd52536.combine_file__2nfzwp19",
-        "repo": "swesmith/oauthlib__oauthlib.1fd52536",
-        "patch": "diff --git a/oauthlib/common.py b/oauthlib/common.py\n",
-        "FAIL_TO_PASS": ["tests/test_common.py::CommonTests::test_urldecode"],
-        "PASS_TO_PASS": ["tests/test_common.py::CommonTests::test_extract_params"],
-        "created_at": "2025-03-14T20:52:14.587436",
-        "image_name": "jyangballin/swesmith.x86_64.oauthlib_1776_oauthlib.1fd52536",
-        "base_commit": "c9d4a8c4ff5a8b8a5f6a0f5ac6de3e24fa2b55c2",
-        "problem_statement": "urldecode no longer decodes",
-    }
-    path = tmp_path / "smith.jsonl"
-    path.write_text(json.dumps(row) + "\n")
-    [error] = load_swebench(path, repos=None)
-    assert isinstance(error, TaskError)
-    assert str(error) == (
-        f"{row['instance_id']}: {path}:1: a SWE-smith row, which sprout does not load yet (its "
-        "test command and log parser live in SWE-smith's repository profiles; docs/tasks.md)"
-    )

@@ -50,8 +50,9 @@ def with_agent_config(actor: ActorConfig, args: argparse.Namespace) -> ActorConf
 
 
 def add_task_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """--images, --repos, --run-scripts and --swe-gym: where tasks' images, SWE-bench clones,
-    SWE-bench Pro's run scripts and SWE-Gym's harness tables are found."""
+    """--images, --repos, --run-scripts, --swe-gym and --swe-smith: where tasks' images,
+    SWE-bench clones, SWE-bench Pro's run scripts, SWE-Gym's harness tables and SWE-smith's
+    profiles are found."""
     parser.add_argument(
         "--images",
         metavar="MODE|FILE",
@@ -80,6 +81,12 @@ def add_task_source_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="a checkout of SWE-Gym's fork of SWE-bench's harness: SWE-bench-shaped rows "
         "without an eval_script are SWE-Gym's, their specifications and parsers its",
+    )
+    parser.add_argument(
+        "--swe-smith",
+        metavar="PYTHON",
+        help="a Python interpreter with the swesmith package: SWE-smith's rows are read and "
+        "graded by its repository profiles",
     )
 
 
@@ -123,6 +130,7 @@ def load_tasks_unchosen(
         repos=args.repos,
         run_scripts=args.run_scripts,
         swe_gym=args.swe_gym,
+        swe_smith=args.swe_smith,
     )
 
     def choose(tasks: Sequence[Task]) -> ChosenImages:

@@ -28,6 +28,7 @@ from sprout.tasks.sources.swebench_pro import holds_pro_rows, load_swebench_pro
 from sprout.tasks.sources.swegym import load_swegym
 from sprout.tasks.sources.swerebench_v1 import holds_v1_rows, load_swerebench_v1
 from sprout.tasks.sources.swerebench_v2 import holds_rebench_rows, load_swerebench
+from sprout.tasks.sources.swesmith import holds_swesmith_rows, load_swesmith
 from sprout.tasks.sources.terminal_bench1 import load_terminal_bench1
 
 
@@ -63,6 +64,7 @@ def load_tasks(
     repos: str | Path | None = None,
     run_scripts: str | Path | None = None,
     swe_gym: str | Path | None = None,
+    swe_smith: str | None = None,
 ) -> LoadedTasks:
     """Every task under `paths`; a path that does not exist or holds no task is a TaskError.
 
@@ -70,7 +72,8 @@ def load_tasks(
     is where local clones of SWE-bench repositories live; `run_scripts` is SWE-bench
     Pro's run_scripts/ folder, when not beside the rows' file; `swe_gym` a checkout of
     SWE-Gym's fork of SWE-bench's harness, whose tables SWE-bench-shaped rows are then read
-    with (SWE-Gym's rows).
+    with (SWE-Gym's rows); `swe_smith` a Python interpreter with the swesmith package, whose
+    profiles SWE-smith's rows are read with.
     """
     loaded = LoadedTasks()
     seen: set[str] = set()
@@ -81,7 +84,12 @@ def load_tasks(
         if path.is_file() and path.suffix in (".jsonl", ".parquet"):
             try:
                 found = _load_rows(
-                    path, repos=repos, images=images, run_scripts=run_scripts, swe_gym=swe_gym
+                    path,
+                    repos=repos,
+                    images=images,
+                    run_scripts=run_scripts,
+                    swe_gym=swe_gym,
+                    swe_smith=swe_smith,
                 )
             except TaskError as error:
                 loaded.errors.append(str(error))
@@ -112,6 +120,7 @@ def _load_rows(
     images: Mapping[str, str] | None,
     run_scripts: str | Path | None,
     swe_gym: str | Path | None,
+    swe_smith: str | None,
 ) -> list[Task | TaskError]:
     """The rows of a `.jsonl` or `.parquet` file, by the source its fields say."""
     if is_r2egym_rows(path):  # R2E-Gym's own rows have no instance_id
@@ -127,6 +136,8 @@ def _load_rows(
             f"{path}: not the rows of SWE-bench Pro, SWE-rebench (V1 or V2) or R2E-Gym "
             "(sprout reads parquet files of those; SWE-bench rows as JSON Lines)"
         )
+    if holds_swesmith_rows(path):
+        return load_swesmith(path, swe_smith)
     if swe_gym is not None:
         return load_swegym(path, swe_gym)
     return load_swebench(path, repos=repos, images=images)

@@ -21,6 +21,7 @@ from sprout.verify.results import read_results
 from sprout.verify.swebench_fork_grading import grade as grade_fork
 from sprout.verify.swebench_grading import grade
 from sprout.verify.swerebench_grading import grade as grade_rebench
+from sprout.verify.swesmith_grading import grade as grade_swesmith
 from sprout.verify.types import Diagnostics
 from sprout.verify.uv import install_uv, requested_version, uses_uv, uv_binaries
 
@@ -95,6 +96,9 @@ def _grade(task: Task, files: dict[str, bytes], output: str, exit_code: int | No
     if task.results == "r2egym" and task.r2egym is not None:
         log = files.get(task.r2egym.log, b"").decode("utf-8", errors="replace")
         return grade_r2egym(log or output, task.r2egym, exit_code, task.id)
+    if task.results == "swe-smith" and task.swesmith is not None:
+        log = files.get(task.swesmith.log, b"").decode("utf-8", errors="replace")
+        return grade_swesmith(log or output, task.swesmith, exit_code, task.id)
     if task.results == "swe-rebench" and task.rebench is not None:
         return grade_rebench(files, task.rebench, exit_code, task.id)
     return read_results(

@@ -269,11 +269,6 @@ def _row_task(
         )
     if is_image_row(data):
         return image_row_task(data, where, path, label)
-    if _is_swesmith_row(data):
-        raise TaskError(
-            f"{label}: {where}: a SWE-smith row, which sprout does not load yet (its test "
-            "command and log parser live in SWE-smith's repository profiles; docs/tasks.md)"
-        )
     if repos is None:
         raise TaskError(
             f"{label}: {where}: the row has no eval_script and log_parser (SWE-bench's own "
@@ -306,15 +301,6 @@ def _row_task(
         settings=settings,
         image=image,
         path=path,
-    )
-
-
-def _is_swesmith_row(data: dict[str, Any]) -> bool:
-    """SWE-smith's rows name their repository by its mirror (`swesmith/owner__repo.sha8`)
-    and their image by SWE-smith's (`jyangballin/swesmith.x86_64...`)."""
-    repo, image = data.get("repo"), data.get("image_name")
-    return (isinstance(repo, str) and repo.startswith("swesmith/")) or (
-        isinstance(image, str) and "/swesmith." in image
     )
 
 

@@ -67,18 +67,20 @@ class PatchedRow(SweBenchInstance):
     test_patch: str = Field(min_length=1)
 
 
-def apply_command(patch: str) -> str:
-    """A shell command that applies `patch` in the workdir: a quoted here-document, or base64
-    when a line looks like a Markdown fence (the oracle's reply puts commands in fences)."""
+def apply_command(patch: str, *, reverse: bool = False) -> str:
+    """A shell command that applies `patch` in the workdir (undoes it, `reverse`): a quoted
+    here-document, or base64 when a line looks like a Markdown fence (the oracle's reply
+    puts commands in fences)."""
     text = patch if patch.endswith("\n") else patch + "\n"
     lines = text.splitlines()
+    apply = "git apply --verbose --reverse" if reverse else "git apply --verbose"
     if any(line.strip().startswith("```") for line in lines):
         encoded = base64.b64encode(text.encode()).decode()
-        return f"echo {encoded} | base64 -d | git apply --verbose"
+        return f"echo {encoded} | base64 -d | {apply}"
     marker = "SPROUT_PATCH"
     while marker in lines:
         marker += "_"
-    return f"git apply --verbose <<'{marker}'\n{text}{marker}"
+    return f"{apply} <<'{marker}'\n{text}{marker}"
 
 
 class SweBenchRow(SweBenchInstance):
