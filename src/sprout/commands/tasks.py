@@ -100,7 +100,7 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
     _check_options(args)
     if not args.results:
         return _check_tasks(args, None)
-    with ResultsFile.open(args.results) as results:  # held: one check writes it at a time
+    with contextlib.closing(ResultsFile.open(args.results)) as results:  # one check writes it
         return _check_tasks(args, results)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass
-from types import TracebackType
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -71,15 +70,8 @@ class ResultsFile:
         """Each task's last line, by id."""
         self._lock = lock
 
-    def __enter__(self) -> ResultsFile:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Let go of the file: another check may write it now."""
         self._lock.release()
 
     @classmethod
