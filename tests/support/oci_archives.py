@@ -32,7 +32,7 @@ def layer(entries: list[Entry], *, compress: bool = False) -> bytes:
                 setattr(info, key, value)
             tar.addfile(info, io.BytesIO(content) if isinstance(content, bytes) else None)
     data = buffer.getvalue()
-    return gzip.compress(data, mtime=0) if compress else data
+    return gzip.compress(data, compresslevel=1, mtime=0) if compress else data
 
 
 def rootfs_layer(root: Path) -> bytes:
