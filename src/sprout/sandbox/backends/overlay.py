@@ -1,5 +1,9 @@
 """The overlay backend: each call in fresh namespaces over the kernel's overlayfs.
 
+The overlay of a sandbox's layers is mounted once per checkpoint, by the call that
+first needs it, and kept by the sandbox's launcher for its later calls; each call still
+gets a PID namespace (and /proc) of its own, so no process outlives its call.
+
 The unsealed layer is the overlay's upper directory, so a checkpoint is the
 directory the kernel already wrote: sealing copies nothing.
 """
@@ -66,6 +70,9 @@ class OverlayBackend:
         self.cgroup: cgroups.SandboxCgroup | None = None
         self.network: SandboxNetwork | None = None
         self.launcher: Launcher | None = None
+        self.timings: int | None = None
+        """A descriptor each call writes its phases' ends to (box.c's --timings-fd), for
+        `sprout bench sandbox`; None in a run."""
         self._network_lock = threading.Lock()
         self._launcher_lock = threading.Lock()
 
@@ -93,15 +100,16 @@ class OverlayBackend:
 
     def run(self, sandbox: OpenLayer, command: str, timeout: float) -> Observation:
         """The shell runs `command` as the script /proc/self/fd/3: see `command_script`.
-        The sandbox's launcher starts the call, inside the sandbox's cgroups."""
+        The sandbox's launcher starts the call, inside the sandbox's cgroups, over the root
+        it keeps mounted for the sandbox's layers (built by the first call after each
+        checkpoint, box.c's view)."""
         fds = self._network_fds(sandbox)
         launcher = self._launcher()
         with command_script(command.encode()) as script:
             start = time.monotonic()
             argv = self._argv(sandbox, [SCRIPT_PATH], script_fd=script, launched=True)
-            process = launcher.launch(
-                argv, _environment(sandbox.config), {fd: fd for fd in (script, *fds)}
-            )
+            given = (script, *fds) if self.timings is None else (script, self.timings, *fds)
+            process = launcher.launch(argv, _environment(sandbox.config), {fd: fd for fd in given})
             observation = capture(
                 process,
                 start=start,
@@ -198,10 +206,12 @@ class OverlayBackend:
         argv += _user_flag(config)
         if script_fd is not None:
             argv += ["--script-fd", str(script_fd)]
+        if launched and self.timings is not None:
+            argv += ["--timings-fd", str(self.timings)]
         return [*argv, "--", self.shell, *shell_arguments]
 
     def put(self, sandbox: OpenLayer, source: str, destination: str) -> None:
-        """Write straight into the upper directory: between calls nothing is mounted.
+        """Write straight into the upper directory, once the root mounted over it is gone.
 
         Links on the way to `destination` are followed inside the sandbox's view
         (as Docker's COPY follows them inside the container), never on the host.
@@ -209,6 +219,7 @@ class OverlayBackend:
         owner; whiteouts on the way are cleared; a copied directory is marked
         opaque so that it replaces, rather than merges with, what lower layers hold.
         """
+        self._forget_root()
         store = self.store
         fmt = store.format
         upper = store.diff_dir(sandbox.upper)
@@ -259,8 +270,17 @@ class OverlayBackend:
 
     def advance(self, sandbox: OpenLayer, sealed_upper: str) -> None:
         """The next call mounts the new upper (capped as the old one was); the old scratch
-        goes with it."""
+        goes with it, and the root mounted over the sealed layer first."""
+        self._forget_root()
         self._cap(sandbox)
+
+    def _forget_root(self) -> None:
+        """Unmount the root the launcher keeps before sprout changes what it mounts: a
+        layer it writes is sealed, or sprout writes into it (`put`). An overlay whose upper
+        changes beneath it may show stale entries, and a sealed layer must not stay mounted
+        for writing while forks mount it as a lower."""
+        if self.launcher is not None and self.launcher.alive:
+            self.launcher.forget_root()
 
     def _cap(self, sandbox: OpenLayer) -> None:
         try:
@@ -269,7 +289,7 @@ class OverlayBackend:
             raise SandboxSetupFailed(f"the disk cap of layer {sandbox.upper}: {error}") from None
 
     def close(self, sandbox: OpenLayer) -> None:
-        """Nothing stays mounted between calls; the launcher, the network and the cgroup go
+        """The launcher (and with it the root it keeps mounted), the network and the cgroup go
         (the launcher first: a cgroup holding a process cannot be removed)."""
         if self.launcher is not None:
             self.launcher.close()

@@ -27,14 +27,18 @@
  * made, with /proc masked as runc masks it and a minimal /dev; with --user, as
  * that uid, gid and groups (the image's USER), without capabilities when not 0.
  *
- * Process shape:  [launcher --fork+exec-->] helper
- *                  helper --fork--> init (PID 1 of the new PID namespace)
- *                                   --fork--> command
- * The launcher (--launcher, below) is the sandbox's one process inside its
- * cgroups, so that a call joins none. When the command exits, init exits, and
- * the kernel kills everything left in the namespace: no process outlives its
- * call. If the helper is killed (a timeout), init gets SIGKILL through
- * PR_SET_PDEATHSIG, with the same effect.
+ * Process shape:  launcher --fork--> call (no exec: the launcher is this program)
+ *                  call --fork--> init (PID 1 of the new PID namespace)
+ *                                 --fork--> command
+ * The launcher (--launcher, below) is the sandbox's one process inside its cgroups, so
+ * that a call joins none. The first call after a checkpoint mounts the sandbox's root (its
+ * layers' overlay, the image, /dev: build_root) in a mount namespace whose descriptor it
+ * hands the launcher; the calls after it enter that namespace (enter_view) and mount only
+ * what is theirs alone: /proc, /dev/pts and /dev/shm, in an IPC and PID namespace of their
+ * own. When the command exits, init exits, and the kernel kills everything left in the
+ * namespace: no process outlives its call. If the call is killed (a timeout), init gets
+ * SIGKILL through PR_SET_PDEATHSIG, with the same effect. Without the launcher (an
+ * interactive shell), one process does all of it: `sprout-box OPTIONS -- COMMAND`.
  *
  * The command's text comes as an inherited, sealed memfd (--script-fd), which
  * the shell runs as the script /proc/self/fd/3: Linux caps one argument at
@@ -69,6 +73,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -102,6 +107,7 @@ struct options {
     int in_cgroups;           /* --in-cgroup: started inside them (by the launcher), checked */
     rlim_t nproc, fsize, cpu, nofile;
     int script_fd;            /* --script-fd: an inherited fd, moved to SCRIPT_FD, or -1 */
+    int timings_fd;           /* --timings-fd: where each phase's end is written, or -1 */
     int has_user;             /* --user: run the command as these ids, not the sandbox's root */
     uid_t uid;
     gid_t gid;
@@ -126,6 +132,22 @@ static void write_file(const char *path, const char *text) {
     if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
         die("cannot write %s", path);
     close(fd);
+}
+
+/* --timings-fd: "PHASE NANOSECONDS\n" (CLOCK_MONOTONIC, as Python's time.monotonic_ns) when
+ * a phase of the call ends, for `sprout bench sandbox` to say where a call's time goes. One
+ * write(2) per line, so the lines of init and the command never interleave. */
+static int timings_fd = -1;
+
+static void mark(const char *phase) {
+    struct timespec now;
+    char line[96];
+    int n;
+    if (timings_fd < 0) return;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    n = snprintf(line, sizeof line, "%s %lld\n", phase,
+                 (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+    if (write(timings_fd, line, (size_t)n) < 0) timings_fd = -1;
 }
 
 static void mount_or_die(const char *src, const char *dst, const char *type,
@@ -224,26 +246,36 @@ static void bind_device(const char *name) {
     mount_or_die(host, inside, NULL, MS_BIND, NULL);
 }
 
-/* A minimal /dev, owned by the sandbox's root: the harmless character devices,
- * a private devpts and shm. Host block devices never appear because /dev is a
- * fresh tmpfs. */
+/* A minimal /dev, owned by the sandbox's root: the harmless character devices, and the
+ * folders of a devpts and a shm that each call mounts afresh (call_dev). Host block devices
+ * never appear because /dev is a fresh tmpfs; it is read-only, since it outlives a call (it
+ * is part of the root the launcher keeps) and what one call left there must not reach the
+ * next. */
 static void make_dev(unsigned long root_id) {
     static const char *devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
     char options[128];
-    snprintf(options, sizeof options, "mode=755,size=65536k,uid=%lu,gid=%lu", root_id, root_id);
+    snprintf(options, sizeof options, "mode=755,size=64k,uid=%lu,gid=%lu", root_id, root_id);
     mount_or_die("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, options);
     for (size_t i = 0; i < sizeof devices / sizeof *devices; i++) bind_device(devices[i]);
     make_dir("dev/pts", 0755);
-    mount_or_die("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-                 "newinstance,ptmxmode=0666,mode=620");
     make_dir("dev/shm", 01777);
-    snprintf(options, sizeof options, "mode=1777,uid=%lu,gid=%lu", root_id, root_id);
-    mount_or_die("tmpfs", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, options);
     if (symlink("pts/ptmx", "dev/ptmx") < 0 || symlink("/proc/self/fd", "dev/fd") < 0 ||
         symlink("/proc/self/fd/0", "dev/stdin") < 0 ||
         symlink("/proc/self/fd/1", "dev/stdout") < 0 ||
         symlink("/proc/self/fd/2", "dev/stderr") < 0)
         die("symlink in dev");
+    mount_or_die(NULL, "dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL);
+}
+
+/* A call's own devpts and shm under the sandbox's /dev (when its image has one): no
+ * terminal or shared memory of one call is seen by the next. */
+static void call_dev(unsigned long root_id) {
+    char options[128];
+    if (access("dev/pts", F_OK) != 0) return;
+    mount_or_die("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+                 "newinstance,ptmxmode=0666,mode=620");
+    snprintf(options, sizeof options, "mode=1777,uid=%lu,gid=%lu", root_id, root_id);
+    mount_or_die("tmpfs", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, options);
 }
 
 /* A volatile overlay leaves work/incompat/volatile behind, and the kernel
@@ -597,7 +629,7 @@ static int inside_cgroups(const struct options *o) {
     return found == o->n_cgroups;
 }
 
-/* With --cgroup, init joins the cgroups; with --in-cgroup it was started inside them
+/* With --cgroup, the call joins the cgroups; with --in-cgroup it was started inside them
  * (the launcher's child) and only makes sure: a call never runs outside its limits. */
 static void enter_cgroups(const struct options *o) {
     char path[PATH_LEN];
@@ -633,8 +665,10 @@ static void run_command(const struct options *o, int userns) {
     set_capabilities(1);
     if (o->has_user) become_user(o);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("no_new_privs");
+    mark("limits");
     if (seccomp_filter.len && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &seccomp_filter, 0, 0) < 0)
         die("load the seccomp filter %s", o->seccomp);
+    mark("seccomp");
     /* An agent may delete its own workdir; later calls still run, from /. */
     if (chdir(o->workdir) < 0) {
         fprintf(stderr, "sprout-box: cannot enter %s (%s); running in /\n", o->workdir,
@@ -643,8 +677,18 @@ static void run_command(const struct options *o, int userns) {
     }
     if (o->script_fd >= 0 && access("/proc/self/fd/3", R_OK) < 0)
         die("the shell cannot read its script at /proc/self/fd/3 (an image without /proc?)");
+    mark("exec");
+    if (timings_fd >= 0) close(timings_fd);
     execvp(o->argv[0], o->argv);
     die("exec %s", o->argv[0]);
+}
+
+/* Makes the current directory (the sandbox's root) this process's root, with nothing of the
+ * host's mount tree left in its mount namespace. */
+static void pivot_here(void) {
+    if (syscall(SYS_pivot_root, ".", ".") < 0) die("pivot_root");
+    if (umount2(".", MNT_DETACH) < 0) die("detach the old root");
+    if (chdir("/") < 0) die("chdir /");
 }
 
 static int run_init(const struct options *o, int alive, int userns) {
@@ -662,12 +706,15 @@ static int run_init(const struct options *o, int alive, int userns) {
     /* init stays outside the sandbox's user namespace: nothing inside may
      * trace it or read its /proc entries. */
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) die("prctl dumpable");
+    /* A mount namespace of the call's own gets the /proc of its PID namespace, in the
+     * sandbox's root: the current directory (build_root or enter_view left it there). A
+     * user namespace may mount a proc only where one is fully visible already: rootless,
+     * the host's tree stays until then, and goes now. */
     if (unshare(CLONE_NEWNS) < 0) die("unshare a mount namespace");
     mount_proc();
-    enter_cgroups(o);
-    if (syscall(SYS_pivot_root, ".", ".") < 0) die("pivot_root");
-    if (umount2(".", MNT_DETACH) < 0) die("detach the old root");
-    if (chdir("/") < 0) die("chdir /");
+    call_dev(o->map_host); /* 0 when rootless: root inside */
+    if (o->rootless) pivot_here();
+    mark("proc");
 
     command = fork();
     if (command < 0) die("fork");
@@ -681,6 +728,154 @@ static int run_init(const struct options *o, int alive, int userns) {
         if (pid == command) break;
         if (pid < 0 && errno != EINTR) die("waitpid");
     }
+    mark("command");
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+/* ---- the sandbox's root, built once per stack ------------------------------------------ */
+
+/* The namespaces of a sandbox's root as build_root left them, kept by its launcher (below)
+ * so that the sandbox's next calls enter them rather than build them again: the user
+ * namespace (as root, the one the command joins; rootless, the one that owns the mounts),
+ * and the mount and UTS namespaces, whose root is the overlay of the sandbox's layers (each
+ * call has an IPC namespace, /proc, /dev/pts and /dev/shm of its own).
+ * `key` says which layers, image and ids: a call for other ones builds its own. */
+#define KEY_LEN 16384
+static struct view {
+    int user, mnt, uts;
+    char key[KEY_LEN];
+} view = {-1, -1, -1, ""};
+
+/* What a call's root is made of; 0 when it does not fit (that call builds, and shares nothing). */
+static int view_key(const struct options *o, char *key, size_t size) {
+    struct stat network_owner = {0};
+    int n;
+    if (o->userns_fd >= 0 && fstat(o->userns_fd, &network_owner) < 0) return 0;
+    n = snprintf(key, size, "%s\n%s\n%s\n%s\n%s\n%s\n%d\n%lu:%lu\n%d\n%lu", o->layer_root,
+                 o->lowerdirs, o->upper, o->work, o->scratch, o->image ? o->image : "", o->host,
+                 o->map_host, o->map_count, o->rootless, (unsigned long)network_owner.st_ino);
+    return n > 0 && (size_t)n < size;
+}
+
+static int open_namespace(const char *name) {
+    char path[64];
+    int fd;
+    snprintf(path, sizeof path, "/proc/self/ns/%s", name);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) die("open %s", path);
+    return fd;
+}
+
+/* The namespaces `fds` (user, mnt, uts) and their key, to the launcher's view socket. */
+static void send_view(int share, const char *key, const int fds[3]) {
+    struct iovec iov = {(void *)key, strlen(key) + 1};
+    union { char buf[CMSG_SPACE(sizeof(int) * 3)]; struct cmsghdr align; } control;
+    struct msghdr message;
+    struct cmsghdr *header;
+    memset(&message, 0, sizeof message);
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.buf;
+    message.msg_controllen = sizeof control.buf;
+    header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int) * 3);
+    memcpy(CMSG_DATA(header), fds, sizeof(int) * 3);
+    if (sendmsg(share, &message, MSG_NOSIGNAL) < 0) die("share the sandbox's root");
+}
+
+/* The sandbox's root, made here: its user namespace (as root, made for it; rootless, this
+ * process's own, mapping its uid to 0), then mount and UTS namespaces holding the
+ * overlay of its layers and /dev and nothing of the host's; the process's root and current
+ * directory end up there. With `share` (the launcher's view socket, or -1) the namespaces
+ * go to the launcher, keyed by `key`, for the sandbox's next calls. */
+static void build_root(const struct options *o, int *userns, int share, const char *key) {
+    int fds[3] = {-1, -1, -1};
+    if (o->rootless) map_self_to_root(); /* inside the network's user namespace, if any */
+    else *userns = make_user_namespace(o->map_host, o->map_count);
+    if (unshare(CLONE_NEWNS | CLONE_NEWUTS) < 0) die("unshare");
+    if (share >= 0) {
+        fds[0] = o->rootless ? open_namespace("user") : *userns;
+        fds[1] = open_namespace("mnt");
+        fds[2] = open_namespace("uts");
+    }
+    if (sethostname("sprout", 6) < 0) die("sethostname");
+    assemble_root(o, *userns);
+    if (!o->rootless) pivot_here(); /* rootless: in each call, once its /proc is mounted */
+    if (share < 0) return;
+    send_view(share, key, fds);
+    for (int i = o->rootless ? 0 : 1; i < 3; i++) close(fds[i]);
+}
+
+/* Enters the root the launcher keeps for `key`, as build_root would have left this process
+ * (setns of a mount namespace moves the root and current directory to its root; rootless,
+ * that is the host's, and the sandbox's root is where assemble_root mounted it); 0 when
+ * it keeps none for it. */
+static int enter_view(const struct options *o, int *userns, const char *key) {
+    char path[PATH_LEN];
+    if (view.mnt < 0 || strcmp(view.key, key)) return 0;
+    if (o->rootless) {
+        if (setns(view.user, CLONE_NEWUSER) < 0) die("join the sandbox's user namespace");
+    } else {
+        *userns = view.user;
+    }
+    if (setns(view.mnt, CLONE_NEWNS) < 0) die("join the sandbox's mount namespace");
+    if (setns(view.uts, CLONE_NEWUTS) < 0) die("join the sandbox's UTS namespace");
+    snprintf(path, sizeof path, "%s/%s/root", o->layer_root, o->scratch);
+    if (o->rootless && chdir(path) < 0) die("chdir %s", path);
+    return 1;
+}
+
+/* One call: the sandbox's root (entered, or built and shared through `share` when that is
+ * not -1), a network namespace when it has none of its own, then a PID namespace whose
+ * init runs the command (run_init). Returns the command's exit status. */
+static int call_main(struct options *o, int share) {
+    char key[KEY_LEN];
+    int userns = -1, status, alive[2], shared = share >= 0 && view_key(o, key, sizeof key);
+    pid_t init, caller;
+
+    timings_fd = o->timings_fd;
+    mark("start");
+    if (o->seccomp) read_seccomp(o->seccomp);
+    /* If the caller dies (kill -9 of the agent process), the call dies with it:
+     * otherwise it would go on writing into a layer that GC will free. */
+    caller = getppid();
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) die("prctl");
+    if (getppid() != caller) return SETUP_FAILED;
+    if (o->userns_fd >= 0) {
+        if (setns(o->userns_fd, CLONE_NEWUSER) < 0) die("join the network's user namespace");
+        close(o->userns_fd);
+    }
+    if (o->netns_fd >= 0) {
+        if (setns(o->netns_fd, CLONE_NEWNET) < 0) die("join the sandbox's network namespace");
+        close(o->netns_fd);
+    }
+    enter_cgroups(o); /* while the host's /proc and cgroup folders are in view */
+    if (shared && enter_view(o, &userns, key)) {
+        mark("root-entered");
+    } else {
+        build_root(o, &userns, shared ? share : -1, key);
+        mark("root-built");
+    }
+    if (share >= 0) close(share);
+    if (o->no_network) {
+        if (unshare(CLONE_NEWNET) < 0) die("unshare a network namespace");
+        loopback_up();
+    }
+    if (unshare(CLONE_NEWIPC | CLONE_NEWPID) < 0) die("unshare IPC and PID namespaces");
+
+    if (pipe2(alive, O_CLOEXEC) < 0) die("pipe");
+    init = fork();
+    if (init < 0) die("fork");
+    if (init == 0) {
+        close(alive[0]);
+        _exit(run_init(o, alive[1], userns));
+    }
+    close(alive[1]);
+    while (waitpid(init, &status, 0) < 0)
+        if (errno != EINTR) die("waitpid");
+    mark("init");
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);
 }
@@ -752,6 +947,7 @@ static void parse(int argc, char **argv, struct options *o) {
     memset(o, 0, sizeof *o);
     o->workdir = "/";
     o->script_fd = -1;
+    o->timings_fd = -1;
     o->netns_fd = -1;
     o->userns_fd = -1;
     for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
@@ -786,6 +982,7 @@ static void parse(int argc, char **argv, struct options *o) {
         else if (!strcmp(flag, "--netns-fd")) o->netns_fd = parse_fd(flag, value);
         else if (!strcmp(flag, "--userns-fd")) o->userns_fd = parse_fd(flag, value);
         else if (!strcmp(flag, "--script-fd")) o->script_fd = parse_fd(flag, value);
+        else if (!strcmp(flag, "--timings-fd")) o->timings_fd = parse_fd(flag, value);
         else { errno = EINVAL; die("unknown option %s", flag); }
     }
     if (!o->layer_root || !o->lowerdirs || !o->upper || !o->work || !o->scratch ||
@@ -796,7 +993,8 @@ static void parse(int argc, char **argv, struct options *o) {
         die("usage: sprout-box (--idmap HOST:COUNT | --rootless) --layer-root D --lower L "
             "--upper U --work W --scratch S [--image DIR | --host] [--workdir P] "
             "[--cgroup DIR... | --in-cgroup DIR...] [--seccomp BPF] [--no-network | --netns-fd N] "
-            "[--userns-fd N] [--script-fd N] [--user UID:GID[:GROUPS]] -- COMMAND...\n"
+            "[--userns-fd N] [--script-fd N] [--timings-fd N] [--user UID:GID[:GROUPS]] "
+            "-- COMMAND...\n"
             "       sprout-box --launcher [--cgroup DIR]...\n"
             "       sprout-box --write-seccomp BPF [--nested-userns]\n"
             "       sprout-box --hold-network [--rootless]\n"
@@ -852,10 +1050,13 @@ static int bind_udp(const char *address, const char *port, const char *via) {
  * holds. Once inside, the launcher says "ready\n"; then each call is one frame: two uint32
  * (the body's length, the number of descriptors), sent with the descriptors (SCM_RIGHTS),
  * then the body, NUL-terminated strings: the number of arguments, the number of
- * environment entries, the arguments (the first names the helper), the entries, and for
- * each descriptor but the last the number it takes in the helper (0, 1 and 2 among them).
+ * environment entries, the arguments (as the helper's command line: the first is ignored),
+ * the entries, and for each descriptor but the last the number it takes in the call (0, 1
+ * and 2 among them).
  * The last descriptor is the call's own socket: the call's wait status comes back on it in
- * decimal with a newline, and a shutdown of sprout's end (a timeout) kills the call. End of
+ * decimal with a newline, and a shutdown of sprout's end (a timeout) kills the call. A
+ * frame of no arguments, no environment and that socket alone asks the launcher to drop the
+ * sandbox's root it keeps (forget_view); "0" comes back once it has. End of
  * file on standard input (sprout closed the sandbox, or died) ends the launcher, and with
  * it, through PR_SET_PDEATHSIG, every call still running. Inside the sandbox's memory
  * cgroup the launcher is one more process the OOM killer may pick: then the call in
@@ -871,6 +1072,7 @@ struct call {
     int fds[MAX_CALL_FDS + 1];  /* the helper's descriptors, then the call's socket */
     int targets[MAX_CALL_FDS];
     int n_fds;                  /* the helper's descriptors (the socket is fds[n_fds]) */
+    int forget;                 /* no call: sprout asks to drop the sandbox's root */
 };
 
 /* `size` bytes of `fd` into `buffer`: 1, or 0 at end of file, -1 on an error. */
@@ -909,6 +1111,10 @@ static void parse_call(struct call *call, size_t length) {
     n_args = parse_number("a call's arguments", count);
     if (!(count = next_string(&at, end))) { errno = EINVAL; die("a call's frame ends early"); }
     n_env = parse_number("a call's environment", count);
+    if (n_args == 0 && n_env == 0 && call->n_fds == 0) {
+        call->forget = 1;
+        return;
+    }
     if (n_args == 0 || n_args > 4096 || n_env > 65536) { errno = EINVAL; die("a call's frame"); }
     call->argv = string_array(&at, end, n_args);
     call->envp = string_array(&at, end, n_env);
@@ -944,7 +1150,7 @@ static int receive_call(int channel, struct call *call) {
     if ((size_t)n < sizeof header &&
         read_exactly(channel, (char *)header + n, sizeof header - (size_t)n) != 1)
         die("receive a call's header");
-    if (message.msg_flags & MSG_CTRUNC || got < 2 || (uint32_t)got != header[1] ||
+    if (message.msg_flags & MSG_CTRUNC || got < 1 || (uint32_t)got != header[1] ||
         header[0] > MAX_FRAME) {
         errno = EINVAL;
         die("a call's frame: %u descriptors, %u bytes", header[1], header[0]);
@@ -964,23 +1170,111 @@ static void release_call(struct call *call) {
     free(call->body);
 }
 
-/* In the helper's process: each descriptor at its number, nothing else kept, the signal
- * mask a fresh process has, then the helper. */
-static void exec_helper(const struct call *call) {
+/* The launcher's end of its view socket, which every call's process inherits: a call that
+ * builds the sandbox's root sends its namespaces there (send_view). */
+static int views_out = -1;
+
+/* Closes every descriptor but those in `keep` (sorted, distinct). */
+static void close_all_but(const int *keep, int n) {
+    unsigned int from = 0;
+    for (int i = 0; i < n; i++) {
+        if ((unsigned int)keep[i] > from && syscall(SYS_close_range, from, keep[i] - 1, 0) < 0)
+            _exit(SETUP_FAILED);
+        from = (unsigned int)keep[i] + 1;
+    }
+    if (syscall(SYS_close_range, from, ~0U, 0) < 0) _exit(SETUP_FAILED);
+}
+
+/* Adds `fd` to the sorted set `keep` of `*n` descriptors. */
+static void keep_fd(int *keep, int *n, int fd) {
+    int i = *n;
+    if (fd < 0) return;
+    for (int j = 0; j < *n; j++)
+        if (keep[j] == fd) return;
+    while (i > 0 && keep[i - 1] > fd) {
+        keep[i] = keep[i - 1];
+        i--;
+    }
+    keep[i] = fd;
+    (*n)++;
+}
+
+/* In the call's process (the launcher's child, no exec: the launcher is this program): each
+ * of the call's descriptors at its number, the sandbox's view and the view socket above
+ * them, nothing else of the launcher's, a fresh process's signal mask, the call's
+ * environment; then the call. */
+static void run_launched_call(struct call *call) {
+    struct options o;
     sigset_t none;
-    int above = call->fds[call->n_fds], moved[MAX_CALL_FDS];
+    int above = views_out, moved[MAX_CALL_FDS], keep[MAX_CALL_FDS + 4], n_keep = 0, argc = 0;
+    int *held[] = {&view.user, &view.mnt, &view.uts, &views_out};
     sigemptyset(&none);
     if (sigprocmask(SIG_SETMASK, &none, NULL) < 0) _exit(SETUP_FAILED);
+    for (int i = 0; i < 4; i++)
+        if (*held[i] > above) above = *held[i];
     for (int i = 0; i < call->n_fds; i++) {
         if (call->fds[i] > above) above = call->fds[i];
         if (call->targets[i] > above) above = call->targets[i];
     }
     for (int i = 0; i < call->n_fds; i++)  /* first out of the way of every target */
         if ((moved[i] = fcntl(call->fds[i], F_DUPFD_CLOEXEC, above + 1)) < 0) _exit(SETUP_FAILED);
-    for (int i = 0; i < call->n_fds; i++)
+    for (int i = 0; i < 4; i++) {
+        if (*held[i] >= 0 && (*held[i] = fcntl(*held[i], F_DUPFD_CLOEXEC, above + 1)) < 0)
+            _exit(SETUP_FAILED);
+        keep_fd(keep, &n_keep, *held[i]);
+    }
+    for (int i = 0; i < call->n_fds; i++) {
         if (dup2(moved[i], call->targets[i]) < 0) _exit(SETUP_FAILED);
-    execve(call->argv[0], call->argv, call->envp);
-    die("exec %s", call->argv[0]);  /* standard error is the call's output by now */
+        keep_fd(keep, &n_keep, call->targets[i]);
+    }
+    close_all_but(keep, n_keep);
+    environ = call->envp;
+    while (call->argv[argc]) argc++;
+    parse(argc, call->argv, &o);
+    _exit(call_main(&o, views_out));
+}
+
+/* Drops the sandbox's root (its layers changed, or sprout wrote into its upper layer):
+ * its overlay is unmounted once no call is inside. */
+static void forget_view(void) {
+    int *fds[] = {&view.user, &view.mnt, &view.uts};
+    for (int i = 0; i < 3; i++)
+        if (*fds[i] >= 0) {
+            close(*fds[i]);
+            *fds[i] = -1;
+        }
+    view.key[0] = 0;
+}
+
+/* A view a call built, from the view socket: it replaces the one kept. */
+static void receive_view(int views_in) {
+    char key[KEY_LEN];
+    int fds[3];
+    union { char buf[CMSG_SPACE(sizeof(int) * 3)]; struct cmsghdr align; } control;
+    struct iovec iov = {key, sizeof key};
+    struct msghdr message;
+    struct cmsghdr *part;
+    ssize_t n;
+    memset(&message, 0, sizeof message);
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.buf;
+    message.msg_controllen = sizeof control.buf;
+    n = recvmsg(views_in, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (n < 0) die("receive a sandbox's root");
+    part = CMSG_FIRSTHDR(&message);
+    if (!part || part->cmsg_type != SCM_RIGHTS || part->cmsg_len != CMSG_LEN(sizeof fds)) return;
+    memcpy(fds, CMSG_DATA(part), sizeof fds);
+    if (n == 0 || key[n - 1] || message.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+        for (int i = 0; i < 3; i++) close(fds[i]);
+        return;
+    }
+    forget_view();
+    view.user = fds[0];
+    view.mnt = fds[1];
+    view.uts = fds[2];
+    memcpy(view.key, key, (size_t)n);
 }
 
 static void send_status(int socket_fd, int status) {
@@ -1024,7 +1318,7 @@ static void start_call(struct call *call) {
         call_failed(call, "fork the call's helper");
         return;
     }
-    if (helper == 0) exec_helper(call);
+    if (helper == 0) run_launched_call(call);
     running[slot].helper = helper;
     running[slot].socket_fd = call->fds[call->n_fds];
     running[slot].killed = 0;
@@ -1048,15 +1342,16 @@ static void reap_calls(void) {
 /* Waits for the next thing to do: a call on standard input, a helper's exit (`events`),
  * or a call's socket shut (its helper is killed here, and reaped when it has gone).
  * 0 when the launcher is to end. */
-static int serve_once(int events) {
-    struct pollfd watch[MAX_CALLS + 2] = {{STDIN_FILENO, POLLIN, 0}, {events, POLLIN, 0}};
-    int slots[MAX_CALLS], n = 2;
+static int serve_once(int events, int views_in) {
+    struct pollfd watch[MAX_CALLS + 3] = {
+        {STDIN_FILENO, POLLIN, 0}, {events, POLLIN, 0}, {views_in, POLLIN, 0}};
+    int slots[MAX_CALLS], n = 3;
     struct signalfd_siginfo info;
     struct call call;
     for (int i = 0; i < MAX_CALLS; i++)
         if (running[i].socket_fd >= 0 && !running[i].killed) {
             watch[n] = (struct pollfd){running[i].socket_fd, POLLIN, 0};
-            slots[n++ - 2] = i;
+            slots[n++ - 3] = i;
         }
     if (poll(watch, (nfds_t)n, -1) < 0) {
         if (errno == EINTR) return 1;
@@ -1066,14 +1361,20 @@ static int serve_once(int events) {
         if (read(events, &info, sizeof info) < 0 && errno != EAGAIN) die("read signalfd");
         reap_calls();
     }
-    for (int k = 2; k < n; k++)
+    if (watch[2].revents) receive_view(views_in); /* before a forget that follows it */
+    for (int k = 3; k < n; k++)
         if (watch[k].revents) {
-            kill(running[slots[k - 2]].helper, SIGKILL);
-            running[slots[k - 2]].killed = 1;
+            kill(running[slots[k - 3]].helper, SIGKILL);
+            running[slots[k - 3]].killed = 1;
         }
     if (!watch[0].revents) return 1;
     if (!receive_call(STDIN_FILENO, &call)) return 0;
-    start_call(&call);
+    if (call.forget) {
+        forget_view();
+        send_status(call.fds[0], 0);
+    } else {
+        start_call(&call);
+    }
     release_call(&call);
     return 1;
 }
@@ -1081,7 +1382,7 @@ static int serve_once(int events) {
 static int launcher(int argc, char **argv) {
     char path[PATH_LEN];
     sigset_t child_exits;
-    int events;
+    int events, views[2];
     for (int i = 2; i < argc; i += 2) {
         if (strcmp(argv[i], "--cgroup") || i + 1 >= argc || argv[i + 1][0] != '/') {
             errno = EINVAL;
@@ -1095,16 +1396,15 @@ static int launcher(int argc, char **argv) {
     sigaddset(&child_exits, SIGCHLD);
     if (sigprocmask(SIG_BLOCK, &child_exits, NULL) < 0) die("block SIGCHLD");
     if ((events = signalfd(-1, &child_exits, SFD_CLOEXEC)) < 0) die("signalfd");
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, views) < 0) die("socketpair");
+    views_out = views[1];
     if (write(STDOUT_FILENO, "ready\n", 6) != 6) die("say ready");
-    while (serve_once(events)) {}
+    while (serve_once(events, views[0])) {}
     return 0;
 }
 
 int main(int argc, char **argv) {
     struct options o;
-    int flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
-    int userns = -1, status, alive[2];
-    pid_t init;
 
     if (argc >= 3 && !strcmp(argv[1], "--write-seccomp")) {
 #ifdef SPROUT_SECCOMP
@@ -1124,39 +1424,5 @@ int main(int argc, char **argv) {
     }
     if (argc >= 2 && !strcmp(argv[1], "--launcher")) return launcher(argc, argv);
     parse(argc, argv, &o);
-    if (o.seccomp) read_seccomp(o.seccomp);
-    /* If the caller dies (kill -9 of the agent process), the call dies with it:
-     * otherwise it would go on writing into a layer that GC will free. */
-    pid_t caller = getppid();
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) die("prctl");
-    if (getppid() != caller) return SETUP_FAILED;
-    if (o.userns_fd >= 0) {
-        if (setns(o.userns_fd, CLONE_NEWUSER) < 0) die("join the network's user namespace");
-        close(o.userns_fd);
-    }
-    if (o.netns_fd >= 0) {
-        if (setns(o.netns_fd, CLONE_NEWNET) < 0) die("join the sandbox's network namespace");
-        close(o.netns_fd);
-    }
-    if (o.rootless) map_self_to_root(); /* inside the network's user namespace, if any */
-    else userns = make_user_namespace(o.map_host, o.map_count);
-    if (o.no_network) flags |= CLONE_NEWNET;
-    if (unshare(flags) < 0) die("unshare");
-    if (sethostname("sprout", 6) < 0) die("sethostname");
-    if (o.no_network) loopback_up();
-    assemble_root(&o, userns);
-    if (unshare(CLONE_NEWPID) < 0) die("unshare a PID namespace");
-
-    if (pipe2(alive, O_CLOEXEC) < 0) die("pipe");
-    init = fork();
-    if (init < 0) die("fork");
-    if (init == 0) {
-        close(alive[0]);
-        _exit(run_init(&o, alive[1], userns));
-    }
-    close(alive[1]);
-    while (waitpid(init, &status, 0) < 0)
-        if (errno != EINTR) die("waitpid");
-    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-    return WEXITSTATUS(status);
+    return call_main(&o, -1);
 }

@@ -4,9 +4,10 @@ Every call's helper used to be started by sprout and to join the sandbox's cgrou
 own, and on cgroup v1 a join waits for an RCU grace period of the kernel's whenever no
 other join came just before: 10-15 ms on about one call in ten here, most of the tail of a
 call's latency. The launcher (`sprout-box --launcher`, box.c) joins them once, at the
-sandbox's first call, and starts each call's helper as a child of its own, so the
-call is born inside them and joins nothing; the helper's init checks that it is inside
-(`--in-cgroup`) before it runs the command. The launcher lives as long as its socket:
+sandbox's first call, and runs each call in a child of its own (a fork, no exec: the
+launcher is the helper), so the call is born inside them and joins nothing; the call checks
+that it is inside (`--in-cgroup`) before it runs the command. The launcher also keeps the
+sandbox's mounted root between calls (`forget_root`). It lives as long as its socket:
 when sprout closes the sandbox, or dies, it ends, and every call still running with it.
 Nothing inside a sandbox can see or signal it (it is outside every call's PID namespace),
 but the OOM killer of the sandbox's memory cgroup can pick it as any process inside: the
@@ -44,17 +45,17 @@ def _readable(sock: socket.socket, timeout: float | None) -> bool:
 
 
 class LaunchedCall:
-    """One call's helper, started by the launcher: what `subprocess.Popen` offers the
+    """One call, started by the launcher: what `subprocess.Popen` offers the
     caller (`stdout`, `poll`, `wait`, `kill`, `returncode`), over the call's own socket."""
 
-    def __init__(self, status: socket.socket, stdout: BinaryIO) -> None:
+    def __init__(self, status: socket.socket, stdout: BinaryIO | None) -> None:
         self._status = status
         self._said = b""
         self.stdout: BinaryIO | None = stdout
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
-        """The helper's return code (negative: the signal that ended it), or None yet."""
+        """The call's return code (negative: the signal that ended it), or None yet."""
         try:
             return self.wait(0)
         except subprocess.TimeoutExpired:
@@ -74,7 +75,7 @@ class LaunchedCall:
         return self.returncode
 
     def kill(self) -> None:
-        """Ask the launcher to kill the helper (and with it its PID namespace)."""
+        """Ask the launcher to kill the call (and with it its PID namespace)."""
         if self.returncode is None:
             with contextlib.suppress(OSError):
                 self._status.shutdown(socket.SHUT_WR)
@@ -144,9 +145,9 @@ class Launcher:
     def launch(
         self, argv: Sequence[str], env: Mapping[str, str], fds: Mapping[int, int]
     ) -> LaunchedCall:
-        """Start `argv` (argv[0] the helper) with `env`; each of our descriptors `fds[n]`
-        becomes its descriptor n. Its standard output and error are one pipe, read as
-        the result's `stdout`, and its standard input /dev/null."""
+        """Start `argv` (the helper's command line for one call) with `env`; each of our
+        descriptors `fds[n]` becomes its descriptor n. Its standard output and error are one
+        pipe, read as the result's `stdout`, and its standard input /dev/null."""
         read_end, write_end = os.pipe()
         null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -162,6 +163,21 @@ class Launcher:
                 os.close(fd)
             theirs.close()
         return LaunchedCall(ours, open(read_end, "rb", buffering=0))
+
+    def forget_root(self) -> None:
+        """Have the launcher drop the sandbox's mounted root (box.c's view) and wait until it
+        has: sprout is about to seal or write the upper layer that root has mounted, so the
+        next call mounts the layers afresh. A launcher that is gone took the root with it."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._send([], {}, {}, theirs.fileno())
+        except SandboxSetupFailed:
+            ours.close()
+            return
+        finally:
+            theirs.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            LaunchedCall(ours, None).wait(EXIT_TIMEOUT_S)
 
     def _send(
         self, argv: Sequence[str], env: Mapping[str, str], given: Mapping[int, int], status: int
