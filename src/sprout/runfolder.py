@@ -69,7 +69,8 @@ class RunFolder:
     @classmethod
     def _of(cls, path: Path, store: RunDatabase, layers: LayerStore, *, writer: bool) -> RunFolder:
         """The folder over an open store and layer store; the tree reads what turns stored
-        before sprout recorded their changes from the layers."""
+        before sprout recorded their changes from the layers, and records a checkpoint
+        once the layers have it on disk."""
 
         def read_changes(since: str, checkpoint: str) -> list[Change] | None:
             try:
@@ -77,7 +78,12 @@ class RunFolder:
             except SandboxError:  # a layer freed by GC: those turns list nothing
                 return None
 
-        return cls(path, RolloutTree(store, read_changes=read_changes), layers, _writer=writer)
+        def settle(checkpoint: str) -> None:
+            layers.wait_durable(checkpoint)
+
+        tree = RolloutTree(store, read_changes=read_changes)
+        tree.settle = settle  # `run_tasks` sets its sandboxes' (a Ray cluster's nodes')
+        return cls(path, tree, layers, _writer=writer)
 
     @classmethod
     def create(cls, path: str | Path) -> RunFolder:

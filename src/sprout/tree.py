@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,17 +37,13 @@ from sprout.records import (
     passes,
 )
 from sprout.rundb import RunDatabase, RunDatabaseError
-from sprout.workspace import Change
+from sprout.workspace import Change, ChangeReader, Settle
 
 __all__ = [
     "Attempt", "AttemptStatus", "Author", "CallRecord", "Change", "ChangeReader",
     "CheckpointRef", "Fault", "Message", "ModelCallRecord", "Role", "RolloutTree",
     "RunDatabaseError", "TokenTotals", "TreeError", "Turn", "boundary_problem", "passes",
 ]  # fmt: skip
-
-ChangeReader = Callable[[str, str], Sequence[Change] | None]
-"""`(since, checkpoint)` -> what `checkpoint` changed over the earlier `since`, read from the
-layers (None when they cannot say): for turns stored before their changes were recorded."""
 
 
 class TreeError(SproutError, ValueError):
@@ -88,6 +84,8 @@ class RolloutTree:
     def __init__(self, store: RunDatabase, *, read_changes: ChangeReader | None = None) -> None:
         self._store = store
         self._read_changes = read_changes
+        self.settle: Settle = lambda checkpoint: None
+        """Waited for before a checkpoint is recorded (`Settle`); by default, nothing is."""
 
     @property
     def database(self) -> Path:
@@ -111,6 +109,7 @@ class RolloutTree:
     ) -> Attempt:
         """A new root attempt of `task_id`, starting from `prefix` over `base_checkpoint`
         (in place of the lost root `restarts`, when given)."""
+        self.settle(base_checkpoint)
         return self._store.add_attempt(
             Attempt(
                 id=0,
@@ -159,7 +158,8 @@ class RolloutTree:
         )
 
     def commit_turn(self, turn: Turn) -> None:
-        """Commit a finished turn: from now on it is never redone."""
+        """Commit a finished turn, once settled: from now on it is never redone."""
+        self.settle(turn.checkpoint)
         self._store.add_turn(turn)
 
     def record_call(self, call: ModelCallRecord) -> None:

@@ -4,11 +4,14 @@ The actor forks a checkpoint, checks and runs a turn's calls there, and seals
 the result as the next checkpoint. `sprout.sandbox.SandboxWorkspace` does it
 with overlay (or copy) layers on this machine; a remote sandbox, or an in-memory
 fake in a test, is one more implementation of the same three verbs. This module
-sits under both the agent and the sandbox, so neither imports the other.
+sits under both the agent and the sandbox, so neither imports the other. So do the two
+things the rollout tree asks of whoever holds a run's layers: `Settle` (wait until a
+checkpoint is on disk) and `ChangeReader` (what a checkpoint changed).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -38,6 +41,18 @@ class Change:
     kind: ChangeKind
     size: int
     """Size now in bytes (0 for a deletion or a directory)."""
+
+
+Settle = Callable[[str], None]
+"""`checkpoint` -> once it (and all it stacks on) is on the disk of the store that sealed
+it: a WorkspaceError when its flush failed or that store is gone. `RolloutTree.settle` is
+one: the tree calls it before it records any checkpoint (a root's checkpoint 0, a turn's),
+so that this one place, not each of the tree's callers (the actor, imported roots, the
+integrations), makes sure a run never names a checkpoint that a crash of the machine could
+lose, whoever sealed it and on whichever node."""
+ChangeReader = Callable[[str, str], Sequence[Change] | None]
+"""`(since, checkpoint)` -> what `checkpoint` changed over the earlier `since`, read from the
+layers (None when they cannot say): for turns stored before their changes were recorded."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +94,8 @@ class Fork(Protocol):
         ...
 
     def seal(self) -> Sealed:
-        """Seal what the calls since the last seal wrote as a new checkpoint."""
+        """Seal what the calls since the last seal wrote as a new checkpoint; it may reach
+        the disk later (the tree records it once it has: `Settle`)."""
         ...
 
 

@@ -7,6 +7,7 @@ what each turn changed. The store and the tree are the real ones.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from sprout.agent import Actor, ActorConfig
+from sprout.models import ModelError
 from sprout.roles.touched import turn_files
 from sprout.rundb import RunDatabase
+from sprout.sandbox import FlushFailed
 from sprout.tree import RolloutTree
 from sprout.workspace import Change, Sealed, WorkspaceError
 from tests.support.scripted_model import ScriptedModel, bash, submit
@@ -199,3 +202,87 @@ def test_the_token_limit_counts_every_call_of_the_attempt(tree):
     assert len(model.seen) == 2
     assert attempt.status == "limit"
     assert attempt.end_reason == "token limit (max_tokens): 30 of 30 spent"
+
+
+class LoggedModel(ScriptedModel):
+    """A scripted model whose calls go into `log`, among what the test logs beside them."""
+
+    def __init__(self, replies: list, log: list[str]) -> None:
+        super().__init__(replies)
+        self.log = log
+
+    def complete(self, messages, **options):
+        self.log.append("model")
+        return super().complete(messages, **options)
+
+
+def test_a_sealed_turn_is_held_while_the_next_model_call_runs_then_settled_and_committed(tree):
+    """The tree records a checkpoint once it is settled (on disk); the actor holds each
+    sealed turn while its next model call runs, which the flush runs beside, commits it
+    before the next turn, and commits the last one before the attempt's end is recorded."""
+    log: list[str] = []
+
+    def settle(checkpoint: str) -> None:
+        attempts = tree.attempts("t1")
+        turns = sum(len(tree.own_turns(a)) for a in attempts)
+        log.append(f"settle {checkpoint}: {turns} turns, {[a.status for a in attempts]}")
+
+    tree.settle = settle
+    model = LoggedModel([bash("write /w/a 1"), bash("write /w/a 2"), submit()], log)
+    actor = Actor(model, tree, FakeWorkspace({}))
+    attempt = actor.run(tree.root("t1", actor.prefix("Fix it.", "/w"), "c0"))
+
+    assert attempt.status == "submitted" and len(tree.own_turns(attempt)) == 3
+    assert log == [
+        "settle c0: 0 turns, []",  # checkpoint 0, before the root is recorded
+        "model",
+        "model",  # turn 1 (c1) was held while the model answered turn 2
+        "settle c1: 0 turns, ['running']",
+        "model",
+        "settle c2: 1 turns, ['running']",
+        "settle c2: 2 turns, ['running']",  # the submitting turn, before the end
+    ]
+
+
+def test_a_checkpoint_whose_flush_failed_ends_the_attempt_as_the_sandboxs_fault(tree):
+    def settle(checkpoint: str) -> None:
+        if checkpoint == "c1":
+            raise FlushFailed("/runs/r/layers", "c1", OSError(errno.EIO, "Input/output error"))
+
+    tree.settle = settle
+    attempt, _ = play(tree, FakeWorkspace({}), [bash("write /w/a 1"), bash("echo 2")])
+
+    assert (attempt.status, attempt.fault) == ("error", "sandbox")
+    assert attempt.end_reason == (
+        "sandbox: /runs/r/layers: checkpoint c1 not flushed to disk: Input/output error"
+    )
+    assert tree.own_turns(attempt) == [], "no turn names a checkpoint that is not on disk"
+
+
+@pytest.mark.parametrize(
+    ("second", "config", "stops", "ended"),
+    [
+        (submit(), None, None, ("submitted", None)),
+        (ModelError("server", "no reply after 3 tries"), None, None, ("error", "model")),
+        (bash("break"), None, None, ("error", "sandbox")),
+        (RuntimeError("a bug of sprout's"), None, None, ("error", "harness")),
+        (bash("echo 2"), ActorConfig(max_turns=1), None, ("limit", None)),
+        (bash("echo 2"), None, "should_stop", ("stopped", None)),
+        (bash("echo 2"), None, "interrupted", ("running", None)),
+    ],
+    ids=["submitted", "model", "workspace", "crash", "limit", "stopped", "interrupted"],
+)
+def test_every_way_out_of_the_turn_loop_commits_the_held_turn_first(
+    tree, second, config, stops, ended
+):
+    log: list[str] = []
+    tree.settle = lambda checkpoint: log.append(checkpoint)
+    model = ScriptedModel([bash("write /w/a 1"), second])
+    actor = Actor(model, tree, FakeWorkspace({}), config)
+    root = tree.root("t1", actor.prefix("Fix it.", "/w"), "c0")
+    after_one = {stops: lambda: len(model.seen) >= 1} if stops else {}
+    attempt = actor.run(root, **after_one)
+
+    assert (attempt.status, attempt.fault) == ended
+    assert tree.own_turns(attempt)[0].checkpoint == "c1"
+    assert log[:2] == ["c0", "c1"], "the held turn was settled before it was recorded"

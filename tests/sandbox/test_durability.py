@@ -1,4 +1,5 @@
-"""A checkpoint survives the process that made it being killed mid-turn."""
+"""A checkpoint survives the process that made it being killed mid-turn, and `checkpoint()`
+returns once the layer is sealed, its flush to disk running after."""
 
 from __future__ import annotations
 
@@ -6,12 +7,15 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from sprout.durable import syncfs
 from sprout.sandbox import LayerStore, Sandbox, UnknownCheckpoint
+from sprout.sandbox.layers import flusher
 
 pytestmark = pytest.mark.sandbox
 
@@ -99,3 +103,34 @@ def test_killed_caller_leaves_no_call_running(overlay_available, tmp_path, procs
     assert procs.survivors(marker) == [], (
         "the call's processes (sprout-box and its command) outlived the killed caller"
     )
+
+
+def test_checkpoint_returns_sealed_and_its_flush_runs_after(
+    overlay_store: LayerStore, monkeypatch: pytest.MonkeyPatch
+):
+    flushing, release = threading.Event(), threading.Event()
+
+    def held(fd: int) -> bool:
+        flushing.set()
+        assert release.wait(60), "the test never let the flush go"
+        return syncfs(fd)
+
+    monkeypatch.setattr(flusher, "syncfs", held)
+    try:
+        with Sandbox.create(overlay_store) as sandbox:
+            sandbox.run("echo kept > kept")
+            checkpoint = sandbox.checkpoint()  # returns, while the flush waits
+            assert flushing.wait(60), "the layer was never handed to the flusher"
+            assert not overlay_store.wait_durable(checkpoint, timeout=0.1)
+            with Sandbox.fork(overlay_store, checkpoint) as fork:  # sealed: it opens already
+                assert fork.run("cat kept").output == "kept\n"
+            waiting = threading.Thread(target=overlay_store.wait_durable, args=(checkpoint,))
+            waiting.start()
+            waiting.join(0.2)
+            assert waiting.is_alive(), "wait_durable returned before the flush"
+            release.set()
+            waiting.join(60)
+            assert not waiting.is_alive()
+            assert overlay_store.wait_durable(checkpoint, timeout=0)
+    finally:
+        release.set()

@@ -63,6 +63,9 @@ class DiskLosingSandboxes:
     def workspace(self, task: Task) -> Workspace:
         return _LosingWorkspace(self, self._local.workspace(task))
 
+    def settle(self, checkpoint: str) -> None:
+        self._local.settle(checkpoint)
+
     def verify(self, task: Task, checkpoint: str, base: str) -> Verdict:
         if self._dies_at == 0:
             self.die()

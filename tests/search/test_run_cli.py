@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 
 from sprout.cli import main
+from sprout.rundb import referenced_checkpoints
+from sprout.sandbox import LayerStore, Sandbox
 from sprout.tasks import load_native
 from sprout.tasksandbox.room import this_machine
+from tests.support.held_flush import HeldFlush
 from tests.support.processes import ProcessWatch
 from tests.support.requirements import require_host_image
 from tests.support.run_decisions import decisions
@@ -285,6 +288,51 @@ def test_a_run_killed_at_random_instants_decides_as_an_uninterrupted_run(tmp_pat
         final = subprocess.run([*base, "--out", str(out), "--resume"], capture_output=True)
         assert final.returncode == 0, final.stderr
     assert kills >= 2, "the run finished before it could be killed twice"
+    assert decisions(out) == decisions(tmp_path / "straight")
+
+
+@pytest.mark.slow
+def test_a_run_killed_before_a_checkpoints_flush_recorded_only_checkpoints_on_disk(
+    tmp_path: Path,
+) -> None:
+    """A kill -9 while a sealed checkpoint's flush is held (a crash of the machine would lose
+    that checkpoint): sprout.db names only checkpoints that reached the disk, each of them
+    opens, and --resume ends as the same run uninterrupted does."""
+    require_host_image()
+    two_edits_task(tmp_path / "tasks", slow_step=0.15)
+    model = "oracle-noise:p=0.4,seed=5"
+    base = [sys.executable, "-m", "sprout.cli", "run", str(tmp_path / "tasks"), "--model", model]
+    base += ["--method", "pass@2,sprout", "--workers", "1", "--quiet"]
+    straight = subprocess.run([*base, "--out", str(tmp_path / "straight")], capture_output=True)
+    assert straight.returncode == 0, straight.stderr
+    flush = HeldFlush(tmp_path / "hook")
+    out = tmp_path / "killed"
+    with open(tmp_path / "killed.err", "w") as errors:
+        process = subprocess.Popen(
+            [*base, "--out", str(out)],
+            env=flush.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            start_new_session=True,
+        )
+    try:
+        wait_for_rows(process, out / "sprout.db", "SELECT count(*) FROM turns", 1, "a turn")
+        flush.hold()
+        held = wait_until(flush.held, process, "a checkpoint's flush held")
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+    recorded, flushed = referenced_checkpoints(out / "sprout.db"), flush.flushed()
+    assert recorded, (tmp_path / "killed.err").read_text()
+    assert held - flushed, "killed with a checkpoint sealed and its flush held"
+    assert recorded <= flushed, "sprout.db names a checkpoint that never reached the disk"
+    layers = LayerStore(out / "layers")
+    for checkpoint in recorded:
+        with Sandbox.fork(layers, checkpoint) as sandbox:
+            assert sandbox.run("true").exit_code == 0, checkpoint
+    resumed = subprocess.run([*base, "--out", str(out), "--resume"], capture_output=True)
+    assert resumed.returncode == 0, resumed.stderr
     assert decisions(out) == decisions(tmp_path / "straight")
 
 

@@ -2,9 +2,11 @@
 
 One linear message list per attempt; with no persistent shell, the whole state
 at a turn boundary is (messages, counters) plus the sandbox's filesystem, and
-both are committed when the turn ends. So `run` resumes any attempt, killed or
-new, from its last committed turn: a branch is just an attempt whose first
-turns are inherited.
+both are committed together, once the turn's checkpoint is on disk: a sealed turn
+is held while the next model call is made (its flush runs meanwhile), and
+committed before the next turn is, or before the attempt's end is recorded. So
+`run` resumes any attempt, killed or new, from its last committed turn: a branch
+is just an attempt whose first turns are inherited.
 
 This module is the loop; what it plays a turn with lives beside it: `state.py`
 (the context and running totals), `token_ids.py` (the token-exact record of each
@@ -90,6 +92,30 @@ class Actor:
         self.token_ids.claim_tokenizer(record=True)
         state = AttemptState(attempt, self.tree.messages(attempt), self.tree.last_index(attempt))
         try:
+            self._play_turns(state, should_stop, interrupted)
+        except Interrupted:
+            pass
+        except AttemptEnded as ended:
+            self.tree.finish_attempt(attempt.id, ended.status, ended.reason, fault=ended.fault)
+        except WorkspaceError as error:  # a checkpoint lost with its node, or the sandbox
+            fault: Fault = "lost" if isinstance(error, CheckpointLost) else "sandbox"
+            self.tree.finish_attempt(attempt.id, "error", f"sandbox: {error}", fault=fault)
+        except Exception as error:  # a bug of sprout's must not look like the model's failure
+            reason = crash_reason(error, f"turn {state.index + 1}")
+            self.tree.finish_attempt(attempt.id, "error", reason, fault="harness")
+        return self.tree.attempt(attempt.id)
+
+    def _play_turns(
+        self,
+        state: AttemptState,
+        should_stop: Callable[[], bool] | None,
+        interrupted: Callable[[], bool] | None,
+    ) -> None:
+        """Play turns until the attempt ends: an exception says how (see `run`). Whichever
+        way it goes out, the turn held since its seal is committed first, so that an end is
+        recorded after the last turn played."""
+        attempt = state.attempt
+        try:
             # the stored ids of the context so far; None when the model keeps none
             state.ids = self.token_ids.stored(attempt, state.index)
             own = self.tree.own_turns(attempt)
@@ -107,17 +133,9 @@ class Actor:
                         raise AttemptEnded("stopped", "stopped: another attempt passed")
                     check_limits(self.config, state, window)
                     self._play(fork, state, self._next_reply(state))
-        except Interrupted:
-            pass
-        except AttemptEnded as ended:
-            self.tree.finish_attempt(attempt.id, ended.status, ended.reason, fault=ended.fault)
-        except WorkspaceError as error:  # a checkpoint lost with its node, or the sandbox
-            fault: Fault = "lost" if isinstance(error, CheckpointLost) else "sandbox"
-            self.tree.finish_attempt(attempt.id, "error", f"sandbox: {error}", fault=fault)
-        except Exception as error:  # a bug of sprout's must not look like the model's failure
-            reason = crash_reason(error, f"turn {state.index + 1}")
-            self.tree.finish_attempt(attempt.id, "error", reason, fault="harness")
-        return self.tree.attempt(attempt.id)
+        except Exception:
+            self._commit_held(state)
+            raise
 
     def _count_stored(self, state: AttemptState, own: Sequence[Turn]) -> None:
         """The running totals of what the store already holds: read once per `run`."""
@@ -163,13 +181,24 @@ class Actor:
         return completion
 
     def _play(self, fork: Fork, state: AttemptState, reply: Reply) -> None:
-        """Run one turn's calls in `fork`, seal its checkpoint and commit it."""
+        """Run one turn's calls in `fork` and seal its checkpoint; the turn is held, not
+        committed: the tree records a checkpoint only once it is on disk, and its flush
+        runs while the next model call is made (the turn is committed when `reply`, that
+        call's answer, comes to be played, or as the attempt ends)."""
+        self._commit_held(state)
         records, added = self._run_calls(fork, state, reply)
         sealed = fork.seal()
         turn = turn_record(state, reply, records, added, sealed, self.clock() - reply.started)
-        self.tree.commit_turn(turn)
+        state.held = turn
         state.played(turn, added, reply.ids)
         self.dialect.check_submitted(turn)
+
+    def _commit_held(self, state: AttemptState) -> None:
+        """Commit the turn held since its seal (the tree waits for its checkpoint to be on
+        disk: a failed flush is a WorkspaceError, the sandbox's fault, never the model's)."""
+        if state.held is not None:
+            turn, state.held = state.held, None
+            self.tree.commit_turn(turn)
 
     def _run_calls(
         self, fork: Fork, state: AttemptState, reply: Reply

@@ -48,7 +48,7 @@ class AttemptState:
     attempt: Attempt
     messages: list[Message]
     index: int
-    """The last committed turn boundary."""
+    """The last turn boundary played (committed, or `held`)."""
     ids: list[int] | None = None
     """The context's token ids up to the last reply (None: the model keeps none)."""
     spent: int = 0
@@ -59,9 +59,11 @@ class AttemptState:
     """Seconds of the attempt's own turns."""
     format_errors: int = 0
     """Turns in a row, up to the last, whose calls could not be read."""
+    held: Turn | None = None
+    """The turn played last, sealed but not committed yet (see `Actor._play`)."""
 
     def played(self, turn: Turn, messages: Sequence[Message], ids: TurnIds | None) -> None:
-        """Move on past `turn`, just committed, which added `messages` and `ids`."""
+        """Move on past `turn`, just sealed, which added `messages` and `ids`."""
         self.messages.extend(messages)
         self.index = turn.index
         self.ids = extend(self.ids, ids)

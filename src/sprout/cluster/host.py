@@ -109,6 +109,11 @@ class TaskHost:
     def seal(self, fork_id: str) -> Sealed:
         return self._fork(fork_id).seal()
 
+    def wait_durable(self, checkpoint: str) -> None:
+        """Once `checkpoint` is on this node's disk (`LayerStore.wait_durable`): what the
+        driver waits for before it records a checkpoint sealed here."""
+        self.store.wait_durable(checkpoint)
+
     def close(self, fork_id: str) -> None:
         """Drop the fork and what it wrote since its last seal."""
         with self._lock:

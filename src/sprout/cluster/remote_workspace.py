@@ -17,10 +17,12 @@ from sprout.workspace import Sealed, WorkspaceError
 
 
 class RemoteWorkspace:
-    """Forks of the checkpoints of the task that `place()` holds."""
+    """Forks of the checkpoints of the task that `place()` holds; `sealed` is told where each
+    checkpoint they seal lives (the driver settles it there before recording it)."""
 
-    def __init__(self, place: Callable[[], Place]) -> None:
+    def __init__(self, place: Callable[[], Place], sealed: Callable[[str, Place], None]) -> None:
         self._place = place
+        self._sealed = sealed
 
     @contextmanager
     def fork(self, checkpoint: str) -> Iterator[RemoteFork]:
@@ -28,7 +30,7 @@ class RemoteWorkspace:
         place = self._place()
         fork_id = place.call("fork", checkpoint)
         try:
-            yield RemoteFork(place, fork_id)
+            yield RemoteFork(place, fork_id, self._sealed)
         finally:
             with contextlib.suppress(WorkspaceError):  # a dead node took the fork with it
                 place.call("close", fork_id)
@@ -37,9 +39,10 @@ class RemoteWorkspace:
 class RemoteFork:
     """One fork on a task's node, seen as a `sprout.workspace.Fork`."""
 
-    def __init__(self, place: Place, fork_id: str) -> None:
+    def __init__(self, place: Place, fork_id: str, sealed: Callable[[str, Place], None]) -> None:
         self._place = place
         self._id = fork_id
+        self._sealed = sealed
 
     def check_command(self, command: str) -> str | None:
         found: str | None = self._place.call("check_command", self._id, command)
@@ -51,4 +54,5 @@ class RemoteFork:
 
     def seal(self) -> Sealed:
         found: Sealed = self._place.call("seal", self._id)
+        self._sealed(found.checkpoint, self._place)
         return found

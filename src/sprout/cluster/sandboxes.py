@@ -108,6 +108,8 @@ class RaySandboxes:
         self._folders: dict[str, ShippedFolder | None] = {}
         """Each placed task's folder, packed and in the object store (for its next actor)."""
         self._log: list[Placement] = list(earlier)
+        self._sealed: dict[str, Place] = {}
+        """Where each checkpoint the actor's forks sealed lives, until `settle` has it on disk."""
         self._lock = threading.Lock()
         self._task_locks: dict[str, threading.Lock] = {}
 
@@ -116,7 +118,22 @@ class RaySandboxes:
         return found
 
     def workspace(self, task: Task) -> Workspace:
-        return RemoteWorkspace(lambda: self._place(task))
+        return RemoteWorkspace(lambda: self._place(task), self._note_sealed)
+
+    def settle(self, checkpoint: str) -> None:
+        """Once `checkpoint` is on the disk of the node whose fork sealed it (a layer lives
+        there); a WorkspaceError when that node died first, which may have taken it along.
+        Checkpoint 0 and rebuilt checkpoints are on disk when they come back."""
+        with self._lock:
+            place = self._sealed.get(checkpoint)
+        if place is not None:
+            place.call("wait_durable", checkpoint)
+            with self._lock:
+                self._sealed.pop(checkpoint, None)
+
+    def _note_sealed(self, checkpoint: str, place: Place) -> None:
+        with self._lock:
+            self._sealed[checkpoint] = place
 
     def verify(self, task: Task, checkpoint: str, base_checkpoint: str) -> Verdict:
         found: Verdict = self._place(task).call("verify", task, checkpoint, base_checkpoint)

@@ -7,6 +7,7 @@ without touching their callers.
 
 from sprout.sandbox.errors import (
     BadArgument,
+    FlushFailed,
     SandboxError,
     SandboxSetupFailed,
     SandboxUnavailable,
@@ -57,6 +58,7 @@ __all__ = [
     "AllowedHost",
     "BadArgument",
     "Change",
+    "FlushFailed",
     "Freed",
     "Image",
     "ImageCatalog",

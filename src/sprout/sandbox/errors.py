@@ -37,3 +37,13 @@ class SandboxUnavailable(SandboxError):
 
 class SandboxSetupFailed(SandboxError):
     """The kernel refused a mount or namespace while preparing a call."""
+
+
+class FlushFailed(SandboxError):
+    """A sealed layer that could not be made durable: the flush that covered it (one syncfs
+    of its store's filesystem) failed, so a crash of the machine may lose it; the run
+    records no checkpoint of it (`LayerStore.wait_durable`)."""
+
+    def __init__(self, store: str, layer_id: str, error: Exception) -> None:
+        why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        super().__init__(f"{store}: checkpoint {layer_id} not flushed to disk: {why}")

@@ -66,15 +66,29 @@ def rebuild(
     else from `base_checkpoint` (this store's checkpoint 0; `old_base_checkpoint` is the
     path's own, which is sealed as an empty layer over `base_checkpoint` when the store lacks
     it). Each call runs with `timeout`; an exit code that differs from the record stops the
-    rebuild there."""
+    rebuild there.
+
+    The run's tree recorded these checkpoints before they existed here, so the rebuild
+    returns only once what it sealed is on disk (`LayerStore.wait_durable`), as the tree
+    would have waited for them."""
     start = next((i for i in range(len(turns), 0, -1) if have(turns[i - 1].checkpoint)), 0)
     parent = (
         turns[start - 1].checkpoint
         if start
         else _base_checkpoint_as(store, base_checkpoint, old_base_checkpoint, have)
     )
+    rebuilt, last = _replay(store, parent, turns[start:], start, timeout)
+    store.wait_durable(last)  # and all it stacks on
+    return rebuilt
+
+
+def _replay(
+    store: LayerStore, parent: str, turns: Sequence[ReplayTurn], skipped: int, timeout: float
+) -> tuple[Rebuilt, str]:
+    """Run the calls of `turns` (those after the first `skipped` of the path) again on
+    `parent`, sealing each turn under its id: what it did, and the last checkpoint sealed."""
     ran = differed = 0
-    for number, turn in enumerate(turns[start:], start=start + 1):
+    for number, turn in enumerate(turns, start=skipped + 1):
         if turn.checkpoint == parent:  # a turn that wrote nothing sealed no layer
             continue
         with Sandbox.fork(store, parent, upper=turn.checkpoint) as sandbox:
@@ -82,10 +96,10 @@ def rebuild(
                 seen = sandbox.run(call.command, timeout=timeout)
                 ran += 1
                 if (seen.exit_code, seen.timed_out) != (call.exit_code, call.timed_out):
-                    return Rebuilt(ran, differed, _diverged(number, call, seen.exit_code))
+                    return Rebuilt(ran, differed, _diverged(number, call, seen.exit_code)), parent
                 differed += seen.output != call.output
             parent = sandbox.checkpoint(always=True)
-    return Rebuilt(ran, differed, None)
+    return Rebuilt(ran, differed, None), parent
 
 
 def sealed_in(store: LayerStore) -> Callable[[str], bool]:

@@ -225,6 +225,8 @@ class Sandbox:
     def checkpoint(self, *, always: bool = False) -> str:
         """Seal what was written since the last checkpoint and return its id.
 
+        It returns once the layer is sealed: it forks at once, and a durable store flushes
+        it to disk beside the caller's next work (`LayerStore.wait_durable` says when).
         An unchanged sandbox returns the previous id: empty turns add no layer.
         With `always`, an empty layer is sealed anyway, so that this sandbox's
         settings (a fork's `network`, `env`, `limits`) become those its own

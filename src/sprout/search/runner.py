@@ -145,9 +145,11 @@ def run_tasks(
     store, on this machine); a pair that ended in error because its task's sandboxes
     lost their place (a node that died) is played again there, as `--resume` would.
     `imported` holds, by task id, attempts played elsewhere that become each method's roots
-    (`sprout.search.imported`)."""
+    (`sprout.search.imported`). The run's tree records a checkpoint once `sandboxes` has
+    it on disk where it was sealed (`TaskSandboxes.settle`)."""
     check_settings(settings)
     sandboxes = sandboxes or LocalSandboxes(run.layers)
+    run.tree.settle = sandboxes.settle
     limit = _limit(settings, sandboxes, tasks)
     slots = Slots(limit.attempts)
     replays = spec_capabilities(settings.model).replays_solution

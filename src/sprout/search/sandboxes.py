@@ -36,6 +36,11 @@ class TaskSandboxes(Protocol):
         """Where the actor's forks of `task`'s checkpoints run."""
         ...
 
+    def settle(self, checkpoint: str) -> None:
+        """Once `checkpoint` is on the disk of the store that sealed it: the run's tree
+        records no checkpoint before (`sprout.workspace.Settle`)."""
+        ...
+
     def verify(self, task: Task, checkpoint: str, base_checkpoint: str) -> Verdict:
         """The verifier's verdict on `checkpoint` (see `sprout.verify.run_verifier`)."""
         ...
@@ -82,6 +87,9 @@ class LocalSandboxes:
 
     def workspace(self, task: Task) -> Workspace:
         return self._service.workspace()
+
+    def settle(self, checkpoint: str) -> None:
+        self.layers.wait_durable(checkpoint)
 
     def verify(self, task: Task, checkpoint: str, base_checkpoint: str) -> Verdict:
         return self._service.verify(task, checkpoint, base_checkpoint)

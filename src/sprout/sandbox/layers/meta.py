@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import cast
 
 from sprout.durable import write_atomically
@@ -76,11 +78,24 @@ def read_meta(meta_dir: str, layer_id: str) -> Layer | None:
         return None
 
 
-def write_meta(meta_dir: str, layer: Layer, durable: bool) -> None:
-    """Seal `layer`: its metadata, written atomically (and flushed when `durable`)."""
-    write_atomically(meta_path(meta_dir, layer.id), json.dumps(layer.to_json()), durable)
+def write_meta(meta_dir: str, layer: Layer) -> None:
+    """Seal `layer`: its metadata, written atomically. Not flushed: a durable store's
+    flusher makes it durable with the layer's files (`sprout.sandbox.layers.flusher`)."""
+    write_atomically(meta_path(meta_dir, layer.id), json.dumps(layer.to_json()), False)
 
 
 def sealed_ids(meta_dir: str) -> list[str]:
     """The ids of every sealed layer."""
     return [name[:-5] for name in os.listdir(meta_dir) if name.endswith(".json")]
+
+
+def counted(layers: Iterable[Layer], held: Iterable[str | None]) -> list[Layer]:
+    """`layers`, oldest first, each with its reference count: how many of them stack on it,
+    plus how many open sandboxes write on top of it (`held`: the parent of each)."""
+    found = list(layers)
+    counts = Counter(item.parent for item in found)
+    counts.update(held)
+    return sorted(
+        (replace(item, refcount=counts[item.id]) for item in found),
+        key=lambda item: (item.created, item.id),
+    )

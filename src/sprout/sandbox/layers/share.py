@@ -42,6 +42,7 @@ def take_shipped_layer(
     if private is not None:
         take_private(store, layer.id, private)
     store.save_meta(layer)
+    store.flushes.hand_over(layer)
 
 
 def adopt(store: StoreView, source: StoreView, layer_id: str) -> str:
@@ -59,4 +60,5 @@ def adopt(store: StoreView, source: StoreView, layer_id: str) -> str:
             os.symlink(os.path.realpath(source.diff_dir(shared)), link)
         link_private(store, source, shared)
         store.save_meta(source.layer(shared))
+        store.flushes.hand_over(source.layer(shared))
     return layer_id

@@ -6,7 +6,8 @@ layers sealing merges the stack into one flat layer, hard-linking its files, or 
 them across btrfs subvolumes (a capped store's layers), so no file's data is copied where
 the filesystem can clone. The flat layer's size is what it owns (`extents`): its
 directories, not the blocks it shares with the stack. The checkpoint keeps its id and its
-parent; the flat copy is only what gets mounted (`LayerStore.stack`).
+parent; the flat copy is only what gets mounted (`LayerStore.stack`), and made durable
+with the layer it was squashed for (`LayerStore.seal`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from sprout.durable import flush_tree
 from sprout.sandbox.layers.meta import Layer
 from sprout.sandbox.layers.whiteouts import merge
 from sprout.sandbox.storefs.extents import disk_usage
@@ -40,9 +40,6 @@ def squash(store: StoreView, layer: Layer) -> Layer:
         link_files=True,
         image=store.image_root(layer.config),
     )
-    if store.durable:
-        # Hard links need no flush; a squash across subvolumes clones instead.
-        flush_tree(flat_dir, files=store.capped)
     flat = Layer(
         flat_id, None, disk_usage(flat_dir), 1, time.time(), layer.config, squash_of=layer.id
     )

@@ -37,18 +37,18 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 
-from sprout.durable import HeldLock, flush_tree, hold_lock
+from sprout.durable import HeldLock, hold_lock
 from sprout.sandbox.errors import BadArgument, UnknownCheckpoint
 from sprout.sandbox.jail.idmap import give_to
 from sprout.sandbox.jail.modes import MODES, StoreMode
 from sprout.sandbox.layers import gc as layer_gc
 from sprout.sandbox.layers import share as layer_share
 from sprout.sandbox.layers.export import export_path
+from sprout.sandbox.layers.flusher import StoreFlushes
 from sprout.sandbox.layers.holds import read_holds, write_hold
 from sprout.sandbox.layers.hostview import HostMask
-from sprout.sandbox.layers.meta import Layer, meta_path, read_meta, sealed_ids, write_meta
+from sprout.sandbox.layers.meta import Layer, counted, meta_path, read_meta, sealed_ids, write_meta
 from sprout.sandbox.layers.private import remove_private
 from sprout.sandbox.layers.refs import read_ref, ref_name, write_ref
 from sprout.sandbox.layers.squash import squash
@@ -70,8 +70,9 @@ from sprout.sandbox.types import SandboxConfig
 class LayerStore:
     """Layers on disk, each with an id, a parent, its size and a reference count.
 
-    `durable` fsyncs each layer's files when it is sealed (the flush that makes
-    a checkpoint survive a crash of the machine, not just of the process).
+    `durable` flushes each layer to disk once it is sealed, beside the next turn (the
+    flush that makes a checkpoint survive a crash of the machine, not just of the
+    process; `layers.flusher`): `wait_durable` says when.
     `max_stack` is how deep a stack may grow before sealing squashes it into one
     layer; ids stay valid, since the squashed copy is only used for mounting.
     `hide` names host paths (task folders, say) that the `host` image must never
@@ -120,6 +121,8 @@ class LayerStore:
         self.host = HostMask(os.path.join(self.path, "v"), hidden, self.format)
         self.host.hide(hide)
         """What the `host` image hides from this store's sandboxes (layers.hostview)."""
+        self.flushes = StoreFlushes(self)
+        """Its side of its filesystem's flusher (layers.flusher)."""
 
     def image_root(self, config: SandboxConfig) -> str | None:
         """The directory under a stack's bottom layer (None: the copy backend has none)."""
@@ -214,6 +217,7 @@ class LayerStore:
     def set_ref(self, name: str, layer_id: str) -> None:
         """Save checkpoint `layer_id` under `name`; GC keeps it and all it stacks on."""
         self.layer(layer_id)
+        self.wait_durable(layer_id)  # a name outlives the process: never one of a lost layer
         write_ref(self.refs_dir, name, layer_id, self.durable)
 
     def adopt(self, source: LayerStore, layer_id: str) -> str:
@@ -223,6 +227,7 @@ class LayerStore:
 
         GC here drops only the links; the files are `source`'s to collect.
         """
+        source.wait_durable(layer_id)  # its files are on disk before this store names them
         return layer_share.adopt(self, source, layer_id)
 
     def read(self, layer_id: str, path: str, *, upper: str | None = None) -> bytes | None:
@@ -297,25 +302,32 @@ class LayerStore:
             os.unlink(os.path.join(self.path, "h", layer_id))
 
     def seal(self, layer_id: str, parent: str | None, config: SandboxConfig) -> Layer:
-        """Make an unsealed layer an immutable checkpoint and return it.
+        """Make an unsealed layer an immutable checkpoint and return it; a durable store
+        flushes it to disk beside the caller's next work (`wait_durable`).
 
         The caller guarantees nothing can still write to it (no process
         outlives its call). Costs O(bytes the layer holds), plus one squash
         every `max_stack` layers.
         """
         diff = self.diff_dir(layer_id)
-        if self.durable:
-            flush_tree(diff)
         depth = 1 if parent is None else self.layer(parent).depth + 1
         sealed = Layer(layer_id, parent, disk_usage(diff), depth, time.time(), config)
         self.save_meta(sealed)
         if len(self.stack(layer_id)) > self.max_stack:
             sealed = squash(self, sealed)
+        self.flushes.hand_over(sealed)
         return sealed
 
     def save_meta(self, layer: Layer) -> None:
-        write_meta(self.meta_dir, layer, self.durable)
+        """Write `layer`'s metadata, atomically; `flushes.hand_over` makes it durable."""
+        write_meta(self.meta_dir, layer)
         self._cache[layer.id] = layer
+
+    def wait_durable(self, *layer_ids: str, timeout: float | None = None) -> bool:
+        """Wait until each of `layer_ids`, and all it stacks on, is on disk (at once in a store
+        not `durable`, for a layer flushed already or sealed by an earlier process); False
+        when `timeout` seconds passed first; FlushFailed (store, OS error) when a flush failed."""
+        return self.flushes.wait(layer_ids, timeout)
 
     def free(self, layer_id: str) -> None:
         """Remove sealed layer `layer_id`, its metadata first (it is no checkpoint from then
@@ -335,18 +347,7 @@ class LayerStore:
 
     def layers(self) -> list[Layer]:
         """Every sealed layer, with its reference count filled in."""
-        found = [self.layer(i) for i in self.sealed_ids()]
-        counts: dict[str, int] = {}
-        for item in found:
-            if item.parent is not None:
-                counts[item.parent] = counts.get(item.parent, 0) + 1
-        for parent in self.live_holds()[0].values():
-            if parent is not None:
-                counts[parent] = counts.get(parent, 0) + 1
-        return sorted(
-            (replace(item, refcount=counts.get(item.id, 0)) for item in found),
-            key=lambda item: (item.created, item.id),
-        )
+        return counted([self.layer(i) for i in self.sealed_ids()], self.live_holds()[0].values())
 
     def claim(self) -> None:
         """Hold the store for this process until `release()` (or its end): GC in another

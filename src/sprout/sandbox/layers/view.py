@@ -16,6 +16,12 @@ from sprout.sandbox.layers.whiteouts import LayerFormat
 from sprout.sandbox.types import SandboxConfig
 
 
+class HandOver(Protocol):
+    """A store's side of its flusher (`layers.flusher.StoreFlushes`), as its helpers use it."""
+
+    def hand_over(self, layer: Layer) -> None: ...
+
+
 class StoreView(Protocol):
     """A layer store, as its helpers use it."""
 
@@ -28,6 +34,8 @@ class StoreView(Protocol):
     meta_dir: str
     refs_dir: str
 
+    @property
+    def flushes(self) -> HandOver: ...
     def image_root(self, config: SandboxConfig) -> str | None: ...
     def diff_dir(self, layer_id: str) -> str: ...
     def scratch_dir(self, layer_id: str) -> str: ...

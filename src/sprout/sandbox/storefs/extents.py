@@ -26,8 +26,8 @@ CLONING_FILESYSTEMS = {0x9123683E: "btrfs", 0x58465342: "xfs"}
 FS_IOC_FIEMAP = 0xC020660B
 """_IOWR('f', 11, struct fiemap): a 32-byte header, then 56-byte extents."""
 FIEMAP_FLAG_SYNC = 0x1
-"""Write the file's dirty data back before mapping it: a store that does not flush at its
-seals (`durable=False`) would otherwise show a fresh append in no extent at all, or the
+"""Write the file's dirty data back before mapping it: a seal counts a layer before its
+flush (`layers.flusher`), and would otherwise see a fresh append in no extent at all, or the
 shared extent it is about to replace, and a layer's size would read one block short."""
 FIEMAP_EXTENT_LAST = 0x1
 FIEMAP_EXTENT_UNKNOWN = 0x2
