@@ -4,6 +4,11 @@ Run it with `sprout bench sandbox [options]` (or `make bench`). Every figure is
 measured in one process, repeated, and reported as a median (p50) and p90
 beside a baseline measured in the same run:
 
+0. a turn in the configuration a user gets (the store on sprout's store filesystem,
+   durable checkpoints), beside the store filesystem off, `durable=False` and a bare
+   `subprocess` of the same shell: a call, a checkpoint and a fork + first call by phase,
+   quiet and with 8 sandboxes busy, then one sandbox's turn tail and 8 sandboxes' turns/s
+   over one's (`--turn-only` runs this section alone);
 1. per-call overhead: `sb.run("true")` vs `subprocess.run(["true"])`, and the
    cost of the jail: the same call without seccomp and without cgroups (as a
    machine lacking them runs it), and, with `--against SRC`, the same call of
@@ -57,6 +62,7 @@ import sprout.sandbox
 from _sandbox.common import BenchError, Context, Sizes, new_store, remove
 from _sandbox.passes import bench_all
 from _sandbox.report import document, print_report
+from _sandbox.turn import bench_turn
 
 
 def _add_size_options(parser: argparse.ArgumentParser) -> None:
@@ -122,6 +128,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="SRC",
         help="another sprout tree's src/ folder (e.g. a worktree of an older commit): its "
         'sb.run("true") is timed in the same run, alternating with this tree\'s',
+    )
+    parser.add_argument(
+        "--turn-only",
+        action="store_true",
+        help="only section 0: a turn in the default configuration, by phase (about a minute)",
     )
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument(
@@ -220,7 +231,10 @@ def main(argv: list[str]) -> int:
         log(f"stores under {root} ({fs_type}), mode {ctx.mode}")
         if ctx.mode == "copy":
             print(COPY_WARNING, file=sys.stderr)
-        bench_all(ctx)
+        if args.turn_only:
+            bench_turn(ctx)
+        else:
+            bench_all(ctx)
     except BenchError as error:
         print(f"sprout bench sandbox: {error}", file=sys.stderr)
         return 1

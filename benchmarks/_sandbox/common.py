@@ -39,6 +39,8 @@ class Sizes:
     deep_mount: int
     lookup_files: int
     lookup_loop: int
+    quick: bool = False
+    """--quick: a smoke run."""
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "Sizes":
@@ -56,6 +58,7 @@ class Sizes:
                 deep_mount=40,
                 lookup_files=200,
                 lookup_loop=200,
+                quick=True,
             )
         return cls(
             repeat=args.repeat or 15,

@@ -16,6 +16,7 @@ from .fork import bench_fork, bench_squash
 from .network import bench_network
 from .reflink import compare_stores, reflink_store_fs, skipped_row
 from .stored import bench_stored
+from .turn import bench_turn
 
 
 def bench_store(ctx: Context) -> None:
@@ -56,6 +57,7 @@ def bench_all(ctx: Context) -> None:
     """Every section, in the order their figures are best compared in: the floor first and
     last (it drifts as the filesystem fills), the reflink store's pass last but one."""
     bench_floor(ctx, "at the start")
+    bench_turn(ctx)
     bench_store(ctx)
     bench_network(ctx)
     bench_stored(ctx)

@@ -191,6 +191,22 @@ def tail_table(tail: dict, markdown: bool) -> str:
     return render_table(rows, markdown=markdown)
 
 
+def turns_table(found: dict, markdown: bool) -> str:
+    """One sandbox's turn latency and the turns/s of many beside one's (_sandbox/turn.py)."""
+    turns = found["turns"]
+    many = next(key for key in turns if key.endswith("_over_one")).removesuffix("_over_one")
+    rows = [
+        ["figure", "value"],
+        ["one sandbox: turn p50", f"{turns['one_p50_ms']:.2f} ms"],
+        ["one sandbox: turn p99", f"{turns['one_p99_ms']:.2f} ms"],
+        ["one sandbox: p99 / p50 (median of rounds)", f"{turns['one_p99_over_p50']:.2f}"],
+        ["one sandbox: turns/s", f"{turns['one_turns_per_s']:.1f}"],
+        [f"{many} sandboxes: turns/s", f"{turns[f'{many}_turns_per_s']:.1f}"],
+        [f"{many} sandboxes over one", f"{turns[f'{many}_over_one']:.2f}x"],
+    ]
+    return render_table(rows, markdown=markdown)
+
+
 def idle_table(idle: dict, markdown: bool) -> str:
     before, after = idle["per_sandbox_before_a_call"], idle["per_sandbox_after_a_call"]
     left = idle["left_after_close"]

@@ -1056,7 +1056,8 @@ static int bind_udp(const char *address, const char *port, const char *via) {
  * The last descriptor is the call's own socket: the call's wait status comes back on it in
  * decimal with a newline, and a shutdown of sprout's end (a timeout) kills the call. A
  * frame of no arguments, no environment and that socket alone asks the launcher to drop the
- * sandbox's root it keeps (forget_view); "0" comes back once it has. End of
+ * sandbox's root it keeps (forget_view); "0" comes back at once, and no call it starts after
+ * that enters the old root (the unmount runs beside what sprout does next). End of
  * file on standard input (sprout closed the sandbox, or died) ends the launcher, and with
  * it, through PR_SET_PDEATHSIG, every call still running. Inside the sandbox's memory
  * cgroup the launcher is one more process the OOM killer may pick: then the call in
@@ -1369,9 +1370,9 @@ static int serve_once(int events, int views_in) {
         }
     if (!watch[0].revents) return 1;
     if (!receive_call(STDIN_FILENO, &call)) return 0;
-    if (call.forget) {
-        forget_view();
+    if (call.forget) {  /* said first: the unmount is the launcher's time, not sprout's */
         send_status(call.fds[0], 0);
+        forget_view();
     } else {
         start_call(&call);
     }
