@@ -12,12 +12,13 @@ import signal
 import subprocess
 import threading
 import time
+from typing import Any
 
 import pytest
 
-from sprout.sandbox import LayerStore, Observation, Sandbox
+from sprout.sandbox import LayerStore, Observation, Sandbox, teardown
 from tests.support.processes import ProcessWatch
-from tests.support.sandbox_cgroups import own_cgroups, processes_in, require_sandbox_cgroups
+from tests.support.sandbox_cgroups import processes_in, require_sandbox_cgroups
 
 pytestmark = pytest.mark.sandbox
 
@@ -27,6 +28,12 @@ def _in_background(sandbox: Sandbox, command: str) -> tuple[threading.Thread, li
     thread = threading.Thread(target=lambda: done.append(sandbox.run(command, timeout=60)))
     thread.start()
     return thread, done
+
+
+def _cgroups_of(sandbox: Sandbox) -> list[str]:
+    """The sandbox's cgroup directories, made (or taken from the spares) by its first call."""
+    backend: Any = sandbox._backend
+    return list(backend.cgroup.directories)
 
 
 def _wait_for(procs: ProcessWatch, marker: str) -> int:
@@ -40,12 +47,10 @@ def _wait_for(procs: ProcessWatch, marker: str) -> int:
 def test_between_calls_the_launcher_alone_is_in_the_cgroups_and_each_call_starts_inside(
     overlay_store: LayerStore, procs: ProcessWatch, marker: str
 ) -> None:
-    found = require_sandbox_cgroups()
-    before = own_cgroups(found)
+    require_sandbox_cgroups()
     with Sandbox.create(overlay_store) as sandbox:
-        directories = sorted(own_cgroups(found) - before)
-        assert directories and all(processes_in(d) == set() for d in directories)
         assert sandbox.run("echo first").output == "first\n"
+        directories = _cgroups_of(sandbox)
         (launcher,) = processes_in(directories[0])
         assert all(processes_in(d) == {launcher} for d in directories)
         thread, done = _in_background(sandbox, f"sleep {marker}")
@@ -55,13 +60,16 @@ def test_between_calls_the_launcher_alone_is_in_the_cgroups_and_each_call_starts
         thread.join()
         assert done[0].exit_code == 137
         assert all(processes_in(d) == {launcher} for d in directories)
+    teardown.drain()
     assert not os.path.exists(f"/proc/{launcher}"), "the launcher outlived its sandbox"
+    assert not any(os.path.exists(d) for d in directories), "its cgroups outlived it"
 
 
 def test_a_call_started_outside_the_cgroups_refuses_to_run(overlay_store: LayerStore) -> None:
     require_sandbox_cgroups()
     with Sandbox.create(overlay_store) as sandbox:
         backend = sandbox._backend
+        backend._launcher()  # the sandbox's cgroups, as a call's first step makes them
         argv = backend._argv(sandbox, ["-c", "echo ran"], launched=True)
         fds = backend._network_fds(sandbox)
         outside = subprocess.run(argv, capture_output=True, text=True, pass_fds=fds)
@@ -74,11 +82,10 @@ def test_a_lost_launcher_ends_its_call_and_the_next_call_gets_another(
 ) -> None:
     """As when the OOM killer of the sandbox's memory cgroup picks the launcher: the call in
     flight ends as killed, with every process of it, and the sandbox goes on."""
-    found = require_sandbox_cgroups()
-    before = own_cgroups(found)
+    require_sandbox_cgroups()
     with Sandbox.create(overlay_store) as sandbox:
-        directory = sorted(own_cgroups(found) - before)[0]
         sandbox.run("true")
+        directory = _cgroups_of(sandbox)[0]
         (launcher,) = processes_in(directory)
         thread, done = _in_background(sandbox, f"sleep {marker}")
         _wait_for(procs, marker)
@@ -110,11 +117,10 @@ def test_calls_run_in_a_process_holding_descriptors_past_1024(overlay_store: Lay
 def test_a_call_as_root_can_neither_see_nor_signal_its_launcher(overlay_store: LayerStore) -> None:
     """The attack: root inside kills every process it can name, and looks for the launcher's
     id among them; the launcher lives on outside the call's PID namespace, the same process."""
-    found = require_sandbox_cgroups()
-    before = own_cgroups(found)
+    require_sandbox_cgroups()
     with Sandbox.create(overlay_store) as sandbox:
-        directory = sorted(own_cgroups(found) - before)[0]
         sandbox.run("true")
+        directory = _cgroups_of(sandbox)[0]
         (launcher,) = processes_in(directory)
         attack = sandbox.run(
             "id -u; kill -KILL -1 2>/dev/null; "

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from sprout.sandbox import LayerStore, Limits, Sandbox
+from sprout.sandbox import LayerStore, Limits, Sandbox, teardown
 from sprout.sandbox.jail import cgroups
 from tests.support.sandbox_cgroups import own_cgroups, require_sandbox_cgroups
 
@@ -96,16 +96,17 @@ def test_a_layer_over_its_disk_cap_fails_the_write(btrfs_with_quotas, tmp_path):
 
 
 def test_each_sandbox_has_its_own_cgroup_which_goes_when_it_closes(overlay_store, cgroup_support):
-    before = own_cgroups(cgroup_support)
     hierarchies = len(set(cgroup_support.parents.values()))
-    with Sandbox.create(overlay_store) as first, Sandbox.create(overlay_store):
-        made = own_cgroups(cgroup_support) - before
-        assert len(made) == 2 * hierarchies
+    with Sandbox.create(overlay_store) as first, Sandbox.create(overlay_store) as second:
         inside = first.run("cat /proc/self/cgroup").output.splitlines()
         assert all(line.endswith(":/") for line in inside), inside
+        second.run("true")
+        made = {*first._backend.cgroup.directories, *second._backend.cgroup.directories}
+        assert len(made) == 2 * hierarchies and made <= own_cgroups(cgroup_support)
         first.run("sleep 30", timeout=0.5)  # killed mid-call: its cgroup is reused
         assert first.run("echo ok").output == "ok\n"
-    assert own_cgroups(cgroup_support) == before
+    teardown.drain()
+    assert not made & own_cgroups(cgroup_support)
 
 
 V1_MOUNTINFO = """\

@@ -16,6 +16,8 @@ import subprocess
 import threading
 import time
 
+from sprout.sandbox import teardown
+from sprout.sandbox.backends import spares
 from sprout.sandbox.backends.process import Child, capture, command_script
 from sprout.sandbox.backends.protocol import BASE_ENV, OpenLayer, shell_for
 from sprout.sandbox.errors import BadArgument, SandboxSetupFailed, SandboxUnavailable
@@ -49,6 +51,10 @@ def _environment(config: SandboxConfig, **extra: str) -> dict[str, str]:
     return {**BASE_ENV, **user, **extra, **config.env}
 
 
+def _cgroup_failed(error: OSError) -> SandboxSetupFailed:
+    return SandboxSetupFailed(f"the sandbox's cgroup: {error}")
+
+
 def _user_flag(config: SandboxConfig) -> list[str]:
     """`--user UID:GID[:GROUP,...]` for box.c, or nothing for the sandbox's root."""
     user = config.user
@@ -77,8 +83,9 @@ class OverlayBackend:
         self._launcher_lock = threading.Lock()
 
     def open(self, sandbox: OpenLayer) -> None:
-        """Pick the shell and make the sandbox's cgroup (where the machine gives sprout one).
-        Its network comes with its first call (`_network_fds`)."""
+        """Pick the shell. The sandbox's network, cgroup and launcher come with its first
+        call (`_network_fds`, `_launcher`): a sandbox that only seals, reads or forks pays
+        for none of them."""
         self.image_root = "/" if sandbox.config.image == "host" else sandbox.config.image
         user = sandbox.config.user
         if self.store.ids is None and user is not None and (user.uid, user.gid) != (0, 0):
@@ -88,15 +95,9 @@ class OverlayBackend:
             )
         self.shell = shell_for(self.image_root)
         self._cap(sandbox)
-        found = cgroups.support()
-        if found.parents:
-            limits = sandbox.config.limits
-            pids = limits.processes + LAUNCH_PROCESSES + 1 if limits.processes else 0
-            wanted = cgroups.CgroupLimits(limits.memory_bytes, pids, limits.cpus)
-            try:
-                self.cgroup = cgroups.SandboxCgroup.create(wanted, found)
-            except OSError as error:
-                raise SandboxSetupFailed(f"the sandbox's cgroup: {error}") from None
+        limits = sandbox.config.limits
+        pids = limits.processes + LAUNCH_PROCESSES + 1 if limits.processes else 0
+        self.cgroup_limits = cgroups.CgroupLimits(limits.memory_bytes, pids, limits.cpus)
 
     def run(self, sandbox: OpenLayer, command: str, timeout: float) -> Observation:
         """The shell runs `command` as the script /proc/self/fd/3: see `command_script`.
@@ -124,31 +125,51 @@ class OverlayBackend:
     def interactive(self, sandbox: OpenLayer) -> int:
         env = _environment(sandbox.config, TERM=os.environ.get("TERM", "xterm"))
         fds = self._network_fds(sandbox)
+        with self._launcher_lock:
+            self._cgroup()  # the shell joins it itself (box.c's --cgroup)
         return subprocess.run(
             self._argv(sandbox, []), env=env, check=False, pass_fds=fds
         ).returncode
 
     def _launcher(self) -> Launcher:
-        """The sandbox's launcher (jail/launcher.py), started at its first call, and again
-        at the call after one that lost it (the OOM killer of the sandbox's memory cgroup
-        may pick it, as any process inside)."""
+        """The sandbox's launcher (jail/launcher.py) and cgroup, from its first call on: a
+        spare's (backends/spares.py), given the sandbox's limits before it runs anything,
+        or else made here; another launcher at the call after one that lost it (the OOM
+        killer of the sandbox's memory cgroup may pick it, as any process inside)."""
         with self._launcher_lock:
             if self.launcher is not None and not self.launcher.alive:
                 self.launcher.close()
                 self.launcher = None
+            if self.launcher is None and self.cgroup is None:
+                try:
+                    taken = spares.take_launcher(self.helper, cgroups.support(), self.cgroup_limits)
+                except OSError as error:
+                    raise _cgroup_failed(error) from None
+                if taken is not None:
+                    self.launcher, self.cgroup = taken
             if self.launcher is None:
-                directories = self.cgroup.directories if self.cgroup else []
-                self.launcher = Launcher.start(self.helper, directories)
+                self.launcher = Launcher.start(self.helper, self._cgroup().directories)
             return self.launcher
 
+    def _cgroup(self) -> cgroups.SandboxCgroup:
+        """The sandbox's cgroup, made with its limits when it has none yet (one with no
+        directories where this machine gives sprout no cgroups)."""
+        if self.cgroup is None:
+            try:
+                self.cgroup = cgroups.SandboxCgroup.create(self.cgroup_limits, cgroups.support())
+            except OSError as error:
+                raise _cgroup_failed(error) from None
+        return self.cgroup
+
     def _network_fds(self, sandbox: OpenLayer) -> tuple[int, ...]:
-        """The sandbox's network namespace under its policy (network/namespace.py), made at its
-        first call: a sandbox that only seals, reads or forks pays nothing."""
+        """The sandbox's network namespace under its policy (network/namespace.py), from its
+        first call on: a spare's (backends/spares.py), or else made here."""
         with self._network_lock:
             if self.network is None:
-                self.network = SandboxNetwork.start(
-                    self.helper, sandbox.config.network, rootless=self.store.ids is None
-                )
+                setting, rootless = sandbox.config.network, self.store.ids is None
+                self.network = spares.take_network(
+                    self.helper, setting, rootless
+                ) or SandboxNetwork.start(self.helper, setting, rootless=rootless)
         return self.network.fds
 
     def _argv(
@@ -289,14 +310,19 @@ class OverlayBackend:
             raise SandboxSetupFailed(f"the disk cap of layer {sandbox.upper}: {error}") from None
 
     def close(self, sandbox: OpenLayer) -> None:
-        """The launcher (and with it the root it keeps mounted), the network and the cgroup go
-        (the launcher first: a cgroup holding a process cannot be removed)."""
+        """The launcher and the network are told to end, and the launcher waited for: the
+        root it keeps mounted pins the files of the upper layer, which the caller deletes
+        next, and a sandbox that filled the disk must give the space back when it closes.
+        The network's processes are reaped, and the cgroup (empty once the launcher has
+        gone) removed, on the teardown thread (sandbox/teardown.py)."""
         if self.launcher is not None:
-            self.launcher.close()
-            self.launcher = None
+            self.launcher.end()
         if self.network is not None:
             self.network.close()
             self.network = None
+        if self.launcher is not None:
+            self.launcher.close()
+            self.launcher = None
         if self.cgroup is not None:
-            self.cgroup.remove()
+            teardown.later(self.cgroup.remove)
             self.cgroup = None

@@ -218,35 +218,41 @@ def _limit_files(controller: str, version: int, limits: CgroupLimits) -> list[tu
 class SandboxCgroup:
     """The cgroup directories of one open sandbox (one per hierarchy)."""
 
-    def __init__(self, directories: list[str]) -> None:
-        self.directories = directories
+    def __init__(self, name: str, found: CgroupSupport) -> None:
+        self.name = name
+        self.found = found
+        self.directories: list[str] = []
 
     @classmethod
-    def create(cls, limits: CgroupLimits, found: CgroupSupport) -> SandboxCgroup:
-        """A fresh cgroup under sprout's own in each hierarchy, with `limits` set."""
-        name = f"sprout-{os.getpid()}-{secrets.token_hex(4)}"
-        made: dict[str, str] = {}
-        group = cls([])
+    def create(cls, limits: CgroupLimits | None, found: CgroupSupport) -> SandboxCgroup:
+        """A fresh cgroup under sprout's own in each hierarchy, with `limits` set; None sets
+        none yet, for a spare (backends/spares.py) whose sandbox sets its own (`limit`)."""
+        group = cls(f"sprout-{os.getpid()}-{secrets.token_hex(4)}", found)
         try:
-            for controller in CONTROLLERS:
-                parent = found.parents.get(controller)
-                if parent is None:
-                    continue
-                directory = made.get(parent) or os.path.join(parent, name)
-                if parent not in made:
-                    os.mkdir(directory)
-                    made[parent] = directory
-                    group.directories.append(directory)
-                for file, value in _limit_files(controller, found.versions[controller], limits):
-                    if file == "memory.memsw.limit_in_bytes" or file == "memory.swap.max":
-                        with contextlib.suppress(FileNotFoundError):  # no swap accounting
-                            _write(directory, file, value)
-                        continue
-                    _write(directory, file, value)
+            for parent in dict.fromkeys(found.parents.values()):  # a v2 hierarchy serves several
+                os.mkdir(os.path.join(parent, group.name))
+                group.directories.append(os.path.join(parent, group.name))
+            if limits is not None:
+                group.limit(limits)
         except BaseException:
             group.remove()
             raise
         return group
+
+    def limit(self, limits: CgroupLimits) -> None:
+        """Write `limits`, before anything of the sandbox's runs inside (its launcher alone
+        may be there: it runs nothing until its sandbox's first call)."""
+        for controller in CONTROLLERS:
+            parent = self.found.parents.get(controller)
+            if parent is None:
+                continue
+            directory = os.path.join(parent, self.name)
+            for file, value in _limit_files(controller, self.found.versions[controller], limits):
+                if file == "memory.memsw.limit_in_bytes" or file == "memory.swap.max":
+                    with contextlib.suppress(FileNotFoundError):  # no swap accounting
+                        _write(directory, file, value)
+                    continue
+                _write(directory, file, value)
 
     def remove(self) -> None:
         """Remove the directories, waiting briefly for a killed call's processes to go."""

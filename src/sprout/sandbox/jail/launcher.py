@@ -4,15 +4,15 @@ Every call's helper used to be started by sprout and to join the sandbox's cgrou
 own, and on cgroup v1 a join waits for an RCU grace period of the kernel's whenever no
 other join came just before: 10-15 ms on about one call in ten here, most of the tail of a
 call's latency. The launcher (`sprout-box --launcher`, box.c) joins them once, at the
-sandbox's first call, and runs each call in a child of its own (a fork, no exec: the
-launcher is the helper), so the call is born inside them and joins nothing; the call checks
-that it is inside (`--in-cgroup`) before it runs the command. The launcher also keeps the
-sandbox's mounted root between calls (`forget_root`). It lives as long as its socket:
-when sprout closes the sandbox, or dies, it ends, and every call still running with it.
-Nothing inside a sandbox can see or signal it (it is outside every call's PID namespace),
-but the OOM killer of the sandbox's memory cgroup can pick it as any process inside: the
-call in flight then ends as killed, and the sandbox starts another launcher at its next
-call.
+sandbox's first call or ahead of it as a spare (backends/spares.py), and runs each call in
+a child of its own (a fork, no exec: the launcher is the helper), so the call is born
+inside them and joins nothing; the call checks that it is inside (`--in-cgroup`) before it
+runs the command. The launcher also keeps the sandbox's mounted root between calls
+(`forget_root`). It lives as long as its socket: when sprout closes the sandbox, or dies,
+it ends, and every call still running with it. Nothing inside a sandbox can see or signal
+it (it is outside every call's PID namespace), but the OOM killer of the sandbox's memory
+cgroup can pick it as any process inside: the call in flight then ends as killed, and the
+sandbox starts another launcher at its next call.
 """
 
 from __future__ import annotations
@@ -214,10 +214,14 @@ class Launcher:
             return self._channel.recv(4096).decode(errors="replace").strip()
         return ""
 
-    def close(self) -> None:
-        """End the launcher (end of file on its socket) and wait until it has gone, so that
-        its cgroups can be removed; calls still running end with it."""
+    def end(self) -> None:
+        """Tell the launcher to end (end of file on its socket): calls still running end with
+        it, and the root it keeps goes when it has gone (`close` waits for that)."""
         self._channel.close()
+
+    def close(self) -> None:
+        """End the launcher and wait until it has gone, and the root it kept with it."""
+        self.end()
         try:
             self.process.wait(timeout=EXIT_TIMEOUT_S)
         except subprocess.TimeoutExpired:

@@ -1,11 +1,11 @@
 """A sandbox's network: a namespace of its own, held for the sandbox's life, under a policy.
 
-Every sandbox gets one network namespace, held by `sprout-box --hold-network`; each call
-joins it (box.c's --netns-fd). As root it is owned by host root; rootless, by a user
-namespace of the holder's, inside which each call makes its own (--userns-fd). Either way
-root inside holds no CAP_NET_ADMIN over it and can change none of its addresses, routes or
-firewall rules. A fork gets a namespace of its own; closing the sandbox ends its holder and
-stack.
+Every sandbox gets one network namespace, held by `sprout-box --hold-network`, made at its
+first call or ahead of it as a spare (backends/spares.py); each call joins it (box.c's
+--netns-fd). As root it is owned by host root; rootless, by a user namespace of the
+holder's, inside which each call makes its own (--userns-fd). Either way root inside holds
+no CAP_NET_ADMIN over it and can change none of its addresses, routes or firewall rules. A
+fork gets a namespace of its own; closing the sandbox ends its holder and stack.
 
 Policies, as Harbor names them:
 - `none`: loopback only.
@@ -30,19 +30,20 @@ host's; the user-mode stack changes nothing on the host and dies with its sandbo
 
 from __future__ import annotations
 
+import functools
 import ipaddress
-import json
 import os
 import select
 import socket
 import subprocess
 import tempfile
-import threading
 from dataclasses import dataclass
 from typing import Literal
 
+from sprout.sandbox import teardown
 from sprout.sandbox.errors import BadArgument, SandboxSetupFailed, SandboxUnavailable
 from sprout.sandbox.jail.system_tools import system_tool
+from sprout.sandbox.network.addresses import ipv4_addresses
 from sprout.sandbox.network.dns_filter import LISTEN, DnsFilter, nft_allow
 from sprout.sandbox.network.policy import REFUSED_V4, Allowlist, Network
 
@@ -80,25 +81,6 @@ def missing_tools(policy: Policy) -> list[str]:
     return [package for tool, package in wanted.items() if system_tool(tool) is None]
 
 
-def host_addresses() -> list[str]:
-    """Every address of this machine's own interfaces (IPv4 and IPv6), as `ip` lists them."""
-    try:
-        listed = subprocess.run(
-            [system_tool("ip") or "ip", "-j", "addr", "show"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError) as error:
-        raise SandboxSetupFailed(f"listing this machine's addresses with ip: {error}") from None
-    found = []
-    for interface in json.loads(listed or "[]"):
-        for address in interface.get("addr_info", []):
-            if address.get("local"):
-                found.append(str(address["local"]))
-    return found
-
-
 def refuse_addresses(addresses: list[str]) -> None:
     """Add `addresses` to REFUSE_ENV, for every sandbox this process opens from now on. What
     the variable held is read (and so checked) first, even with no address to add: a run
@@ -124,6 +106,14 @@ def refused_by_run() -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def firewall_refuses() -> tuple[str, ...]:
+    """What a firewall written now refuses beyond REFUSED_V4: this machine's IPv4 addresses
+    and the run's (REFUSE_ENV), each once, sorted. (IPv6 is refused whole, whatever this
+    machine's IPv6 addresses are.) A spare network whose firewall was written from another
+    answer is stale (`SandboxNetwork.usable`)."""
+    return tuple(sorted({*ipv4_addresses(), *refused_by_run()}))
+
+
 def _tool(name: str) -> str:
     """`name`'s path; missing_tools has checked it is there."""
     return system_tool(name) or name
@@ -144,11 +134,10 @@ def _stack_argv(netns: str, ready_fd: int, exit_fd: int, owner: list[str]) -> li
     ]  # fmt: skip
 
 
-def ruleset(own: list[str], allowlist: Allowlist | None = None) -> str:
+def ruleset(own: tuple[str, ...], allowlist: Allowlist | None = None) -> str:
     """The nftables tables of `public` (`allowlist` None) or of that allow-list, for the
-    sandbox's namespace; `own` are this machine's addresses and the run's refused ones."""
-    own_v4 = sorted({a for a in own if ":" not in a})
-    refused = ", ".join([*REFUSED_V4, *own_v4])
+    sandbox's namespace; `own` is what `firewall_refuses` answered."""
+    refused = ", ".join([*REFUSED_V4, *own])
     if allowlist is None:
         resolver = STACK_DNS
         dns = f"ip daddr {STACK_DNS} meta l4proto {{ tcp, udp }} th dport 53 accept"
@@ -215,6 +204,9 @@ class SandboxNetwork:
     """Our end of the pipe the stack watches (its --exit-fd): closing it ends the stack."""
     resolver: DnsFilter | None = None
     """The resolver of `allowlist`."""
+    refuses: tuple[str, ...] | None = None
+    """What its firewall refuses beyond REFUSED_V4 (`firewall_refuses` when it was written);
+    None without a firewall."""
 
     @classmethod
     def start(cls, helper: str, setting: Network, rootless: bool = False) -> SandboxNetwork:
@@ -256,6 +248,16 @@ class SandboxNetwork:
             network.close()
             raise
         return network
+
+    @property
+    def usable(self) -> bool:
+        """Whether its processes still run and its firewall still refuses what one written
+        now would: this machine's addresses and the run's refusals may have changed since
+        (checked before a spare, made earlier, is given to a sandbox)."""
+        processes = [self.holder] if self.stack is None else [self.holder, self.stack]
+        if any(process.poll() is not None for process in processes):
+            return False
+        return self.refuses is None or self.refuses == firewall_refuses()
 
     @property
     def path(self) -> str:
@@ -328,7 +330,8 @@ class SandboxNetwork:
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                 )
-                rules = ruleset(host_addresses() + refused_by_run(), allowlist)
+                self.refuses = firewall_refuses()
+                rules = ruleset(self.refuses, allowlist)
                 said, _ = firewall.communicate(rules.encode(), timeout=START_TIMEOUT_S)
                 if firewall.returncode != 0:
                     raise SandboxSetupFailed(
@@ -347,8 +350,8 @@ class SandboxNetwork:
 
     def close(self) -> None:
         """End the stack and the holder; the namespace goes with the last of them. The
-        kernel takes 15-30 ms to tear the stack's device down: they are reaped by a thread
-        of their own, not on the caller's time."""
+        kernel takes 15-30 ms to tear the stack's device down: they are reaped on the
+        teardown thread (sandbox/teardown.py), not on the caller's time."""
         if self.resolver is not None:
             self.resolver.close()
             self.resolver = None
@@ -362,7 +365,7 @@ class SandboxNetwork:
         for process in (self.stack, self.holder):
             if process is not None:
                 process.kill()  # neither holds anything to flush
-                threading.Thread(target=_reap, args=(process,), daemon=True).start()
+                teardown.later(functools.partial(_reap, process))
 
 
 def _reap(process: subprocess.Popen[bytes]) -> None:
