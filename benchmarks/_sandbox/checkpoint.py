@@ -2,8 +2,9 @@
 
 The seal (`checkpoint()` on a durable=False store) after a small turn in a small and
 in a big workdir, which should not differ: sealing renames, it copies nothing; the
-durability flush (`flush_tree`) beside a plain fsync of as many bytes; and a default
-durable checkpoint end to end.
+durability flush (`flush_tree`, what a store without syncfs does) beside a plain fsync of
+as many bytes; and a default durable checkpoint until it returns (sealed; its flush runs
+beside the next turn, section 0 times it).
 """
 
 import os
@@ -132,7 +133,8 @@ def _rows(found: dict[str, Any], small: Env, big: Env) -> list[Row]:
         ),
         Row(
             SECTION,
-            "checkpoint() with durable=True (the default), same turn",
+            "checkpoint() with durable=True (the default), same turn: returned, sealed "
+            "(its flush runs beside the next turn: section 0)",
             fmt_ms(p50(s_durable)),
             fmt_ms(p90(s_durable)),
             f"seal alone {fmt_ms(p50(s_small))}",
