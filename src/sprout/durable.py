@@ -59,21 +59,21 @@ def file_lock(path: str | os.PathLike[str], *, shared: bool = False) -> Iterator
         yield
 
 
-def fsync_directory(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+def _fsync(path: str, flags: int) -> None:
+    fd = os.open(path, os.O_RDONLY | flags)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_directory(path: str) -> None:
+    _fsync(path, os.O_DIRECTORY)
 
 
 def fsync_file(path: str) -> None:
     """fsync the file at `path` (not a link's target: a link fails with ELOOP)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _fsync(path, os.O_NOFOLLOW)
 
 
 def flush_tree(root: str, *, files: bool = True) -> None:

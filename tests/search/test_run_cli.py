@@ -253,10 +253,9 @@ def _holds_run(out: Path) -> bool:
         )
 
 
-@pytest.mark.slow
-def test_a_run_killed_at_random_instants_decides_as_an_uninterrupted_run(tmp_path: Path) -> None:
-    """oracle-noise draws by the place of each turn in the tree, never by a counter kept in
-    memory: a run killed and resumed again and again ends with the same tree."""
+def _noisy_run_started_straight(tmp_path: Path) -> list[str]:
+    """The command of a run of a slow two-edit task with a noisy oracle, once it has run
+    uninterrupted to tmp_path/straight (what a killed and resumed run must decide alike)."""
     require_host_image()
     two_edits_task(tmp_path / "tasks", slow_step=0.15)
     model = "oracle-noise:p=0.4,seed=5"
@@ -264,6 +263,14 @@ def test_a_run_killed_at_random_instants_decides_as_an_uninterrupted_run(tmp_pat
     base += ["--method", "pass@2,sprout", "--workers", "1", "--quiet"]
     straight = subprocess.run([*base, "--out", str(tmp_path / "straight")], capture_output=True)
     assert straight.returncode == 0, straight.stderr
+    return base
+
+
+@pytest.mark.slow
+def test_a_run_killed_at_random_instants_decides_as_an_uninterrupted_run(tmp_path: Path) -> None:
+    """oracle-noise draws by the place of each turn in the tree, never by a counter kept in
+    memory: a run killed and resumed again and again ends with the same tree."""
+    base = _noisy_run_started_straight(tmp_path)
     out = tmp_path / "killed"
     kills = 0
     for instant in (1.2, 0.7, 1.9, 0.4, 1.3, 0.9, 2.5, 3.5):
@@ -298,13 +305,7 @@ def test_a_run_killed_before_a_checkpoints_flush_recorded_only_checkpoints_on_di
     """A kill -9 while a sealed checkpoint's flush is held (a crash of the machine would lose
     that checkpoint): sprout.db names only checkpoints that reached the disk, each of them
     opens, and --resume ends as the same run uninterrupted does."""
-    require_host_image()
-    two_edits_task(tmp_path / "tasks", slow_step=0.15)
-    model = "oracle-noise:p=0.4,seed=5"
-    base = [sys.executable, "-m", "sprout.cli", "run", str(tmp_path / "tasks"), "--model", model]
-    base += ["--method", "pass@2,sprout", "--workers", "1", "--quiet"]
-    straight = subprocess.run([*base, "--out", str(tmp_path / "straight")], capture_output=True)
-    assert straight.returncode == 0, straight.stderr
+    base = _noisy_run_started_straight(tmp_path)
     flush = HeldFlush(tmp_path / "hook")
     out = tmp_path / "killed"
     with open(tmp_path / "killed.err", "w") as errors:

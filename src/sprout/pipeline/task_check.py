@@ -373,14 +373,25 @@ def scratch_run_folder(parent: str | Path | None = None) -> Iterator[Path]:
         _remove_scratch(folder)
 
 
+REMOVE_TRIES = 5
+"""How often a temporary run folder is removed before it is left to the next check: an
+interrupted run's last threads may still write a file (an attempt commits the turn it
+held once its flush is done) while the folder goes."""
+
+
 def _remove_scratch(folder: Path) -> None:
     """Remove a temporary run folder, its owner file last: interrupted half-way, what is
     left still says whose it was, for the next check to finish the job."""
-    with contextlib.suppress(OSError):
-        remove_store_with_link(folder / "run" / "layers")  # on sprout's store filesystem
-        for entry in sorted(folder.iterdir(), key=lambda entry: entry.name == OWNER_FILE):
-            if entry.is_dir() and not entry.is_symlink():
-                remove_tree(str(entry))
-            else:
-                entry.unlink()
-        folder.rmdir()
+    for attempt in range(REMOVE_TRIES):
+        if attempt:
+            time.sleep(0.2)
+        with contextlib.suppress(OSError):
+            remove_store_with_link(folder / "run" / "layers")  # on sprout's store filesystem
+            for entry in sorted(folder.iterdir(), key=lambda entry: entry.name == OWNER_FILE):
+                if entry.is_dir() and not entry.is_symlink():
+                    remove_tree(str(entry))
+                else:
+                    entry.unlink()
+            folder.rmdir()
+        if not folder.exists():
+            return

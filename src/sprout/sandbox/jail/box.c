@@ -766,23 +766,29 @@ static int open_namespace(const char *name) {
     return fd;
 }
 
-/* The namespaces `fds` (user, mnt, uts) and their key, to the launcher's view socket. */
-static void send_view(int share, const char *key, const int fds[3]) {
-    struct iovec iov = {(void *)key, strlen(key) + 1};
-    union { char buf[CMSG_SPACE(sizeof(int) * 3)]; struct cmsghdr align; } control;
+/* `size` bytes of `data` and `n` (at most 4) descriptors, in one message on `socket_fd`;
+ * -1 when it could not be sent whole. */
+static int send_fds(int socket_fd, const void *data, size_t size, const int *fds, int n) {
+    struct iovec iov = {(void *)data, size};
+    union { char buf[CMSG_SPACE(sizeof(int) * 4)]; struct cmsghdr align; } control;
     struct msghdr message;
     struct cmsghdr *header;
     memset(&message, 0, sizeof message);
     message.msg_iov = &iov;
     message.msg_iovlen = 1;
     message.msg_control = control.buf;
-    message.msg_controllen = sizeof control.buf;
+    message.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
     header = CMSG_FIRSTHDR(&message);
     header->cmsg_level = SOL_SOCKET;
     header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int) * 3);
-    memcpy(CMSG_DATA(header), fds, sizeof(int) * 3);
-    if (sendmsg(share, &message, MSG_NOSIGNAL) < 0) die("share the sandbox's root");
+    header->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+    memcpy(CMSG_DATA(header), fds, sizeof(int) * (size_t)n);
+    return sendmsg(socket_fd, &message, MSG_NOSIGNAL) == (ssize_t)size ? 0 : -1;
+}
+
+/* The namespaces `fds` (user, mnt, uts) and their key, to the launcher's view socket. */
+static void send_view(int share, const char *key, const int fds[3]) {
+    if (send_fds(share, key, strlen(key) + 1, fds, 3) < 0) die("share the sandbox's root");
 }
 
 /* The sandbox's root, made here: its user namespace (as root, made for it; rootless, this
@@ -1012,27 +1018,13 @@ static int bind_udp(const char *address, const char *port, const char *via) {
     int channel = parse_fd("--bind-udp", via);
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     char byte = '.';
-    struct iovec iov = {&byte, 1};
-    union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
-    struct msghdr message;
-    struct cmsghdr *header;
     if (fd < 0) die("socket");
     memset(&at, 0, sizeof at);
     at.sin_family = AF_INET;
     at.sin_port = htons((uint16_t)parse_number("--bind-udp", port));
     if (inet_pton(AF_INET, address, &at.sin_addr) != 1) { errno = EINVAL; die("--bind-udp %s", address); }
     if (bind(fd, (struct sockaddr *)&at, sizeof at) < 0) die("bind %s:%s", address, port);
-    memset(&message, 0, sizeof message);
-    message.msg_iov = &iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control.buf;
-    message.msg_controllen = sizeof control.buf;
-    header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(header), &fd, sizeof fd);
-    if (sendmsg(channel, &message, 0) != 1) die("send the bound socket");
+    if (send_fds(channel, &byte, 1, &fd, 1) < 0) die("send the bound socket");
     return 0;
 }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -55,12 +56,22 @@ class Freed:
         return bool(self.layers or self.debris)
 
 
+LOCK_TRIES = 10
+"""Tries for GC's lock, 50 ms apart: a process that sweeps the store filesystem for orphaned
+stores (storefs.owners) holds each store's lock for an instant, and is no user of it."""
+
+
 @contextlib.contextmanager
 def _collecting(store: StoreView) -> Iterator[None]:
     """Held while GC runs: no other process has the store claimed, none can claim it."""
     path = os.path.join(store.path, "lock")
     try:
         held = try_lock(path)
+        for _ in range(LOCK_TRIES - 1):  # another process may probe the lock for an instant
+            if held is not None:
+                break
+            time.sleep(0.05)
+            held = try_lock(path)
     except OSError as error:
         raise SandboxError(f"{store.path}: cannot lock it for GC ({error.strerror})") from None
     if held is None:
