@@ -8,6 +8,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import functools
 import os
 import tempfile
 import threading
@@ -90,13 +91,18 @@ def flush_tree(root: str, *, files: bool = True) -> None:
         fsync_directory(directory)
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def syncfs(fd: int) -> bool:
     """Write back everything of the filesystem holding open file `fd` (syncfs(2)): one call
     in place of an fsync per file. False where the C library or the kernel has none (the
     caller fsyncs file by file instead); OSError when the write-back failed (EIO, ENOSPC:
     since Linux 5.8, any write-back error of the filesystem not reported through `fd` yet,
     whichever file it hit)."""
-    function = getattr(ctypes.CDLL(None, use_errno=True), "syncfs", None)
+    function = getattr(_libc(), "syncfs", None)
     if function is None:
         return False
     if function(fd) != 0:

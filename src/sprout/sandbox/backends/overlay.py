@@ -296,10 +296,10 @@ class OverlayBackend:
         self._cap(sandbox)
 
     def _forget_root(self) -> None:
-        """Unmount the root the launcher keeps before sprout changes what it mounts: a
-        layer it writes is sealed, or sprout writes into it (`put`). An overlay whose upper
-        changes beneath it may show stale entries, and a sealed layer must not stay mounted
-        for writing while forks mount it as a lower."""
+        """Drop the root the launcher keeps when sprout changes what it mounts: a layer it
+        writes is sealed, or sprout writes into it (`put`). An overlay whose upper changes
+        beneath it may show stale entries, and a sealed layer must not stay mounted for
+        writing (overlayfs warns when a fork mounts it as a lower meanwhile)."""
         if self.launcher is not None and self.launcher.alive:
             self.launcher.forget_root()
 

@@ -165,9 +165,10 @@ class Launcher:
         return LaunchedCall(ours, open(read_end, "rb", buffering=0))
 
     def forget_root(self) -> None:
-        """Have the launcher drop the sandbox's mounted root (box.c's view) and wait until it
-        has: sprout is about to seal or write the upper layer that root has mounted, so the
-        next call mounts the layers afresh. A launcher that is gone took the root with it."""
+        """Have the launcher drop the sandbox's mounted root (box.c's view), and wait for its
+        answer: from then on no call it starts enters that root (the next mounts the layers
+        afresh), and it unmounts the old one beside what sprout does next (seal, or write
+        the upper layer). A launcher that is gone took the root with it."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._send([], {}, {}, theirs.fileno())
