@@ -51,7 +51,7 @@ test: install harbor-venv swesmith-venv
 	  SPROUT_LLAMA_SERVER=$$(PYTHON=$(BIN)/python scripts/llama-server || true) \
 	  SPROUT_HARBOR_PYTHON=$$(test -f $(HARBOR_STAMP) && echo $(HARBOR_VENV)/bin/python) \
 	  SPROUT_SWESMITH_PYTHON=$(SWESMITH_VENV)/bin/python \
-	  $(PYTEST_ENV) $(BIN)/pytest -rs -n $(TEST_WORKERS) --dist loadfile --durations=25
+	  $(PYTEST_ENV) $(BIN)/pytest -rfEs -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 bench: install
 	$(BIN)/sprout bench sandbox --out bench-results/sandbox.json
