@@ -23,7 +23,7 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
-"$BIN/python" -m tests.train.smollm2 "$WORK/smollm2" >/dev/null
+"$BIN/python" -m tests.support.smollm2 "$WORK/smollm2" >/dev/null
 "$VLLM" serve "$WORK/smollm2" --served-model-name smollm2 --host 127.0.0.1 --port "$PORT" \
   --max-model-len 4096 --dtype float32 --enable-prefix-caching \
   --enable-prompt-tokens-details >"$WORK/vllm.log" 2>&1 &

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from sprout.sandbox.layers import flusher
 from tests.support.nobody import NOBODY, as_nobody
 from tests.support.requirements import require_host_image
 
@@ -61,6 +62,13 @@ def own_image(nobody_dir: Path, minimal_rootfs: Path) -> Path:
     return image
 
 
+def unmount_test_filesystem(mount_point: Path) -> None:
+    """Unmount a test's own filesystem (its loop device goes too) once the flusher holds
+    nothing of it open: a checkpoint's flush may still run when its test ends."""
+    assert flusher.drain(timeout=120), f"layers on {mount_point} still flushing after 120 s"
+    subprocess.run(["umount", str(mount_point)], check=True)
+
+
 def loop_btrfs(tmp_path: Path, *, quotas: bool) -> Iterator[Path]:
     """A btrfs filesystem on a loop image of this test's own, unmounted after."""
     require_host_image()
@@ -77,7 +85,7 @@ def loop_btrfs(tmp_path: Path, *, quotas: bool) -> Iterator[Path]:
             subprocess.run(["btrfs", "quota", "enable", str(mount_point)], check=True)
         yield mount_point
     finally:
-        subprocess.run(["umount", str(mount_point)], check=True)  # the loop device goes too
+        unmount_test_filesystem(mount_point)
 
 
 def loop_xfs(tmp_path: Path) -> Iterator[Path]:
@@ -96,7 +104,7 @@ def loop_xfs(tmp_path: Path) -> Iterator[Path]:
     try:
         yield mount_point
     finally:
-        subprocess.run(["umount", str(mount_point)], check=True)
+        unmount_test_filesystem(mount_point)
 
 
 @pytest.fixture(params=["btrfs", "xfs"])

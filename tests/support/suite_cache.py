@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from sprout.durable import cache_dir
+from sprout.sandbox.layers import flusher
 from sprout.sandbox.storefs import btrfs
 from tests.support import smollm2
 
@@ -79,7 +80,8 @@ def store_filesystems(under: Path) -> list[str]:
 
 def unmount_store_filesystems(under: Path) -> None:
     """Unmount every store filesystem under `under` and detach the loop device of its
-    image, by their own names."""
+    image, by their own names, once the flusher holds none of them open."""
+    flusher.drain(timeout=120)
     for point in store_filesystems(under):
         if subprocess.run(["umount", point], capture_output=True).returncode != 0:
             subprocess.run(["umount", "-l", point], check=True)  # a straggler still in it

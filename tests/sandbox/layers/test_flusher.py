@@ -179,3 +179,14 @@ def test_without_syncfs_each_layer_is_fsynced_file_by_file(
 
     assert layers.wait_durable(layer_id, timeout=WAIT_S)
     assert synced == [layers.diff_dir(layer_id), f"{layers.meta_dir}/{layer_id}.json"]
+
+
+def test_drain_waits_until_no_flush_holds_the_filesystem_open(tmp_path, held):
+    """A caller that unmounts a store's filesystem drains first: a flush still running holds
+    a descriptor there (syncfs), and the unmount would find the filesystem busy."""
+    layers = store(tmp_path / "store")
+    seal(layers)
+    assert held.entered.wait(WAIT_S)
+    assert not flusher.drain(timeout=0.2), "drain returned while a flush ran"
+    held.release.set()
+    assert flusher.drain(timeout=WAIT_S)

@@ -59,6 +59,7 @@ class Flusher:
         """Layers waiting for their flush, and those whose flush failed (kept, so that each
         later wait for them fails too); a layer flushed well is dropped."""
         self._thread: threading.Thread | None = None
+        self._flushing = False
 
     def submit(self, key: Key, fallback: Callable[[], None], below: Key | None) -> None:
         """Flush layer `key` with the next batch; `below` is the layer it stacks on."""
@@ -89,14 +90,23 @@ class Flusher:
                 raise FlushFailed(*key, flush.error)
         return True
 
+    def idle(self, timeout: float | None) -> bool:
+        """Whether every layer handed over so far got its flush within `timeout` seconds: the
+        thread then holds nothing of the filesystem open."""
+        with self._lock:
+            return self._lock.wait_for(lambda: not self._queue and not self._flushing, timeout)
+
     def _run(self) -> None:
         while True:
             with self._lock:
                 while not self._queue:
                     self._lock.wait()
                 batch, self._queue = self._queue, []
+                self._flushing = True
             _flush(batch)
             with self._lock:
+                self._flushing = False
+                self._lock.notify_all()
                 for flush in batch:  # in the order handed over: what a layer stands on first
                     if flush.error is None and flush.below is not None:
                         flush.error = flush.below.error
@@ -148,6 +158,20 @@ def _flusher_of(path: str) -> Flusher:
         if device not in _flushers:
             _flushers[device] = Flusher()
         return _flushers[device]
+
+
+def drain(timeout: float | None = None) -> bool:
+    """Wait until every layer this process handed over has had its flush (or failed it);
+    False if `timeout` seconds passed first. Until then a flusher holds its filesystem open
+    (syncfs needs a descriptor there): a caller that unmounts one drains first."""
+    with _flushers_lock:
+        flushers = list(_flushers.values())
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for flusher in flushers:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not flusher.idle(left):
+            return False
+    return True
 
 
 class StoreFlushes:
