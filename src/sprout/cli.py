@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sprout import __version__
 from sprout.commands import doctor as doctor_command
+from sprout.commands import export as export_command
 from sprout.commands import gc as gc_command
 from sprout.commands import image as image_command
 from sprout.commands import mini_batch as mini_batch_command
@@ -125,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor_command.add_parser(commands)
     gc_command.add_parser(commands)
     image_command.add_parser(commands)
+    export_command.add_parser(commands)
     train_commands.add_parsers(commands)
     tasks_commands.add_parser(commands)
     return parser

@@ -55,12 +55,14 @@ def test_an_unknown_spec_has_no_capabilities():
         spec_capabilities("gpt-4")
 
 
-NEEDS_A_MODEL_FOLDER = {
+BUILT_ELSEWHERE = {
     "hf/": "hf/m: m is not a folder",
     "sglang/": "as tokenizer in the [model] table",
+    "verl/": "reached only from inside verl's `sprout` agent loop",
 }
-"""Kinds whose client cannot be built without a model folder here: their own builder says
-what is missing (`hf/<path>` is tried for real in tests/train)."""
+"""Kinds whose client cannot be built here: without a model folder, or outside verl's agent
+loop (which builds it on verl's servers); their own builder says what is missing (`hf/<path>`
+is tried for real in tests/train, `verl/` in tests/integrations/verl)."""
 
 
 @pytest.mark.parametrize("prefix", list(MODELS))
@@ -72,8 +74,8 @@ def test_every_kind_of_model_builds_its_client_and_answers_its_capabilities(pref
     assert model_kind(spec) is kind
     assert spec_capabilities(spec) == kind.client().capabilities
     given = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "steps": ["true"]}
-    if prefix in NEEDS_A_MODEL_FOLDER:
-        with pytest.raises(ModelError, match=re.escape(NEEDS_A_MODEL_FOLDER[prefix])):
+    if prefix in BUILT_ELSEWHERE:
+        with pytest.raises(ModelError, match=re.escape(BUILT_ELSEWHERE[prefix])):
             resolve_model(spec, **given)
         return
     model = resolve_model(spec, **given)

@@ -1,4 +1,4 @@
-"""`sprout train`, `sprout train step` and `sprout export`: from the tree to the learner."""
+"""`sprout train` and `sprout train step`: from the tree to the learner."""
 
 from __future__ import annotations
 
@@ -27,8 +27,6 @@ from sprout.commands.workers import add_workers_argument, workers
 from sprout.errors import BAD_INPUT
 from sprout.runfolder import RunFolder
 from sprout.train.batching import LearnerError
-from sprout.train.credit import CREDITS
-from sprout.train.export import FORMATS
 
 if TYPE_CHECKING:
     from sprout.pipeline.rollout_server import RolloutServer
@@ -42,43 +40,6 @@ if TYPE_CHECKING:
 
 
 def add_parsers(commands: Any) -> None:
-    export = commands.add_parser(
-        "export",
-        help="write a run's GRPO groups as training records for verl, TRL or sprout (jsonl)",
-        description="Build the token-exact samples of every finished group of RUN (a task's "
-        "rollouts under one method) with their advantages, and write them to FILE as JSON "
-        "Lines records of --format (docs/training.md shows how each trainer loads them).",
-    )
-    export.add_argument("run", metavar="RUN", help="run folder (holds sprout.db)")
-    export.add_argument("--format", required=True, choices=FORMATS, help="the records' format")
-    export.add_argument("--out", required=True, metavar="FILE", help="the .jsonl file to write")
-    export.add_argument(
-        "--method",
-        action="append",
-        metavar="NAME",
-        help="export only this method's groups (repeatable; default: every method)",
-    )
-    export.add_argument(
-        "--credit",
-        default="grpo",
-        choices=CREDITS,
-        help="how advantages are computed (default grpo)",
-    )
-    export.add_argument(
-        "--no-starting-turn",
-        action="store_true",
-        help="do not train the reviewer-written starting turns (default: trained)",
-    )
-    export.add_argument(
-        "--max-length", type=int, metavar="N", help="refuse samples longer than N tokens"
-    )
-    export.add_argument(
-        "--drop-overlong",
-        action="store_true",
-        help="with --max-length: leave longer samples out (named) instead of refusing",
-    )
-    export.set_defaults(func=cmd_export)
-
     train = commands.add_parser(
         "train",
         help="train a local model: rollouts, samples and a learner step, --steps times "
@@ -101,25 +62,6 @@ def add_parsers(commands: Any) -> None:
     )
     train_step.add_arguments(step)
     step.set_defaults(func=cmd_train_step, name="train step")
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    from sprout.pipeline.export import export_run
-
-    path, report = export_run(
-        args.run,
-        args.format,
-        args.out,
-        methods=args.method or None,
-        credit=args.credit,
-        train_starting_turn=not args.no_starting_turn,
-        max_length=args.max_length,
-        overlong="drop" if args.drop_overlong else "error",
-    )
-    print(f"{report.describe()}\n{args.format} records: {path}")
-    for line in (*report.unfinished, *report.dropped):
-        print(f"  left out: {line}", file=sys.stderr)
-    return 0
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -31,15 +31,26 @@ class HFTokenizer:
     """The tokenizer (with its chat template) of the model folder `path`, called `name` in
     messages: text to ids and back, conversations rendered, a reply's end-of-turn token."""
 
-    def __init__(self, path: Path, name: str) -> None:
+    def __init__(self, path: Path, name: str, *, loaded: Any = None) -> None:
+        """`loaded`: the tokenizer of `path` when the caller holds it already (`of`)."""
         self.path = path
         self.name = name
         self._lock = threading.RLock()
         """One call at a time: the tokenizer is not safe to share across threads (nor is the
         module of a model built on this)."""
-        self.tokenizer = load_tokenizer(path, name)
+        self.tokenizer = (
+            load_tokenizer(path, name) if loaded is None else with_template(loaded, path, name)
+        )
         self.end_of_turn_id = self._end_of_turn()
         self._fingerprint = tokenizer_fingerprint(self.tokenizer)
+
+    @staticmethod
+    def of(tokenizer: Any, name: str) -> HFTokenizer:
+        """The `HFTokenizer` of a tokenizer already loaded (a trainer such as verl hands its
+        rollout code the one it loaded): loading its folder again would cost time and could
+        pick up files other than those the trainer tokenizes with."""
+        path = Path(str(getattr(tokenizer, "name_or_path", "") or "."))
+        return HFTokenizer(path, name, loaded=tokenizer)
 
     def tokenizer_fingerprint(self) -> dict[str, Any]:
         """This model's tokenizer fingerprint (see `tokenizer_fingerprint`), with the model name."""
@@ -109,6 +120,34 @@ class HFTokenizer:
         return int(eos)
 
 
+class LocalTemplate:
+    """The text half of a `TokenServer` whose server is sent ids only (SGLang's `/generate`,
+    verl's `generate`): the model's template and tokenizer applied here, by `tokenizer`."""
+
+    kind: str
+    base_url: str
+    tokenizer: HFTokenizer
+
+    def render(self, messages: list[Message]) -> str:
+        return self.tokenizer.render(messages)
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(ids)
+
+    def end_of_turn(self) -> int:
+        return self.tokenizer.end_of_turn_id
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {
+            **self.tokenizer.tokenizer_fingerprint(),
+            "server": self.kind,
+            "base_url": self.base_url,
+        }
+
+
 def load_tokenizer(path: Path, name: str) -> Any:
     """The tokenizer of the model folder `path`; a `ModelError` naming it when there is none,
     or when it has no chat template."""
@@ -131,6 +170,12 @@ def load_tokenizer(path: Path, name: str) -> Any:
         raise ModelError(
             "bad_input", f"{name}: cannot load the tokenizer in {path}: {first_line(error)}"
         ) from None
+    return with_template(tokenizer, path, name)
+
+
+def with_template(tokenizer: Any, path: Path, name: str) -> Any:
+    """`tokenizer` (of the folder `path`), or a `ModelError` naming it when it has no chat
+    template: a conversation cannot be rendered without one."""
     if not getattr(tokenizer, "chat_template", None):
         raise ModelError(
             "bad_input",

@@ -125,6 +125,11 @@ class LlamaCppServer:
                 f"{self.base_url}/completion: no tokens or completion_probabilities in "
                 f"{json.dumps(sorted(reply))[:200]}",
             )
+        if reply.get("stop_type") == "limit" and len(probs) < len(ids):
+            # llama.cpp sends a token's probability with its text, and the text of a character
+            # the length limit cut in two never comes: those last ids are left out, and the
+            # cut reply ends before the character (what is kept is what it sampled).
+            ids = ids[: len(probs)]
         try:
             logprobs = [float(p["logprob"]) for p in probs]
             pieces = [str(p.get("token", "")) for p in probs]

@@ -147,6 +147,15 @@ def _token_server_client() -> type[TokenServerModel]:
     return TokenServerModel
 
 
+def _verl(spec: str, args: ModelArgs) -> Model:
+    raise ModelError(
+        "bad_input",
+        f"--model {spec}: a verl/ model is verl's own servers, reached only from inside verl's "
+        "`sprout` agent loop (docs/integrations.md); from the command line use vllm/, "
+        "sglang/ or llamacpp/ with --base-url",
+    )
+
+
 ServerMaker = Callable[["JsonServer", str, str, ModelConfig], "TokenServer"]
 """(the server's HTTP client, the model's name, the spec, the `[model]` table) -> the
 server's token-in, token-out protocol."""
@@ -217,6 +226,7 @@ MODELS: dict[str, ModelKind] = {
     "sglang/": ModelKind("sglang/<name>", _token_server_client, _token_server(_sglang)),
     "llamacpp/": ModelKind("llamacpp/<name>", _token_server_client, _token_server(_llamacpp)),
     "hf/": ModelKind("hf/<path>", _hf_client, _hf, loads=True),
+    "verl/": ModelKind("verl/<name> (inside verl's agent loop)", _token_server_client, _verl),
     "oracle": ModelKind("oracle[:think=SECONDS]", lambda: OracleModel, _oracle, options=True),
     "oracle-noise": ModelKind(
         f"oracle-noise[:{NOISE_OPTIONS}]", lambda: OracleNoiseModel, _oracle_noise, options=True

@@ -11,10 +11,9 @@ SGLang. One request samples one reply: `n` replies are `n` requests, seeded
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from sprout.models.hf_tokenizer import HFTokenizer
+from sprout.models.hf_tokenizer import HFTokenizer, LocalTemplate
 from sprout.models.http_json import JsonServer
 from sprout.models.token_server import (
     Generation,
@@ -23,11 +22,11 @@ from sprout.models.token_server import (
     checked_sample,
     served_window,
 )
-from sprout.models.types import Message, ModelError
+from sprout.models.types import ModelError
 from sprout.models.window import ContextWindow
 
 
-class SGLangServer:
+class SGLangServer(LocalTemplate):
     """A `TokenServer` over SGLang's `/generate`, with the model's tokenizer read locally."""
 
     kind = "SGLang"
@@ -38,25 +37,6 @@ class SGLangServer:
         self.model = model
         """The served model's name, as `/v1/models` lists it (`sglang/NAME`)."""
         self.base_url = http.base_url
-
-    def render(self, messages: list[Message]) -> str:
-        return self.tokenizer.render(messages)
-
-    def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(ids)
-
-    def end_of_turn(self) -> int:
-        return self.tokenizer.end_of_turn_id
-
-    def fingerprint(self) -> dict[str, Any]:
-        return {
-            **self.tokenizer.tokenizer_fingerprint(),
-            "server": self.kind,
-            "base_url": self.base_url,
-        }
 
     def context_window(self) -> ContextWindow | None:
         """`max_model_len` of the served model in `/v1/models`."""

@@ -92,11 +92,13 @@ SETTINGS_TABLES: dict[str, type[BaseModel]] = {
 """The tables of `RunSettings.to_json`, read back through their models on `--resume`."""
 
 
-def check_settings(settings: RunSettings) -> None:
-    """Refuse, before anything runs, what cannot work: entropy with a model with no log-probs."""
+def check_settings(settings: RunSettings, model: Model | None = None) -> None:
+    """Refuse, before anything runs, what cannot work: entropy with a model with no log-probs.
+    `model`: the client the caller built (then `settings.model` is not resolved)."""
     if settings.workers is not None and settings.workers < 1:
         raise RunSettingsError(f"--workers: expected at least 1, got {settings.workers}")
-    if not model_kind(settings.model).loads:  # a local model is checked as it loads, once
+    capabilities = model.capabilities if model else spec_capabilities(settings.model)
+    if model is None and not model_kind(settings.model).loads:  # a local one: as it loads
         resolve_model(
             settings.model,
             base_url=settings.base_url,
@@ -105,7 +107,7 @@ def check_settings(settings: RunSettings) -> None:
             options=settings.model_options,
         )
     for method in settings.methods:
-        if needs_logprobs(method) and not spec_capabilities(settings.model).logprobs:
+        if needs_logprobs(method) and not capabilities.logprobs:
             raise RunSettingsError(
                 f"--method {method.name}: needs per-token log-probabilities, and --model "
                 f"{settings.model} has none; use an openai/ model whose server returns logprobs"
@@ -136,6 +138,7 @@ def run_tasks(
     halt: Halt | None = None,
     sandboxes: TaskSandboxes | None = None,
     imported: Mapping[str, Sequence[ImportedRoot]] | None = None,
+    model: Model | None = None,
 ) -> dict[str, Any]:
     """Run every method on every task; returns (and writes) results.json's content.
 
@@ -146,8 +149,9 @@ def run_tasks(
     lost their place (a node that died) is played again there, as `--resume` would.
     `imported` holds, by task id, attempts played elsewhere that become each method's roots
     (`sprout.search.imported`). The run's tree records a checkpoint once `sandboxes` has
-    it on disk where it was sealed (`TaskSandboxes.settle`)."""
-    check_settings(settings)
+    it on disk where it was sealed (`TaskSandboxes.settle`). `model`: the client every pair
+    uses, built by the caller (verl's agent loop, on verl's servers), else `settings.model`'s."""
+    check_settings(settings, model)
     sandboxes = sandboxes or LocalSandboxes(run.layers)
     run.tree.settle = sandboxes.settle
     limit = _limit(settings, sandboxes, tasks)
@@ -159,7 +163,7 @@ def run_tasks(
         progress=progress,
         halt=halt or Halt(),
         slots=slots,
-        shared=None if replays else _model(settings, None),
+        shared=model or (None if replays else _model(settings, None)),
         bases=_Bases(tasks, slots, sandboxes, replays=replays),
         concurrency=_Concurrency(run, limit, slots),
         imported=imported or {},
@@ -167,7 +171,6 @@ def run_tasks(
     done = {(s["task_id"], s["method"]) for s in run.tree.schedules() if s["status"] == "done"}
     for task in tasks:
         run.tree.add_task(task.id, task.model_dump(mode="json"))
-
     pairs = [(t, m) for t in tasks for m in settings.methods if (t.id, m.name) not in done]
     progress.header(f"{len(pairs)} (task, method) pairs, {limit.attempts} at once: {limit.basis}")
     left = {task.id: sum(1 for t, _ in pairs if t.id == task.id) for task in tasks}

@@ -180,14 +180,10 @@ def build_samples(
     texts_by_group: dict[str, list[str]] = {}
     for group in groups:
         texts = texts_by_group[group.group_id] = role_texts(tree, group)
-        group_credit = GroupCredit(group.leaves(), credit, epsilon=epsilon)
-        for attempt in group.attempts:
-            path = _token_path(tree, attempt)
-            if not any(turn.attempt_id == attempt.id for _, _, turn in path):
-                continue
-            check_role_text(tree, attempt, [turn for _, _, turn in path], texts)
-            sample = _sample(attempt, group, path, group_credit, train_starting_turn)
-            if not any(sample.loss_mask):
+        for attempt, sample in group_samples(
+            tree, group, credit, epsilon, train_starting_turn, texts
+        ):
+            if sample is None or not any(sample.loss_mask):
                 continue
             if max_length is not None and len(sample.input_ids) > max_length:
                 where = (
@@ -202,6 +198,32 @@ def build_samples(
     if decode is not None:
         _check_decoded(samples, texts_by_group, decode)
     return Batch(tuple(samples), report(groups, samples, unfinished=unfinished, dropped=dropped))
+
+
+def group_samples(
+    tree: RolloutTree,
+    group: Group,
+    credit: Credit = "grpo",
+    epsilon: float = EPSILON,
+    train_starting_turn: bool = True,
+    texts: Sequence[str] | None = None,
+) -> list[tuple[Attempt, Sample | None]]:
+    """Each attempt of `group` with its sample, in the group's order: None for a rollout
+    with no turn of its own (a child that ended at its boundary), an all-zero loss mask for
+    one whose own tokens are not trained. An engine that wants one output per rollout
+    (verl's agent loop) reads every entry; `build_samples` keeps those that train. `texts`:
+    the group's `role_texts`, when the caller has them."""
+    texts = role_texts(tree, group) if texts is None else texts
+    group_credit = GroupCredit(group.leaves(), credit, epsilon=epsilon)
+    found: list[tuple[Attempt, Sample | None]] = []
+    for attempt in group.attempts:
+        path = _token_path(tree, attempt)
+        if not any(turn.attempt_id == attempt.id for _, _, turn in path):
+            found.append((attempt, None))
+            continue
+        check_role_text(tree, attempt, [turn for _, _, turn in path], texts)
+        found.append((attempt, _sample(attempt, group, path, group_credit, train_starting_turn)))
+    return found
 
 
 def _token_path(

@@ -1,0 +1,1 @@
+"""sprout inside verl: the `sprout` agent loop (docs/integrations.md)."""
