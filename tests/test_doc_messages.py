@@ -1171,6 +1171,7 @@ NOT_MESSAGES = {
     'rayStartParams: {num-cpus: "0"}': "KubeRay's YAML",
     "securityContext: {privileged: true}": "Kubernetes' YAML",
     "step_limit: 0": "mini-swe-agent's YAML",
+    "ray: true": "a key of the verl agent-loop config (examples/verl/agent_loop.yaml)",
     "parser_name: pytest": "Terminal-Bench 1's task.yaml",
     '"source": "heuristic"': "a field of results.json",
     '"estimated": true': "a field of results.json",

@@ -70,7 +70,7 @@ def local_ray() -> Iterator[None]:
         ray.shutdown()
 
 
-def _config(model: Path, tmp_path: Path, roots: int = 2, children: int = 3) -> Any:
+def _config(model: Path, tmp_path: Path, roots: int = 2, children: int = 3, **more: Any) -> Any:
     """verl's own trainer config for a CPU agent-loop worker, the `sprout` loop named in an
     agent-loop config file as docs/integrations.md shows."""
     loops = tmp_path / "agent_loop.yaml"
@@ -82,6 +82,7 @@ def _config(model: Path, tmp_path: Path, roots: int = 2, children: int = 3) -> A
         "children": children,
         "max_turns": 2,
         "reply_tokens": 48,
+        **more,
     }
     loops.write_text(yaml.safe_dump([loop]))
     import verl
@@ -239,9 +240,11 @@ def test_settings_that_cannot_hold_a_group_are_refused_in_one_line(served, tmp_p
 
 
 def test_samples_of_one_prompt_split_over_two_workers_form_one_group(served, local_ray, tmp_path):
-    """A root and its child (the smallest group), one sample on each of two workers."""
+    """A root and its child (the smallest group), one sample on each of two workers, the
+    group's sandboxes placed on the Ray cluster as `sprout run --ray` places them."""
     url, model = served
-    config = _config(model, tmp_path, roots=1, children=1)
+    stores = str(tmp_path / "stores" / "{node}")
+    config = _config(model, tmp_path, roots=1, children=1, ray=True, ray_store=stores)
     workers = [_worker(config, LlamaCppVerlClient(url)), _worker(config, LlamaCppVerlClient(url))]
     halves = [_batch("prompt-split", 1), _batch("prompt-split", 1)]
     outputs = asyncio.run(_generate(workers, halves))
@@ -253,3 +256,9 @@ def test_samples_of_one_prompt_split_over_two_workers_form_one_group(served, loc
     ids = [i for output in outputs for i in output.non_tensor_batch["sprout_attempt_id"]]
     parents = [p for output in outputs for p in output.non_tensor_batch["sprout_parent_id"]]
     assert sorted(ids) == [1, 2] and sorted(parents, key=str) == [1, None], (ids, parents)
+    run = RunFolder.open(runs.pop())
+    try:
+        placed = run.tree.get_meta("ray")["placements"]
+    finally:
+        run.close()
+    assert [p["task"] for p in placed] == ["log-hourly-utc"], placed

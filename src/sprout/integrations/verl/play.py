@@ -11,7 +11,10 @@ children), which is the order the samples claimed their slots in.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -21,6 +24,7 @@ from sprout.models import Model
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, run_tasks
 from sprout.search.methods import Method, Selector, training_method
+from sprout.search.sandboxes import TaskSandboxes
 from sprout.task import Task
 from sprout.train.groups import finished_groups
 from sprout.train.samples import group_samples
@@ -45,6 +49,15 @@ class LoopSettings(BaseModel):
     rollout, all its turns together)."""
     workers: int | None = Field(None, ge=1)
     """Sandboxes one group keeps alive at once; None: its roots' number."""
+    ray: bool = False
+    """Place the group's sandboxes on the nodes of the Ray cluster verl runs on, as `sprout
+    run --ray` places a task's (each node's store under TMP/sprout-ray/RUN/{node}); False:
+    on the node of the worker that leads the group."""
+    ray_cpus: float = Field(1.0, gt=0)
+    """With `ray`: the cores Ray reserves for the group's task, and its commands at once."""
+    ray_store: str | None = Field(None, pattern=r"\{node\}")
+    """With `ray`: each node's store, `{node}` the node's id (`sprout run --ray-store`);
+    None: TMP/sprout-ray/RUN/{node}."""
 
     @field_validator("runs")
     @classmethod
@@ -73,10 +86,29 @@ def play_group(
             workers=settings.workers or method.roots,
             actor=ActorConfig(max_turns=settings.max_turns, logprobs=True),
         )
-        run_tasks([task], run, played, progress, model=model)
+        with _sandboxes(settings, run) as sandboxes:
+            run_tasks([task], run, played, progress, sandboxes=sandboxes, model=model)
         return slots(run.tree, method.group_size)
     finally:
         run.close()
+
+
+@contextmanager
+def _sandboxes(settings: LoopSettings, run: RunFolder) -> Iterator[TaskSandboxes | None]:
+    """Where the group's sandboxes run: None (the run folder's store, on this node), or with
+    `settings.ray` the cluster's nodes, the placements kept in the run's meta as `sprout run
+    --ray` keeps them, and the task's actor ended after."""
+    if not settings.ray:
+        yield None
+        return
+    from sprout.cluster import RaySandboxes, default_store
+
+    def record(placements: list[dict[str, Any]]) -> None:
+        run.tree.set_meta("ray", {"address": "verl", "placements": placements})
+
+    store = settings.ray_store or default_store(str(run.path))
+    with closing(RaySandboxes(store, settings.ray_cpus, record)) as sandboxes:
+        yield sandboxes
 
 
 def slots(tree: RolloutTree, size: int) -> list[Played]:
