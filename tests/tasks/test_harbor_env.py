@@ -5,6 +5,7 @@ said, and an unset one without a default is one line naming the field."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,14 @@ def test_another_model_sees_the_environments_variables_but_not_the_verifiers_or_
     assert "AGENT_VAR=agent ada" in observation and "BOTH=sprout" in observation
     assert "JUDGE_KEY" not in observation and "k-123" not in observation
     assert "SOLVER" not in observation
+
+
+def test_the_variables_are_read_when_the_task_loads_even_from_a_replaced_environ(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hugging Face datasets' `map(num_proc=...)` puts a copy in `os.environ`'s place (verl's
+    dataset does it in the same process): a task loaded after reads the copy."""
+    monkeypatch.setattr(os, "environ", os.environ.copy())
+    monkeypatch.setenv("SPROUT_TEST_NAME", "ada")
+    monkeypatch.setenv("SPROUT_TEST_KEY", "k-456")
+    assert load_native(env_task(tmp_path)).verifier_env == {"JUDGE_KEY": "k-456"}

@@ -15,6 +15,7 @@ names it), its `server_manager` a real llama.cpp server with SmolLM2 behind verl
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ pytest.importorskip("verl", reason="verl is not installed (the Makefile installs
 ray = pytest.importorskip("ray", reason="verl runs on Ray: pip install 'sprout-rl[dist]'")
 
 import numpy as np  # noqa: E402
+import torch  # noqa: E402
 import yaml  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 from hydra.errors import InstantiationException  # noqa: E402
@@ -37,7 +39,7 @@ from sprout.integrations.verl.loop import VerlLoopError  # noqa: E402
 from sprout.integrations.verl.rows import TaskOptions, dataset_rows  # noqa: E402
 from sprout.runfolder import RunFolder  # noqa: E402
 from sprout.tasks.discover import load_tasks  # noqa: E402
-from sprout.train.credit import GroupCredit  # noqa: E402
+from sprout.train.credit import GroupCredit, Leaf  # noqa: E402
 from sprout.train.groups import finished_groups  # noqa: E402
 from tests.support.llama_server import llama_server  # noqa: E402
 from tests.support.smollm2 import cached_folder  # noqa: E402
@@ -161,6 +163,28 @@ def _sequences(output: DataProto) -> list[tuple[list[int], list[int], list[int]]
     return found
 
 
+def _advantages(
+    output: DataProto, leaves: list[Leaf], rewards: dict[int, float]
+) -> tuple[list[float], list[float]]:
+    """Each row's advantage (on its trained tokens) by verl's GRPO function, its reward where
+    verl's post-processing puts a score, and the same by sprout's learner's credit."""
+    batch = output.batch
+    width = batch["prompts"].shape[1]
+    last = batch["attention_mask"][:, width:].sum(dim=1) - 1
+    ids = [int(i) for i in output.non_tensor_batch["sprout_attempt_id"]]
+    token_rewards = torch.zeros_like(batch["response_mask"], dtype=torch.float32)
+    token_rewards[torch.arange(len(ids)), last] = torch.tensor([rewards[i] for i in ids])
+    found, _ = compute_grpo_outcome_advantage(
+        token_level_rewards=token_rewards,
+        response_mask=batch["response_mask"],
+        index=output.non_tensor_batch["uid"],
+    )
+    mask = batch["response_mask"].bool()
+    verl_found = [row[trained][0].item() for row, trained in zip(found, mask, strict=True)]
+    credit = GroupCredit([dataclasses.replace(f, reward=rewards[f.attempt_id]) for f in leaves])
+    return verl_found, [credit(i, 1) for i in ids]
+
+
 def test_one_prompts_samples_are_one_sprout_group_with_verls_own_advantages(
     served, local_ray, tmp_path
 ):
@@ -180,9 +204,7 @@ def test_one_prompts_samples_are_one_sprout_group_with_verls_own_advantages(
         attempts = {a.id: a for a in group.attempts}
         roots = [a for a in group.attempts if a.parent_id is None]
         assert len(roots) == 2 and len(attempts) == N
-        rewards = [float(a.reward or 0.0) for a in group.attempts]
-        sprout_credit = GroupCredit(group.leaves(), "grpo")
-        expected = [sprout_credit(a.id, 1) for a in group.attempts]
+        leaves = group.leaves()
         calls = run.tree.model_calls()
     finally:
         run.close()
@@ -202,19 +224,16 @@ def test_one_prompts_samples_are_one_sprout_group_with_verls_own_advantages(
             assert all(m == 0 for m in ([0] * len(prompt) + mask)[:kept]), "a prefix trains once"
         assert any(mask), f"attempt {attempt_id} trains on its own tokens"
     scores = output.batch["rm_scores"].sum(dim=-1).tolist()
-    assert scores == [rewards[list(attempts).index(i)] for i in ids]
-    advantages, _ = compute_grpo_outcome_advantage(
-        token_level_rewards=output.batch["rm_scores"],
-        response_mask=output.batch["response_mask"],
-        index=output.non_tensor_batch["uid"],
-    )
-    verl_per_sample = [row[row != 0][0].item() if (row != 0).any() else 0.0 for row in advantages]
-    sprout_per_sample = [expected[list(attempts).index(i)] for i in ids]
-    assert verl_per_sample == pytest.approx(sprout_per_sample, abs=1e-5)
+    assert scores == [float(attempts[i].reward or 0.0) for i in ids], "the verifier's rewards"
+    verifier = {i: float(a.reward or 0.0) for i, a in attempts.items()}
+    varied = {i: float(i % 3 == 0) for i in attempts}  # SmolLM2 passes nothing: vary them
+    for rewards in (verifier, varied):
+        verl_found, sprout_found = _advantages(output, leaves, rewards)
+        assert verl_found == pytest.approx(sprout_found, abs=1e-5), rewards
     assert sorted(c.prompt_tokens for c in calls) == sorted(client.prompts), (
         "every model call of the group, the roles' too, went through verl's generate"
     )
-    if not any(rewards[:2]):  # both roots failed: the children were guided
+    if not any(verifier[root.id] for root in roots):  # the children were guided
         assert {"analyst", "reviewer"} <= {c.role for c in calls}
 
 

@@ -55,10 +55,13 @@ def harbor_variables(
     container: Mapping[str, str],
     verifier: Mapping[str, str],
     solution: Mapping[str, str],
-    environ: Mapping[str, str] = os.environ,
+    environ: Mapping[str, str] | None = None,
 ) -> HarborVariables:
     """The `env` tables of `[environment]`, `[verifier]` and `[solution]` of the task.toml
-    `where` names (`TASK: FILE`), resolved from `environ`."""
+    `where` names (`TASK: FILE`), resolved from `environ` (None: this process's variables as
+    they are now; read at each call, since a library may put a copy in `os.environ`'s place,
+    as Hugging Face datasets' `map` with `num_proc` does)."""
+    environ = os.environ if environ is None else environ
     tables = [
         resolve_env(container, f"{where}: environment.env", "the agent", environ),
         resolve_env(verifier, f"{where}: verifier.env", "the verifier", environ),
@@ -72,10 +75,12 @@ def resolve_env(
     table: Mapping[str, str],
     where: str,
     seen_by: str,
-    environ: Mapping[str, str] = os.environ,
+    environ: Mapping[str, str] | None = None,
 ) -> ResolvedEnv:
-    """`table` (task.toml's `where`, `TASK: FILE: TABLE.env`) resolved from `environ`;
-    `seen_by` says who gets it, for the warning. TaskError, one line, for an unset name."""
+    """`table` (task.toml's `where`, `TASK: FILE: TABLE.env`) resolved from `environ` (None:
+    `os.environ` as it is now); `seen_by` says who gets it, for the warning. TaskError, one
+    line, for an unset name."""
+    environ = os.environ if environ is None else environ
     values: dict[str, str] = {}
     warnings: list[str] = []
     for key, value in table.items():
