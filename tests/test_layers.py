@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import functools
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -139,23 +140,35 @@ def test_imports_follow_the_layers(path: Path):
         assert users is None or mine in users, f"{module} is imported only from {sorted(users)}"
 
 
-def module_of(path: Path) -> str:
-    parts = path.relative_to(SPROUT_SOURCE.parent).with_suffix("").parts
+def module_of(path: Path, source: Path = SPROUT_SOURCE) -> str:
+    parts = path.relative_to(source.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 @functools.cache
 def import_graph() -> dict[str, list[str]]:
-    """Each sprout module -> the sprout modules it imports: `from package import module`
-    imports the module (its package's `__init__` runs first, which `chain_to` follows)."""
-    modules = {module_of(p): p for p in SPROUT_SOURCE.rglob("*.py")}
-    return {
-        name: [
-            f"{module}.{what}" if f"{module}.{what}" in modules else module
-            for module, what in imports(path)
-        ]
-        for name, path in modules.items()
-    }
+    """`graph_of` src/sprout, read once."""
+    return graph_of(SPROUT_SOURCE)
+
+
+def graph_of(source: Path) -> dict[str, list[str]]:
+    """Each sprout module (of the package at `source`) -> the sprout modules it imports.
+    `from package import name` imports the package's face (its `__init__`, and so all that
+    imports) and, when `name` is a module, that module too; `from package.module import
+    name` imports the module (its package's `__init__` runs first where nothing ran it yet,
+    which `chain_to` follows; the circle check does not, since every module of a package
+    would then be in a circle with a face that imports it)."""
+    modules = {module_of(p, source): p for p in source.rglob("*.py")}
+    graph: dict[str, list[str]] = {}
+    for name, path in modules.items():
+        found: list[str] = []
+        for module, what in imports(path):
+            if module != name:  # a package's `__init__` importing its own modules
+                found.append(module)
+            if f"{module}.{what}" in modules:
+                found.append(f"{module}.{what}")
+        graph[name] = [m for m in dict.fromkeys(found) if m in modules]
+    return graph
 
 
 def chain_to(start: str, units: set[str]) -> list[str] | None:
@@ -200,21 +213,25 @@ def shortest_cycle(start: str, edges: dict[str, list[str]]) -> list[str]:
     return []
 
 
-PACKAGES = {unit(p) for p in SOURCES if p.name == "__init__.py"}
+def circles(modules: Iterable[str], graph: dict[str, list[str]]) -> set[str]:
+    """The shortest circle of imports through each of `modules`, each written one way."""
+    found: set[str] = set()
+    for module in modules:
+        if cycle := shortest_cycle(module, graph)[:-1]:
+            first = cycle.index(min(cycle))
+            found.add(" -> ".join([*cycle[first:], *cycle[:first], min(cycle)]))
+    return found
 
 
-@pytest.mark.parametrize("package", sorted(PACKAGES))
-def test_no_circle_of_imports_inside_a_package(package: str):
-    """A package's modules import each other one way (imports inside functions and under
-    TYPE_CHECKING too): each can be read, and changed, knowing only those below it."""
-    mine = {module_of(p) for p in SOURCES if unit(p) == package}
-    inside = {module: [m for m in import_graph()[module] if m in mine] for module in mine}
-    circles: set[str] = set()
-    for module in inside:
-        if cycle := shortest_cycle(module, inside)[:-1]:
-            first = cycle.index(min(cycle))  # one way to write each circle
-            circles.add(" -> ".join([*cycle[first:], *cycle[:first], min(cycle)]))
-    assert not circles, "circles of imports:\n" + "\n".join(sorted(circles))
+@pytest.mark.parametrize("unit_name", sorted(EVERYTHING))
+def test_no_circle_of_imports(unit_name: str):
+    """Modules import each other one way (imports inside functions and under
+    TYPE_CHECKING too, and through a package's face: `from sprout.images import chains`
+    runs `sprout/images/__init__.py` and all it imports): each can be read, and changed,
+    knowing only those below it."""
+    mine = [module_of(p) for p in SOURCES if unit(p) == unit_name]
+    found = circles(mine, import_graph())
+    assert not found, "circles of imports:\n" + "\n".join(sorted(found))
 
 
 def test_the_check_finds_circles():
@@ -223,6 +240,29 @@ def test_the_check_finds_circles():
     assert shortest_cycle("a", edges) == ["a", "c", "a"]
     assert shortest_cycle("c", edges) == ["c", "c"]
     assert shortest_cycle("d", edges) == []
+
+
+def test_the_check_finds_a_circle_through_a_package_face(tmp_path: Path):
+    """What images/pull.py did: `from sprout.images import chains` runs the package's
+    `__init__`, which imports `names`, which imports `pull`. Naming the module itself
+    (`from sprout.images.chains import ...`) leans on no face, and the circle is gone;
+    a package's `__init__` importing its own modules is no circle either."""
+    source = tmp_path / "sprout"
+    files = {
+        "__init__.py": "",
+        "images/__init__.py": "from sprout.images import names\n",
+        "images/names.py": "from sprout.images.pull import pull\n",
+        "images/pull.py": "from sprout.images import chains\n",
+        "images/chains.py": "",
+    }
+    for name, text in files.items():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_text(text, encoding="utf-8")
+    assert circles(["sprout.images.pull"], graph_of(source)) == {
+        "sprout.images -> sprout.images.names -> sprout.images.pull -> sprout.images"
+    }
+    (source / "images/pull.py").write_text("from sprout.images.chains import link\n")
+    assert circles(["sprout.images.pull"], graph_of(source)) == set()
 
 
 @pytest.mark.parametrize("unit_name", sorted(NEVER_REACHED))
@@ -296,6 +336,47 @@ def test_outside_the_sandbox_only_its_api_is_imported():
         if module.startswith("sprout.sandbox.")
     ]
     assert reaching_in == []
+
+
+SANDBOX_FLOORS: list[set[str]] = [
+    {"errors", "teardown", "system_tools"},  # its errors; the teardown thread; where tools are
+    {"storefs", "rootfs", "network"},  # the disk under a store; the image cache; networks
+    {"types", "jail"},  # a sandbox's settings and results; what holds a hostile root
+    {"layers"},  # the layer store and its helpers
+    {"backends"},  # where calls run: overlay or copy
+    {"sandbox", "local_workspace", "replay", "probe"},  # a sandbox; `sprout doctor`'s measures
+    {"__init__"},  # `sprout.sandbox`, the one surface
+]
+"""sandbox/'s floors, bottom first: its top-level modules and sub-packages by name. A module
+imports only its own floor and those below (so through any chain too)."""
+
+
+def _sandbox_part(module: str) -> str | None:
+    """The sub-package or top-level module of sandbox/ that `module` is (or is in), or None."""
+    parts = module.split(".")
+    if parts[:2] != ["sprout", "sandbox"]:
+        return None
+    return parts[2] if len(parts) > 2 else "__init__"
+
+
+def test_every_part_of_the_sandbox_is_on_a_floor():
+    parts = {_sandbox_part(m) for m in import_graph()} - {None}
+    on_floors = set().union(*SANDBOX_FLOORS)
+    assert parts == on_floors
+
+
+def test_the_sandbox_floors_import_one_way():
+    """`sprout.sandbox`'s inside runs one way: the jail never imports the layer store or a
+    sandbox, the network never the jail; a package's face counts as its floor."""
+    floor = {part: n for n, parts in enumerate(SANDBOX_FLOORS) for part in parts}
+    upward = [
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        if (mine := _sandbox_part(module)) is not None
+        for target in targets
+        if (theirs := _sandbox_part(target)) is not None and floor[theirs] > floor[mine]
+    ]
+    assert upward == []
 
 
 TASK_WINGS: dict[str, set[str]] = {

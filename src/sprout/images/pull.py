@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sprout.images import chains
 from sprout.images.blobs import blob_dir, blob_path
 from sprout.images.cache import ImageCache, ImageError
+from sprout.images.chains import chain_id, link_chain, shared_prefix
 from sprout.images.oci import Archive, blob_name, read_manifest, unpack_layer
 from sprout.images.platforms import Platform, choose, is_list, this_machine
 from sprout.images.progress import PullProgress, Transfer
@@ -153,7 +153,7 @@ def _filler(
             "fetched_bytes": fetched,
             "blobs": blobs,
             "layers": [d for d, _ in _layers(resolved.manifest)],
-            **({"chain": chains.chain_id(layers.prefix)} if layers.prefix else {}),
+            **({"chain": chain_id(layers.prefix)} if layers.prefix else {}),
         }
 
     return fill
@@ -173,7 +173,7 @@ class _LayersInOrder:
         self.names = [blob_name(d) for d in digests]
         cached = {n for n, d in zip(self.names, digests, strict=True) if self._whole(d)}
         self.fetched = set(self.names) - cached
-        self.prefix = chains.shared_prefix(cache, digests, self.blobs)
+        self.prefix = shared_prefix(cache, digests, self.blobs)
         self.done = -1  # the chain's layers first, when there is one
 
     def _whole(self, digest: str) -> bool:
@@ -183,7 +183,7 @@ class _LayersInOrder:
         """Unpack every next layer whose blob is whole; with `finished`, all of them."""
         if self.done < 0:
             if self.prefix:
-                chains.link_chain(self.cache, self.prefix, self.archive, self.root, self.fetched)
+                link_chain(self.cache, self.prefix, self.archive, self.root, self.fetched)
             self.done = len(self.prefix)
         while self.done < len(self.names):
             name = self.names[self.done]

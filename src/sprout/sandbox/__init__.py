@@ -16,18 +16,18 @@ from sprout.sandbox.errors import (
 )
 from sprout.sandbox.jail.idmap import configured_range
 from sprout.sandbox.jail.modes import current_user_mode
-from sprout.sandbox.jail.probe import IsolationReport, probe_isolation
 from sprout.sandbox.jail.processes import process_alive, process_start
-from sprout.sandbox.jail.system_tools import system_tool
 from sprout.sandbox.layers.changes import checkpoint_changes
 from sprout.sandbox.layers.gc import Freed, StoreInUse
+from sprout.sandbox.layers.layer_files import private_dir
 from sprout.sandbox.layers.meta import Layer
-from sprout.sandbox.layers.private import keep_private, private_dir, private_file
+from sprout.sandbox.layers.private import keep_private, private_file
 from sprout.sandbox.layers.share import needed_layers, take_shipped_layer
 from sprout.sandbox.layers.store import LayerStore
 from sprout.sandbox.local_workspace import SandboxFork, SandboxWorkspace
 from sprout.sandbox.network.namespace import refuse_addresses, refused_by_run
 from sprout.sandbox.network.policy import AllowedHost, Network
+from sprout.sandbox.probe import IsolationReport, probe_isolation
 from sprout.sandbox.replay import Rebuilt, ReplayCall, ReplayTurn, rebuild, sealed_in
 from sprout.sandbox.rootfs.catalog import NAMES, Image, ImageCatalog, config_env
 from sprout.sandbox.rootfs.notes import StoreNote, note_image, stores_by_image
@@ -49,6 +49,7 @@ from sprout.sandbox.storefs.owners import (
     remove_store_with_link,
     store_owner,
 )
+from sprout.sandbox.system_tools import system_tool
 from sprout.sandbox.types import GIB, Limits, Observation, RunAs
 from sprout.workspace import Change
 

@@ -9,7 +9,7 @@ from types import TracebackType
 
 from sprout.sandbox.backends import backend_for
 from sprout.sandbox.backends.process import encode_command
-from sprout.sandbox.backends.protocol import Backend
+from sprout.sandbox.backends.protocol import Backend, OpenLayer
 from sprout.sandbox.errors import BadArgument, SandboxError
 from sprout.sandbox.layers.changes import diff_layers
 from sprout.sandbox.layers.store import LayerStore
@@ -66,7 +66,7 @@ def _check_config(
     )
 
 
-class Sandbox:
+class Sandbox(OpenLayer):
     """A writable filesystem over a sealed checkpoint, where shell calls run in isolation.
 
     Build one with `Sandbox.create` (a new task environment) or `Sandbox.fork`
@@ -77,10 +77,7 @@ class Sandbox:
     def __init__(
         self, store: LayerStore, parent: str, config: SandboxConfig, upper: str | None = None
     ) -> None:
-        self.store = store
-        self.parent = parent
-        self.config = config
-        self.upper = store.new_layer(parent, upper)
+        super().__init__(store, parent, store.new_layer(parent, upper), config)
         self.closed = False
         self._backend: Backend = backend_for(store)
         try:

@@ -11,42 +11,20 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from sprout.agent import Actor
 from sprout.sandbox import SandboxError
-from sprout.search.halt import AttemptFault, Halt, Halted
-from sprout.search.methods import Method
-from sprout.search.progress import Progress
+from sprout.search.halt import AttemptFault, Halted
 from sprout.search.recover import rebuild, recover, restart
-from sprout.search.sandboxes import TaskSandboxes
-from sprout.search.slots import Slots
-from sprout.task import Task
-from sprout.tree import Attempt, Message, RolloutTree
+from sprout.search.state import SearchState
+from sprout.tree import Attempt
 from sprout.verify import ResultsError
 from sprout.workspace import CheckpointLost
 
 
 @dataclass
-class Search:
-    """One method on one task: what its schedule needs, shared by the threads of a round."""
+class Search(SearchState):
+    """One method on one task, played a round at a time (`play`): its state, and what the
+    threads of a round share."""
 
-    task: Task
-    method: Method
-    tree: RolloutTree
-    sandboxes: TaskSandboxes
-    """Where the task's sandboxes run: its verifier too."""
-    actor: Actor
-    base_checkpoint: str
-    """Checkpoint 0: the task's untouched environment."""
-    prefix: list[Message]
-    """What every root's context starts with: the system prompt and the task."""
-    slots: Slots
-    """Sandboxes that may run at once across the whole run (`--workers`)."""
-    workers: int
-    """Attempts of one round started at once: with fewer workers than branches, the
-    reviewer's first plans run first, and a pass stops the rest before they start."""
-    progress: Progress
-    halt: Halt = field(default_factory=Halt)
-    """Shared by the whole run: once set, nothing new starts and attempts stop between turns."""
     _passed: threading.Event = field(default_factory=threading.Event)
     _recovered: set[int] = field(default_factory=set)
     """Attempts whose lost checkpoint this search has tried to rebuild: once each."""

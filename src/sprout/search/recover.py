@@ -13,34 +13,13 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Protocol
 
-from sprout.agent import Actor
 from sprout.sandbox import Rebuilt, ReplayCall, ReplayTurn
-from sprout.search.methods import Method
-from sprout.search.progress import Progress
-from sprout.search.sandboxes import TaskSandboxes
-from sprout.task import Task
-from sprout.tree import Attempt, Message, RolloutTree
+from sprout.search.state import SearchState
+from sprout.tree import Attempt, RolloutTree
 
 REBUILT_META = "rebuilt"
 _recording = threading.Lock()
-
-
-class SearchState(Protocol):
-    """What a recovery reads of the search it runs in (`sprout.search.play.Search` is one): a
-    protocol, so that recover stays below play, which calls it."""
-
-    task: Task
-    method: Method
-    tree: RolloutTree
-    sandboxes: TaskSandboxes
-    actor: Actor
-    base_checkpoint: str
-    """Checkpoint 0: where a rebuild replays from and a restarted root starts."""
-    prefix: list[Message]
-    """What a restarted root's context starts with."""
-    progress: Progress
 
 
 def rebuild(search: SearchState, attempt: Attempt, why: str = "was lost with its node") -> Rebuilt:

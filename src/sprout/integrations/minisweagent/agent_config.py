@@ -30,7 +30,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sprout.agent.config import ActorConfig
 from sprout.agent.mini_settings import MINI_SUBMIT_SENTINEL, MiniSweAgentSettings
 from sprout.errors import SproutError
-from sprout.integrations.minisweagent import package
+from sprout.integrations.minisweagent.package import (
+    CLASS_KEYS,
+    bash_tool,
+    config_fields,
+    module_literal,
+    section_keys,
+    shipped_config,
+    shipped_config_names,
+    version,
+)
 
 PRESET = "mini:"
 DEFAULT_MODEL_CLASS = "litellm"
@@ -55,12 +64,11 @@ def load_spec(spec: str) -> dict[str, Any]:
     """One spec as a nested dict: a shipped config, a `KEY=VALUE` pair or a YAML file."""
     if spec.startswith(PRESET):
         name = spec.removeprefix(PRESET)
-        path = package.shipped_config(name)
+        path = shipped_config(name)
         if path is None:
-            names = ", ".join(package.shipped_config_names())
+            names = ", ".join(shipped_config_names())
             raise AgentConfigError(
-                f"{spec}: mini-swe-agent {package.version()} ships no config {name!r} "
-                f"(it ships {names})",
+                f"{spec}: mini-swe-agent {version()} ships no config {name!r} (it ships {names})",
                 input_name=spec,
             )
         return _yaml(path, spec)
@@ -100,7 +108,7 @@ def _key_value(spec: str) -> dict[str, Any]:
 
 def check_keys(spec: str, config: dict[str, Any]) -> None:
     """Refuse a section or key no mini-swe-agent config class accepts."""
-    sections = [*sorted(package.CLASS_KEYS), "run"]
+    sections = [*sorted(CLASS_KEYS), "run"]
     for section, values in config.items():
         if section not in sections:
             raise AgentConfigError(
@@ -110,12 +118,12 @@ def check_keys(spec: str, config: dict[str, Any]) -> None:
             )
         if not isinstance(values, dict):
             raise AgentConfigError(f"{spec}: {section}: expected a mapping", input_name=spec)
-        known = package.section_keys(section)
+        known = section_keys(section)
         for key in values:
             if key not in known:
                 raise AgentConfigError(
                     f"{spec}: {section}.{key}: not a key mini-swe-agent "
-                    f"{package.version()} reads in {section} (a typo?)",
+                    f"{version()} reads in {section} (a typo?)",
                     input_name=f"{spec}: {section}.{key}",
                 )
 
@@ -172,7 +180,7 @@ class _UsedKeys(BaseModel):
 def model_defaults(model_class: str, source: str) -> dict[str, Any]:
     """The defaults of the config class of `model_class` (a short name of mini-swe-agent's
     or its dotted path), refusing the classes sprout cannot speak for."""
-    mapping = package.module_literal("models/__init__.py", "_MODEL_CLASS_MAPPING")
+    mapping = module_literal("models/__init__.py", "_MODEL_CLASS_MAPPING")
     path = str(mapping.get(model_class, model_class))
     module, _, name = path.rpartition(".")
     if not module.startswith("minisweagent.models.") or "Response" in name or "test_" in module:
@@ -183,7 +191,7 @@ def model_defaults(model_class: str, source: str) -> dict[str, Any]:
             input_name=f"{source}: model.model_class",
         )
     relative = module.removeprefix("minisweagent.").replace(".", "/") + ".py"
-    defaults = package.config_fields(relative, f"{name}Config")
+    defaults = config_fields(relative, f"{name}Config")
     return {key: value for key, value in defaults.items() if value is not ...}
 
 
@@ -195,7 +203,7 @@ def actor_config(config: dict[str, Any], source: str, base: ActorConfig) -> Acto
     model = dict(config.get("model", {}))
     defaults = model_defaults(str(model.pop("model_class", "") or DEFAULT_MODEL_CLASS), source)
     model = defaults | model
-    agent = package.config_fields("agents/default.py", "AgentConfig") | agent
+    agent = config_fields("agents/default.py", "AgentConfig") | agent
     agent = {k: v for k, v in agent.items() if v is not ...}
     used = _checked({"agent": agent, "environment": environment, "model": model}, source)
     text_based = "action_regex" in defaults
@@ -206,7 +214,7 @@ def actor_config(config: dict[str, Any], source: str, base: ActorConfig) -> Acto
         observation_template=used.observation_template,
         format_error_template=used.format_error_template,
         action_regex=used.action_regex if text_based else None,
-        bash_tool=None if text_based else package.bash_tool(),
+        bash_tool=None if text_based else bash_tool(),
         cwd=used.cwd,
         env=used.env,
         max_consecutive_format_errors=used.max_consecutive_format_errors,

@@ -16,10 +16,9 @@ import subprocess
 import threading
 import time
 
-from sprout.sandbox import teardown
-from sprout.sandbox.backends import spares
 from sprout.sandbox.backends.process import Child, capture, command_script
 from sprout.sandbox.backends.protocol import BASE_ENV, OpenLayer, shell_for
+from sprout.sandbox.backends.spares import take_launcher, take_network
 from sprout.sandbox.errors import BadArgument, SandboxSetupFailed, SandboxUnavailable
 from sprout.sandbox.jail import cgroups
 from sprout.sandbox.jail.helper import helper_build
@@ -28,6 +27,7 @@ from sprout.sandbox.layers.store import LayerStore
 from sprout.sandbox.layers.whiteouts import lookup, resolve
 from sprout.sandbox.network.namespace import SandboxNetwork
 from sprout.sandbox.storefs.files import replace_with_copy
+from sprout.sandbox.teardown import later
 from sprout.sandbox.types import Observation, SandboxConfig
 
 SETUP_FAILED = 125
@@ -142,7 +142,7 @@ class OverlayBackend:
                 self.launcher = None
             if self.launcher is None and self.cgroup is None:
                 try:
-                    taken = spares.take_launcher(self.helper, cgroups.support(), self.cgroup_limits)
+                    taken = take_launcher(self.helper, cgroups.support(), self.cgroup_limits)
                 except OSError as error:
                     raise _cgroup_failed(error) from None
                 if taken is not None:
@@ -167,9 +167,9 @@ class OverlayBackend:
         with self._network_lock:
             if self.network is None:
                 setting, rootless = sandbox.config.network, self.store.ids is None
-                self.network = spares.take_network(
-                    self.helper, setting, rootless
-                ) or SandboxNetwork.start(self.helper, setting, rootless=rootless)
+                self.network = take_network(self.helper, setting, rootless) or SandboxNetwork.start(
+                    self.helper, setting, rootless=rootless
+                )
         return self.network.fds
 
     def _argv(
@@ -324,5 +324,5 @@ class OverlayBackend:
             self.launcher.close()
             self.launcher = None
         if self.cgroup is not None:
-            teardown.later(self.cgroup.remove)
+            later(self.cgroup.remove)
             self.cgroup = None

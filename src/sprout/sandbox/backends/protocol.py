@@ -1,4 +1,5 @@
-"""What a backend is: the protocol every way of running a sandbox's calls implements."""
+"""What a backend is: the protocol every way of running a sandbox's calls implements, and
+the open layer (`OpenLayer`) each of its calls is given."""
 
 from __future__ import annotations
 
@@ -17,13 +18,17 @@ BASE_ENV = {
 """The environment every call starts from; a sandbox's own `env` is laid over it."""
 
 
-class OpenLayer(Protocol):
-    """What a backend sees of a sandbox: the checkpoint it stands on and the layer it writes."""
+class OpenLayer:
+    """What a backend sees of a sandbox (`sprout.sandbox.Sandbox` is one, built on this): the
+    checkpoint it stands on and the layer it writes."""
 
-    store: LayerStore
-    parent: str
-    upper: str
-    config: SandboxConfig
+    def __init__(self, store: LayerStore, parent: str, upper: str, config: SandboxConfig) -> None:
+        self.store = store
+        self.parent = parent
+        """The checkpoint it stands on."""
+        self.upper = upper
+        """The unsealed layer its calls write."""
+        self.config = config
 
 
 class Backend(Protocol):

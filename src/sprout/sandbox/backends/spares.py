@@ -37,11 +37,11 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sprout.sandbox import teardown
 from sprout.sandbox.jail.cgroups import CgroupLimits, CgroupSupport, SandboxCgroup
 from sprout.sandbox.jail.launcher import Launcher
 from sprout.sandbox.network.namespace import SandboxNetwork
 from sprout.sandbox.network.policy import Network
+from sprout.sandbox.teardown import drain, later
 
 FIRST_SPARES = 2
 MAX_PER_KIND = 8
@@ -74,7 +74,7 @@ class SpareLauncher:
         """The launcher ends (at once: it holds no root yet), then its cgroup is removed on
         the teardown thread."""
         self.launcher.close()
-        teardown.later(self.cgroup.remove)
+        later(self.cgroup.remove)
 
 
 @dataclass
@@ -228,9 +228,9 @@ def take_network(helper: str, setting: Network, rootless: bool) -> SandboxNetwor
 
 def release() -> None:
     """End every spare now (a kind asked for again gets new ones), and wait until they and
-    every closed sandbox's processes and cgroups are gone (teardown.drain)."""
+    every closed sandbox's processes and cgroups are gone (`teardown.drain`)."""
     _pool.release()
-    teardown.drain()
+    drain()
 
 
 def _forget_in_child() -> None:

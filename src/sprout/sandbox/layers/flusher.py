@@ -3,10 +3,11 @@
 A seal writes a layer's files and metadata and returns: the checkpoint forks and runs at
 once. What makes it survive a crash of the machine, not only of the process, is a flush,
 and an fsync of each file and folder of every turn was most of what a checkpoint cost. So
-a durable store hands each sealed layer to the flusher of its filesystem (one per device,
-shared by every store of the process there), which takes every layer waiting at once and
-makes them all durable with one syncfs(2) while the agent's next model call runs. Where
-syncfs is missing, each layer's own files are fsynced one by one instead.
+a durable store hands each sealed layer (`layer_files.StoreFlushes`) to the flusher of its
+filesystem (one per device, shared by every store of the process there), which takes
+every layer waiting at once and makes them all durable with one syncfs(2) while the
+agent's next model call runs. Where syncfs is missing, each layer's own files are fsynced
+one by one instead.
 
 `LayerStore.wait_durable` waits for it: a run records a checkpoint only once it is on
 disk. A flush that fails (EIO, ENOSPC) fails every layer it covered, and every layer
@@ -21,14 +22,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from sprout.durable import flush_tree, fsync_directory, fsync_file, syncfs
 from sprout.sandbox.errors import FlushFailed
-from sprout.sandbox.layers.meta import Layer, meta_path
-
-if TYPE_CHECKING:
-    from sprout.sandbox.layers.view import StoreView
 
 Key = tuple[str, str]
 """A layer handed over: (its store's real path, its id)."""
@@ -147,12 +143,23 @@ def _syncfs(stores: Iterable[str]) -> bool:
     return True
 
 
+def fsync_each(trees: Iterable[tuple[str, bool]], files: Iterable[str], folder: str) -> None:
+    """A layer's flush where there is no syncfs: each of `trees` (with the files under it
+    where its flag says so, else its folders alone), each of `files`, then `folder`."""
+    for tree, with_files in trees:
+        flush_tree(tree, files=with_files)
+    for path in files:
+        fsync_file(path)
+    fsync_directory(folder)
+
+
 _flushers: dict[int, Flusher] = {}
 """This process's flushers, by device."""
 _flushers_lock = threading.Lock()
 
 
-def _flusher_of(path: str) -> Flusher:
+def flusher_of(path: str) -> Flusher:
+    """The flusher of the filesystem `path` is on (made with the first layer there)."""
     device = os.stat(path).st_dev
     with _flushers_lock:
         if device not in _flushers:
@@ -172,41 +179,3 @@ def drain(timeout: float | None = None) -> bool:
         if not flusher.idle(left):
             return False
     return True
-
-
-class StoreFlushes:
-    """A layer store's side of its filesystem's flusher (nothing for a store that is not
-    `durable`)."""
-
-    def __init__(self, store: StoreView) -> None:
-        self._view = store
-        self._key = os.path.realpath(store.path)
-        self._flusher = _flusher_of(store.path) if store.durable else None
-
-    def hand_over(self, layer: Layer) -> None:
-        """Flush sealed `layer` with the next batch: without syncfs, by fsyncing its files,
-        its squashed copy's folders (their files are links to data flushed with their own
-        layers, unless the copy cloned them across subvolumes) and both metadata files."""
-        if self._flusher is None:
-            return
-        store = self._view
-        trees = [(store.diff_dir(layer.id), True)]
-        if layer.flat is not None:
-            trees.append((store.diff_dir(layer.flat), store.capped))
-        metas = [meta_path(store.meta_dir, i) for i in (layer.id, layer.flat) if i is not None]
-
-        def fallback() -> None:
-            for tree, files in trees:
-                flush_tree(tree, files=files)
-            for path in metas:
-                fsync_file(path)
-            fsync_directory(store.meta_dir)
-
-        below = None if layer.parent is None else (self._key, layer.parent)
-        self._flusher.submit((self._key, layer.id), fallback, below)
-
-    def wait(self, layer_ids: Iterable[str], timeout: float | None) -> bool:
-        """`Flusher.wait` for layers of this store."""
-        if self._flusher is None:
-            return True
-        return self._flusher.wait([(self._key, i) for i in layer_ids], timeout)

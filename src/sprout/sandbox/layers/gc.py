@@ -13,17 +13,13 @@ import os
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from sprout.durable import describe_processes, lock_holders, try_lock
 from sprout.sandbox.errors import SandboxError, UnknownCheckpoint
 from sprout.sandbox.jail.processes import process_alive
-from sprout.sandbox.layers.private import PRIVATE, private_dir
+from sprout.sandbox.layers.layer_files import PRIVATE, LayerFiles, private_dir
 from sprout.sandbox.layers.refs import drop_ref, ref_names
 from sprout.sandbox.storefs.extents import bytes_freed_by_removing
-
-if TYPE_CHECKING:
-    from sprout.sandbox.layers.view import StoreView
 
 
 class StoreInUse(SandboxError):
@@ -62,7 +58,7 @@ stores (storefs.owners) holds each store's lock for an instant, and is no user o
 
 
 @contextlib.contextmanager
-def _collecting(store: StoreView) -> Iterator[None]:
+def _collecting(store: LayerFiles) -> Iterator[None]:
     """Held while GC runs: no other process has the store claimed, none can claim it."""
     path = os.path.join(store.path, "lock")
     try:
@@ -89,7 +85,7 @@ def _collecting(store: StoreView) -> Iterator[None]:
 
 
 def collect(
-    store: StoreView,
+    store: LayerFiles,
     keep: Iterable[str] = (),
     *,
     references: Callable[[], Iterable[str]] | None = None,
@@ -132,7 +128,7 @@ def collect(
     return freed
 
 
-def sweep(store: StoreView, *, dry_run: bool = False) -> Freed:
+def sweep(store: LayerFiles, *, dry_run: bool = False) -> Freed:
     """`LayerStore.sweep`: the debris of dead processes, nothing of a live one."""
     sealed = set(store.sealed_ids())
     entries = _entries(store)
@@ -146,7 +142,7 @@ def sweep(store: StoreView, *, dry_run: bool = False) -> Freed:
     return freed
 
 
-def _is_sealed(store: StoreView, layer_id: str) -> bool:
+def _is_sealed(store: LayerFiles, layer_id: str) -> bool:
     try:
         store.layer(layer_id)
     except UnknownCheckpoint:
@@ -154,7 +150,7 @@ def _is_sealed(store: StoreView, layer_id: str) -> bool:
     return True
 
 
-def _reachable(store: StoreView, roots: list[str], missing: list[str]) -> set[str]:
+def _reachable(store: LayerFiles, roots: list[str], missing: list[str]) -> set[str]:
     """Every layer the checkpoints `roots` stack on, with squashed copies; a parent whose
     metadata is gone ends its chain (and is added to `missing`)."""
     reachable: set[str] = set()
@@ -173,7 +169,7 @@ def _reachable(store: StoreView, roots: list[str], missing: list[str]) -> set[st
     return reachable
 
 
-def _entries(store: StoreView) -> set[str]:
+def _entries(store: LayerFiles) -> set[str]:
     """Ids with files, scratch, a subvolume or private files in the store (unsealed ones
     among them: a layer freed half-way keeps no metadata)."""
     found: set[str] = set()
@@ -184,7 +180,7 @@ def _entries(store: StoreView) -> set[str]:
 
 
 def _debris(
-    store: StoreView, sealed: set[str], entries: set[str], live: dict[str, str | None]
+    store: LayerFiles, sealed: set[str], entries: set[str], live: dict[str, str | None]
 ) -> list[str]:
     """Ids whose unsealed files or scratch no live process owns.
 
@@ -202,7 +198,7 @@ def _debris(
     )
 
 
-def _remove_debris(store: StoreView, debris: list[str], dead: list[str]) -> None:
+def _remove_debris(store: LayerFiles, debris: list[str], dead: list[str]) -> None:
     """Remove what `_debris` found and the holds of dead processes, sealed files excepted
     (`discard` checks again: a layer sealed since it was listed has its metadata by now,
     as sealing precedes dropping the hold)."""
@@ -212,7 +208,7 @@ def _remove_debris(store: StoreView, debris: list[str], dead: list[str]) -> None
     _remove_stale_temporaries(store)
 
 
-def _remove_stale_temporaries(store: StoreView) -> None:
+def _remove_stale_temporaries(store: LayerFiles) -> None:
     """Half-written metadata, holds and names (`write_atomically`'s NAME.PID-TID.tmp)
     of dead processes."""
     for sub in ("h", "m", "r"):
@@ -227,7 +223,7 @@ def _remove_stale_temporaries(store: StoreView) -> None:
 
 
 def _disk_paths(
-    store: StoreView, layer_ids: list[str], *, sealed: set[str] | None = None
+    store: LayerFiles, layer_ids: list[str], *, sealed: set[str] | None = None
 ) -> list[str]:
     """What holds the bytes of `layer_ids` here: their files (or subvolumes), private files
     and scratch, only the scratch of those in `sealed`; a layer linked from another store
@@ -255,7 +251,7 @@ def _owned(folder: str) -> bool:
     return os.path.isdir(folder) and not os.path.islink(folder)
 
 
-def _layer_folders(store: StoreView) -> list[str]:
+def _layer_folders(store: LayerFiles) -> list[str]:
     """Where files that may share extents with the layers GC removes are: every layer's
     files here (the kept ones among them), and those of layers adopted from another
     store (a turn's copy-up clones the base layer it adopted)."""

@@ -5,7 +5,7 @@ What a checkpoint's builder must keep for later, out of every sandbox over it: t
 history cut from a task's checkpoint 0, which only the verifier's throw-away fork gets
 back. No sandbox mounts `p/` (a stack mounts `l/ID` folders only, and the `host` image
 hides the store), so a hostile root inside reads none of it. The files live exactly as
-long as their layer: freeing the layer removes them (`LayerStore._remove_files`, also for
+long as their layer: freeing the layer removes them (`LayerFiles._remove_files`, also for
 a layer swept half-freed), a store that adopts the layer links them as it links the
 layer's files (`share.adopt`), and a layer shipped to another node carries them
 (`take_shipped_layer`).
@@ -14,26 +14,14 @@ layer's files (`share.adopt`), and a layer shipped to another node carries them
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from sprout.durable import fsync_directory
 from sprout.sandbox.errors import BadArgument
+from sprout.sandbox.layers.layer_files import LayerFiles, private_dir, remove_private
 from sprout.sandbox.layers.refs import ref_name
-from sprout.sandbox.storefs.files import remove_tree
-
-if TYPE_CHECKING:
-    from sprout.sandbox.layers.view import StoreView
-
-PRIVATE = "p"
 
 
-def private_dir(store_path: str, layer_id: str) -> str:
-    """Where layer `layer_id`'s private files are (a link into another store's, for an
-    adopted layer); it may not exist."""
-    return os.path.join(store_path, PRIVATE, layer_id)
-
-
-def keep_private(store: StoreView, layer_id: str, name: str, data: bytes) -> None:
+def keep_private(store: LayerFiles, layer_id: str, name: str, data: bytes) -> None:
     """Keep `data` as private file `name` of sealed layer `layer_id` (readable by the store's
     owner only); BadArgument for a layer that is not sealed or was adopted from another
     store, whose files are that store's."""
@@ -55,13 +43,13 @@ def keep_private(store: StoreView, layer_id: str, name: str, data: bytes) -> Non
         fsync_directory(folder)
 
 
-def private_file(store: StoreView, layer_id: str, name: str) -> str | None:
+def private_file(store: LayerFiles, layer_id: str, name: str) -> str | None:
     """The host path of private file `name` of layer `layer_id`, None when it has none."""
     path = os.path.join(private_dir(store.path, layer_id), ref_name(name))
     return path if os.path.isfile(path) else None
 
 
-def link_private(store: StoreView, source: StoreView, layer_id: str) -> None:
+def link_private(store: LayerFiles, source: LayerFiles, layer_id: str) -> None:
     """Link the private files of `source`'s layer `layer_id` into `store` (adopting it)."""
     found = private_dir(source.path, layer_id)
     link = private_dir(store.path, layer_id)
@@ -70,19 +58,10 @@ def link_private(store: StoreView, source: StoreView, layer_id: str) -> None:
         os.symlink(os.path.realpath(found), link)
 
 
-def take_private(store: StoreView, layer_id: str, files: str) -> None:
+def take_private(store: LayerFiles, layer_id: str, files: str) -> None:
     """Make folder `files` (on `store`'s filesystem, moved into place) layer `layer_id`'s
     private files: what a layer shipped from another node brings."""
     link = private_dir(store.path, layer_id)
     os.makedirs(os.path.dirname(link), exist_ok=True)
     remove_private(store.path, layer_id)
     os.rename(files, link)
-
-
-def remove_private(store_path: str, layer_id: str) -> None:
-    """Remove layer `layer_id`'s private files (only the link, for an adopted layer)."""
-    folder = private_dir(store_path, layer_id)
-    if os.path.islink(folder):
-        os.unlink(folder)
-    elif os.path.isdir(folder):
-        remove_tree(folder)

@@ -8,18 +8,14 @@ is built once per machine: a run's store adopts it from the machine-wide cache
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from sprout.sandbox.errors import BadArgument
-from sprout.sandbox.layers.meta import meta_path
+from sprout.sandbox.layers.layer_files import LayerFiles
+from sprout.sandbox.layers.meta import Layer, meta_path
 from sprout.sandbox.layers.private import link_private, take_private
 
-if TYPE_CHECKING:
-    from sprout.sandbox.layers.meta import Layer
-    from sprout.sandbox.layers.view import StoreView
 
-
-def needed_layers(source: StoreView, layer_id: str) -> list[str]:
+def needed_layers(source: LayerFiles, layer_id: str) -> list[str]:
     """The layers checkpoint `layer_id` needs (its ancestry and their squashed copies),
     bottom first: the order in which another store can take them, each after its parent."""
     wanted: list[str] = []
@@ -32,7 +28,7 @@ def needed_layers(source: StoreView, layer_id: str) -> list[str]:
 
 
 def take_shipped_layer(
-    store: StoreView, layer: Layer, files: str, private: str | None = None
+    store: LayerFiles, layer: Layer, files: str, private: str | None = None
 ) -> None:
     """Make sealed `layer` of another store one of `store`'s, its files already unpacked at
     `files` and its private files (`sprout.sandbox.layers.private`) at `private` (directories
@@ -45,7 +41,7 @@ def take_shipped_layer(
     store.flushes.hand_over(layer)
 
 
-def adopt(store: StoreView, source: StoreView, layer_id: str) -> str:
+def adopt(store: LayerFiles, source: LayerFiles, layer_id: str) -> str:
     """Make checkpoint `layer_id` of `source` one of `store`'s (see `LayerStore.adopt`)."""
     if store.mode == "copy" or (source.mode, source.ids) != (store.mode, store.ids):
         raise BadArgument(

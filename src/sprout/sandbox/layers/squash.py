@@ -16,17 +16,14 @@ import os
 import secrets
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from sprout.sandbox.layers.layer_files import LayerFiles
 from sprout.sandbox.layers.meta import Layer
 from sprout.sandbox.layers.whiteouts import merge
 from sprout.sandbox.storefs.extents import disk_usage
 
-if TYPE_CHECKING:
-    from sprout.sandbox.layers.view import StoreView
 
-
-def squash(store: StoreView, layer: Layer) -> Layer:
+def squash(store: LayerFiles, layer: Layer) -> Layer:
     """Merge the stack under sealed `layer` into one new layer, and return `layer` with
     that flat copy recorded."""
     flat_id = secrets.token_hex(5)

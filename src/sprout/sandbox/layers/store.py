@@ -25,9 +25,10 @@ killed mid-turn leaves at worst an unsealed directory (and its scratch) for `swe
 never a half-written checkpoint. Each unsealed layer has a hold naming its owner (pid and
 start time): debris is what a dead owner left; nothing of a live process is ever swept.
 
-`LayerStore` opens the store and finds, seals and discards layers; each other job has its
-module here: `store_json`, `meta` (m/), `holds` (h/), `refs` (r/), `private` (p/), `squash`,
-`share` (`adopt`), `export` and `gc`; those that take the store back see a `view.StoreView`.
+`LayerStore` makes, seals and collects layers over `layer_files.LayerFiles` (where each
+layer's files and records are, finding and discarding them); each other job has its module
+here: `store_json`, `meta` (m/), `holds` (h/), `refs` (r/), `private` (p/), `squash`,
+`share` (`adopt`), `export` and `gc`; those that take the store back get its `LayerFiles`.
 """
 
 from __future__ import annotations
@@ -39,36 +40,31 @@ import time
 from collections.abc import Callable, Iterable
 
 from sprout.durable import HeldLock, hold_lock
-from sprout.sandbox.errors import BadArgument, UnknownCheckpoint
+from sprout.sandbox.errors import BadArgument
 from sprout.sandbox.jail.idmap import give_to
 from sprout.sandbox.jail.modes import MODES, StoreMode
 from sprout.sandbox.layers import gc as layer_gc
 from sprout.sandbox.layers import share as layer_share
 from sprout.sandbox.layers.export import export_path
-from sprout.sandbox.layers.flusher import StoreFlushes
-from sprout.sandbox.layers.holds import read_holds, write_hold
+from sprout.sandbox.layers.holds import write_hold
 from sprout.sandbox.layers.hostview import HostMask
-from sprout.sandbox.layers.meta import Layer, counted, meta_path, read_meta, sealed_ids, write_meta
-from sprout.sandbox.layers.private import remove_private
-from sprout.sandbox.layers.refs import read_ref, ref_name, write_ref
+from sprout.sandbox.layers.layer_files import LayerFiles
+from sprout.sandbox.layers.meta import Layer
+from sprout.sandbox.layers.refs import ref_name, write_ref
 from sprout.sandbox.layers.squash import squash
-from sprout.sandbox.layers.store_json import open_store_format
 from sprout.sandbox.layers.whiteouts import (
-    LayerFormat,
-    MarkerFormat,
-    OverlayFormat,
     read_regular_file,
     resolve,
 )
 from sprout.sandbox.storefs.btrfs import keep_room, settle
 from sprout.sandbox.storefs.extents import disk_usage
-from sprout.sandbox.storefs.files import remove_tree
-from sprout.sandbox.storefs.quota import create_subvolume, disk_cap_support, limit_exclusive_bytes
+from sprout.sandbox.storefs.quota import create_subvolume, limit_exclusive_bytes
 from sprout.sandbox.types import SandboxConfig
 
 
-class LayerStore:
-    """Layers on disk, each with an id, a parent, its size and a reference count.
+class LayerStore(LayerFiles):
+    """Layers on disk, each with an id, a parent, its size and a reference count: the
+    layers' files and records (`LayerFiles`), and what makes, seals and collects them.
 
     `durable` flushes each layer to disk once it is sealed, beside the next turn (the
     flush that makes a checkpoint survive a crash of the machine, not just of the
@@ -94,41 +90,18 @@ class LayerStore:
             raise BadArgument("mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
         if not isinstance(max_stack, int) or not 2 <= max_stack <= 300:
             raise BadArgument("max_stack", f"expected an int from 2 to 300, got {max_stack!r}")
-        self.path = os.path.abspath(os.fspath(path))
-        self.durable = durable
+        path = os.path.abspath(os.fspath(path))
         self.max_stack = max_stack
-        self.placement, self.store_fs = settle(self.path, new=place and mode != "copy")
+        self.placement, self.store_fs = settle(path, new=place and mode != "copy")
         """Where a new store went (None: it existed, `place` was False, or a copy store),
         and the mount point of sprout's store filesystem holding it (None: a plain store)."""
-        self.meta_dir = os.path.join(self.path, "m")
-        """Sealed layers' metadata (layers.meta)."""
-        self.refs_dir = os.path.join(self.path, "r")  # named checkpoints (layers.refs)
-        self._cache: dict[str, Layer] = {}
+        super().__init__(path, mode, durable=durable)
         self._claim: HeldLock | None = None
-        for sub in ("l", "m", "w", "h", "r"):
-            os.makedirs(os.path.join(self.path, sub), exist_ok=True)
-        self.mode, self.ids = open_store_format(os.path.join(self.path, "store.json"), mode)
-        """The store's mode, and as root the host ids sandbox ids 0.. are (jail.idmap)."""
-        self.capped = self.mode == "root" and disk_cap_support(self.path).enforced
-        """Layers are subvolumes whose bytes the kernel caps (see sprout.sandbox.storefs.quota)."""
-        self.format: LayerFormat = (
-            MarkerFormat()
-            if self.mode == "copy"
-            else OverlayFormat("trusted" if self.mode == "root" else "user")
-        )
         on_store_fs = () if self.store_fs is None else (os.path.dirname(self.store_fs),)
         hidden = (self.path, os.path.dirname(self.path), *on_store_fs)
         self.host = HostMask(os.path.join(self.path, "v"), hidden, self.format)
         self.host.hide(hide)
         """What the `host` image hides from this store's sandboxes (layers.hostview)."""
-        self.flushes = StoreFlushes(self)
-        """Its side of its filesystem's flusher (layers.flusher)."""
-
-    def image_root(self, config: SandboxConfig) -> str | None:
-        """The directory under a stack's bottom layer (None: the copy backend has none)."""
-        if self.mode == "copy":
-            return None
-        return "/" if config.image == "host" else config.image
 
     def image_layers(self, config: SandboxConfig) -> list[str]:
         """Layers between a stack and its image: for `host`, the mask of what it shows."""
@@ -144,22 +117,6 @@ class LayerStore:
         if self.ids is not None:
             give_to(path, self.ids.base, self.ids.base)
 
-    def diff_dir(self, layer_id: str) -> str:
-        """The directory holding a layer's files (sealed or not)."""
-        return os.path.join(self.path, "l", layer_id)
-
-    def scratch_dir(self, layer_id: str) -> str:
-        """Scratch space of an unsealed layer: the overlay workdir and mountpoint live here."""
-        return os.path.join(self.path, "w", layer_id)
-
-    def work_dir(self, layer_id: str) -> str:
-        """The overlay workdir of an unsealed layer (in its subvolume when the layer has one:
-        overlayfs renames from it into the upper directory)."""
-        subvolume = os.path.join(self.path, "s", layer_id)
-        if os.path.isdir(subvolume):
-            return os.path.join(subvolume, "w")
-        return os.path.join(self.scratch_dir(layer_id), "w")
-
     def cap(self, layer_id: str, limit: int) -> bool:
         """Cap the bytes unsealed layer `layer_id` may hold (0: no cap); False where the
         store's filesystem cannot enforce it."""
@@ -168,51 +125,6 @@ class LayerStore:
             return False
         limit_exclusive_bytes(subvolume, limit)
         return True
-
-    def layer(self, layer_id: str) -> Layer:
-        """The sealed layer `layer_id`; UnknownCheckpoint when there is none."""
-        cached = self._cache.get(layer_id)
-        if cached is not None:
-            return cached
-        if not isinstance(layer_id, str) or not layer_id.isalnum():
-            raise UnknownCheckpoint(str(layer_id), self.path)
-        found = read_meta(self.meta_dir, layer_id)
-        if found is None:
-            raise UnknownCheckpoint(layer_id, self.path)
-        self._cache[layer_id] = found
-        return found
-
-    def ancestry(self, layer_id: str) -> list[str]:
-        """Every layer from `layer_id` down to its base, top first."""
-        chain = []
-        current: str | None = layer_id
-        while current is not None:
-            chain.append(current)
-            current = self.layer(current).parent
-        return chain
-
-    def stack(self, layer_id: str) -> list[str]:
-        """The layers to mount for `layer_id`, top first, using squashed copies where made."""
-        chain = []
-        current: str | None = layer_id
-        while current is not None:
-            found = self.layer(current)
-            if found.flat is not None:
-                chain.append(found.flat)
-                break
-            chain.append(current)
-            current = found.parent
-        return chain
-
-    def ref(self, name: str) -> str | None:
-        """The checkpoint saved under `name`, or None (also when GC or a crash lost it)."""
-        layer_id = read_ref(self.refs_dir, name)
-        if layer_id is None:
-            return None
-        try:
-            return self.layer(layer_id).id
-        except UnknownCheckpoint:
-            return None
 
     def set_ref(self, name: str, layer_id: str) -> None:
         """Save checkpoint `layer_id` under `name`; GC keeps it and all it stacks on."""
@@ -283,24 +195,6 @@ class LayerStore:
         self.give_to_sandbox_root(files)  # the root directory inside
         return layer_id
 
-    def _remove_files(self, layer_id: str) -> None:
-        """Delete a layer's files, subvolume (even one not linked yet) and private files."""
-        files = self.diff_dir(layer_id)
-        remove_tree(os.path.join(self.path, "s", layer_id))
-        remove_private(self.path, layer_id)
-        if os.path.islink(files):
-            os.unlink(files)
-        else:
-            remove_tree(files)
-
-    def discard(self, layer_id: str) -> None:
-        """Drop an unsealed layer, its scratch and hold (a sealed layer's files are GC's)."""
-        if not os.path.exists(meta_path(self.meta_dir, layer_id)):
-            self._remove_files(layer_id)
-        remove_tree(self.scratch_dir(layer_id))
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(os.path.join(self.path, "h", layer_id))
-
     def seal(self, layer_id: str, parent: str | None, config: SandboxConfig) -> Layer:
         """Make an unsealed layer an immutable checkpoint and return it; a durable store
         flushes it to disk beside the caller's next work (`wait_durable`).
@@ -317,37 +211,6 @@ class LayerStore:
             sealed = squash(self, sealed)
         self.flushes.hand_over(sealed)
         return sealed
-
-    def save_meta(self, layer: Layer) -> None:
-        """Write `layer`'s metadata, atomically; `flushes.hand_over` makes it durable."""
-        write_meta(self.meta_dir, layer)
-        self._cache[layer.id] = layer
-
-    def wait_durable(self, *layer_ids: str, timeout: float | None = None) -> bool:
-        """Wait until each of `layer_ids`, and all it stacks on, is on disk (at once in a store
-        not `durable`, for a layer flushed already or sealed by an earlier process); False
-        when `timeout` seconds passed first; FlushFailed (store, OS error) when a flush failed."""
-        return self.flushes.wait(layer_ids, timeout)
-
-    def free(self, layer_id: str) -> None:
-        """Remove sealed layer `layer_id`, its metadata first (it is no checkpoint from then
-        on): GC's last step, once it has made sure that nothing stacks on the layer."""
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(meta_path(self.meta_dir, layer_id))
-        self._cache.pop(layer_id, None)
-        self.discard(layer_id)
-
-    def live_holds(self) -> tuple[dict[str, str | None], list[str]]:
-        """Holds of live processes (layer id -> parent), and the layers of dead ones."""
-        return read_holds(os.path.join(self.path, "h"))
-
-    def sealed_ids(self) -> list[str]:
-        """The ids of every sealed layer."""
-        return sealed_ids(self.meta_dir)
-
-    def layers(self) -> list[Layer]:
-        """Every sealed layer, with its reference count filled in."""
-        return counted([self.layer(i) for i in self.sealed_ids()], self.live_holds()[0].values())
 
     def claim(self) -> None:
         """Hold the store for this process until `release()` (or its end): GC in another

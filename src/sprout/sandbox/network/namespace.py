@@ -40,12 +40,12 @@ import tempfile
 from dataclasses import dataclass
 from typing import Literal
 
-from sprout.sandbox import teardown
 from sprout.sandbox.errors import BadArgument, SandboxSetupFailed, SandboxUnavailable
-from sprout.sandbox.jail.system_tools import system_tool
 from sprout.sandbox.network.addresses import ipv4_addresses
 from sprout.sandbox.network.dns_filter import LISTEN, DnsFilter, nft_allow
 from sprout.sandbox.network.policy import REFUSED_V4, Allowlist, Network
+from sprout.sandbox.system_tools import system_tool
+from sprout.sandbox.teardown import later
 
 Policy = Literal["none", "public", "allowlist"]
 STACK = "slirp4netns"
@@ -365,7 +365,7 @@ class SandboxNetwork:
         for process in (self.stack, self.holder):
             if process is not None:
                 process.kill()  # neither holds anything to flush
-                teardown.later(functools.partial(_reap, process))
+                later(functools.partial(_reap, process))
 
 
 def _reap(process: subprocess.Popen[bytes]) -> None:

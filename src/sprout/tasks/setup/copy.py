@@ -23,13 +23,12 @@ import tarfile
 import tempfile
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
-from sprout.sandbox import LayerStore, Observation, Sandbox
-from sprout.task import SetupStep, Task, TaskError
+from sprout.sandbox import LayerStore, Sandbox
+from sprout.task import SetupStep, TaskError
 from sprout.tasks.dockerfile.context import (
     Ignore,
     clean_source,
@@ -43,6 +42,7 @@ from sprout.tasks.dockerfile.context import (
 )
 from sprout.tasks.dockerfile.state import is_root
 from sprout.tasks.files import os_problem
+from sprout.tasks.setup.build_state import BuildState
 from sprout.tasks.setup.users import resolve_owner
 
 DOWNLOAD_TIMEOUT_S = 300.0
@@ -77,24 +77,6 @@ sprout_file() {
 `sprout_file FILE DEST [dir]`: FILE into DEST when that is a directory, else at DEST."""
 
 
-class CopyBuild(Protocol):
-    """What a copy step uses of the build it runs in (`sprout.tasks.setup.steps.Build` is
-    one): a protocol, so that setup_copy stays below setup_steps, which runs it."""
-
-    task: Task
-    layers: LayerStore
-    timeout: float
-    """Seconds one step may take."""
-
-    def stage(self, index: int) -> str:
-        """The checkpoint of stage `index` with all its steps run."""
-        ...
-
-    def check(self, label: str, what: str, observation: Observation) -> None:
-        """TaskError when a step's command failed."""
-        ...
-
-
 @dataclass(frozen=True)
 class _Entry:
     """One thing a copy step places: a directory's contents, a file, or an archive."""
@@ -105,31 +87,35 @@ class _Entry:
     name: str
 
 
-def run_copy(build: CopyBuild, sandbox: Sandbox, step: SetupStep, label: str) -> None:
+def run_copy(
+    build: BuildState, sandbox: Sandbox, step: SetupStep, label: str, stage: Callable[[int], str]
+) -> None:
     """Run copy step `step` (COPY or ADD) in `sandbox`; TaskError names the task, `label`
-    and the instruction."""
+    and the instruction. `stage` gives the checkpoint of an earlier stage with all its steps
+    run (`steps.Build.stage`), for a copy from it."""
     keyword = "ADD" if step.unpack or "://" in step.source else "COPY"
     what = f"{keyword} {step.source} {step.destination}"
     where = f"{build.task.id}: {label} ({what[:80]!r})"
     with tempfile.TemporaryDirectory(prefix="sprout-copy-") as staging:
         try:
-            _place(build, sandbox, step, label, what, where, Path(staging))
+            _place(build, sandbox, step, label, what, where, Path(staging), stage)
         except OSError as error:
             # The task's files changed under it, or hold what cannot be copied: its error.
             raise TaskError(f"{where}: {os_problem(error)}") from None
 
 
 def _place(
-    build: CopyBuild,
+    build: BuildState,
     sandbox: Sandbox,
     step: SetupStep,
     label: str,
     what: str,
     where: str,
     staging: Path,
+    stage: Callable[[int], str],
 ) -> None:
     """The copy step itself: its sources staged in `staging`, then put into place inside."""
-    entries = list(_gather(build, step, staging, where))
+    entries = list(_gather(build, step, staging, where, stage))
     if not entries:
         return  # a wildcard that matched nothing copies nothing, as in Docker
     into = step.destination.endswith("/")
@@ -172,7 +158,9 @@ def _compression(archive: Path) -> str:
     return next((flag for magic, flag in ARCHIVE_FLAGS.items() if head.startswith(magic)), "")
 
 
-def _gather(build: CopyBuild, step: SetupStep, staging: Path, where: str) -> Iterator[_Entry]:
+def _gather(
+    build: BuildState, step: SetupStep, staging: Path, where: str, stage: Callable[[int], str]
+) -> Iterator[_Entry]:
     """What a copy step places, as host paths: staged copies where a source needs one."""
     name = step.source.rstrip("/").rsplit("/", 1)[-1] or "__unnamed__"
     if step.content is not None:
@@ -182,7 +170,7 @@ def _gather(build: CopyBuild, step: SetupStep, staging: Path, where: str) -> Ite
         made.chmod(0o664)  # BuildKit makes a heredoc's file 0664
         yield _Entry("file", made, step.source)
     elif step.stage is not None:
-        yield from _from_stage(build.stage(step.stage), build.layers, step, staging, where)
+        yield from _from_stage(stage(step.stage), build.layers, step, staging, where)
     elif step.source.startswith(("http://", "https://")):
         yield _download(step, staging, where)
     else:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import PurePosixPath
 
-from sprout.sandbox import LayerStore, Observation, Sandbox
-from sprout.task import SetupFailed, SetupStep, Task, TaskError
+from sprout.sandbox import Sandbox
+from sprout.task import SetupStep, Task, TaskError
 from sprout.tasks.digest import entry_bytes, read_entry
 from sprout.tasks.dockerfile.context import (
     Ignore,
@@ -30,38 +30,14 @@ from sprout.tasks.dockerfile.context import (
 from sprout.tasks.dockerfile.state import is_root
 from sprout.tasks.files import os_problem
 from sprout.tasks.imageref import image_rootfs
+from sprout.tasks.setup.build_state import BuildState
 from sprout.tasks.setup.copy import run_copy
 from sprout.tasks.setup.users import resolve_user
 
 
-class Build:
-    """One base layer's build: the task, the store, what a sandbox over an image is given
-    first, and the earlier stages, each built in a sandbox of its own the first time a
-    step copies from it."""
-
-    def __init__(
-        self,
-        task: Task,
-        layers: LayerStore,
-        *,
-        env: dict[str, str],
-        prepare: Callable[[Sandbox], None],
-        timeout: float,
-        error_lines: int,
-    ) -> None:
-        self.task = task
-        self.layers = layers
-        self.env = env
-        """The environment of the build's sandboxes, under each step's own."""
-        self.prepare = prepare
-        """Readies a fresh sandbox over an image (not `host`): its name service, say."""
-        self.timeout = timeout
-        """Seconds one step may take."""
-        self.error_lines = error_lines
-        """How many of a failed step's last lines its error carries."""
-        self.built: dict[int, str] = {}
-        self.claimed: set[str] = set()
-        """Directories an earlier WORKDIR step made or found: a later one leaves them be."""
+class Build(BuildState):
+    """One base layer's build, run step by step: the earlier stages are each built in a
+    sandbox of their own the first time a step copies from them."""
 
     def stage(self, index: int) -> str:
         """The checkpoint of stage `index` with all its steps run."""
@@ -92,7 +68,7 @@ class Build:
         if step.origin:
             label = f"{label} at {step.origin}"
         if step.kind == "copy":
-            run_copy(self, sandbox, step, label)
+            run_copy(self, sandbox, step, label, self.stage)
             return
         if step.kind == "workdir":
             self.make_workdir(sandbox, step, label)
@@ -138,17 +114,6 @@ class Build:
         if premade:
             script += f" && chown {owner} {' '.join(map(shlex.quote, premade))}"
         self.check(label, f"WORKDIR {step.destination}", sandbox.run(script, self.timeout))
-
-    def check(self, label: str, what: str, observation: Observation) -> None:
-        """TaskError when a step's command failed, with the last lines it printed."""
-        if observation.exit_code != 0:
-            tail = observation.output.strip().splitlines()[-self.error_lines :]
-            last = tail[-1] if tail else "(no output)"
-            raise SetupFailed(
-                f"{self.task.id}: {label} ({what[:80]!r}) failed with exit code "
-                f"{observation.exit_code}: {last}",
-                f"$ {what}\n" + "\n".join(tail),
-            )
 
 
 def context_inputs(task: Task) -> Iterator[bytes]:

@@ -25,6 +25,7 @@ from sprout.sandbox.jail.idmap import IdRange, check_unclaimed, configured_range
 from sprout.sandbox.jail.modes import StoreMode, current_user_mode, overlay_unavailable_reason
 from sprout.sandbox.layers.store import LayerStore
 from sprout.sandbox.network.namespace import STACK, missing_tools
+from sprout.sandbox.sandbox import Sandbox
 from sprout.sandbox.storefs.btrfs import home_of
 
 DEFAULT_CAPABILITIES = "00000000a80425fb"
@@ -231,8 +232,6 @@ def _live_call() -> Measure:
     """Run one call in the jail (as root, over the host image) and read the measures back."""
     name = "a call in the jail"
     with tempfile.TemporaryDirectory(prefix="sprout-doctor-") as scratch:
-        from sprout.sandbox.sandbox import Sandbox
-
         store = LayerStore(os.path.join(scratch, "store"), place=False)  # gone at once
         network = not missing_tools("public")
         try:
