@@ -84,6 +84,7 @@ def _config(model: Path, tmp_path: Path, roots: int = 2, children: int = 3, **mo
         "children": children,
         "max_turns": 2,
         "reply_tokens": 48,
+        "roles": {"max_retries": 0},  # SmolLM2 writes no JSON: once is enough to fall back
         **more,
     }
     loops.write_text(yaml.safe_dump([loop]))

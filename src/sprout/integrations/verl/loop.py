@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from omegaconf import Container, OmegaConf
 from pydantic import ValidationError
 from verl.experimental.agent_loop.agent_loop import (
     AgentLoopBase,
@@ -47,7 +48,8 @@ class SproutAgentLoop(AgentLoopBase):
     """One sample of a prompt's group (see the module docstring)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        own = {key: kwargs.pop(key) for key in list(kwargs) if key in LoopSettings.model_fields}
+        mine = [key for key in kwargs if key in LoopSettings.model_fields]
+        own = {key: _plain(kwargs.pop(key)) for key in mine}
         super().__init__(*args, **kwargs)
         try:
             self.settings = LoopSettings(**own)
@@ -144,6 +146,11 @@ class SproutAgentLoop(AgentLoopBase):
 
 if LOOP_NAME not in _agent_loop_registry:  # an agent-loop config's entry, with its settings, stays
     register(LOOP_NAME)(SproutAgentLoop)
+
+
+def _plain(value: Any) -> Any:
+    """A setting as hydra hands it (a table is an OmegaConf node), as plain Python."""
+    return OmegaConf.to_container(value) if isinstance(value, Container) else value
 
 
 def _output(fields: dict[str, Any]) -> AgentLoopOutput:

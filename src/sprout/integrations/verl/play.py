@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sprout.agent import ActorConfig
 from sprout.integrations.verl.outputs import Played
 from sprout.models import Model
+from sprout.roles import RolesConfig
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, run_tasks
 from sprout.search.methods import Method, Selector, training_method
@@ -44,6 +45,9 @@ class LoopSettings(BaseModel):
     selector: Selector = "reviewer"
     """Who picks an unguided child's boundary (`sprout train --selector`)."""
     max_turns: int = Field(8, ge=1)
+    roles: RolesConfig = Field(default_factory=RolesConfig)
+    """The analyst's and reviewer's settings: `sprout run`'s `[roles]` table
+    (`max_retries`, templates)."""
     reply_tokens: int = Field(1024, ge=1)
     """The most tokens one model reply may have (verl's `response_length` bounds the whole
     rollout, all its turns together)."""
@@ -85,6 +89,7 @@ def play_group(
             methods=(method,),
             workers=settings.workers or method.roots,
             actor=ActorConfig(max_turns=settings.max_turns, logprobs=True),
+            roles=settings.roles,
         )
         with _sandboxes(settings, run) as sandboxes:
             run_tasks([task], run, played, progress, sandboxes=sandboxes, model=model)
