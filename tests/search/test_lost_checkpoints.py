@@ -25,9 +25,9 @@ from sprout.runfolder import RunFolder
 from sprout.sandbox import LayerStore, Observation
 from sprout.sandbox.replay import Rebuilt, ReplayTurn, sealed_in
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
-from sprout.search.sandboxes import LocalSandboxes
 from sprout.task import Task
 from sprout.tasks import load_native
+from sprout.tasksandbox import TaskSandboxService
 from sprout.tasksandbox.room import Room
 from sprout.tree import Attempt
 from sprout.verify import Verdict
@@ -45,7 +45,7 @@ class DiskLosingSandboxes:
 
     def __init__(self, run: RunFolder, dies_at: int, diverges: bool = False) -> None:
         """`dies_at` 0: the node dies at the first verifier run instead."""
-        self._local = LocalSandboxes(run.layers)
+        self._local = TaskSandboxService(run.layers)
         self._next = run.path / "next-node"
         self._dies_at = dies_at
         self._diverges = diverges
@@ -55,7 +55,7 @@ class DiskLosingSandboxes:
 
     @property
     def store(self) -> LayerStore:
-        return self._local.layers
+        return self._local.store
 
     def base_checkpoint(self, task: Task, *, replays: bool) -> str:
         return self._local.base_checkpoint(task, replays=replays)
@@ -105,7 +105,7 @@ class DiskLosingSandboxes:
     def die(self) -> None:
         if not self.dead:
             self.dead = True
-            self._local = LocalSandboxes(LayerStore(str(self._next)))
+            self._local = TaskSandboxService(LayerStore(str(self._next)))
             raise WorkspaceError("node n1 died")
 
 

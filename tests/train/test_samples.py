@@ -226,10 +226,10 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
     from sprout.search.methods import training_method
     from sprout.search.registry import play
     from sprout.search.runner import _Bases, _Concurrency, _RunContext, _search
-    from sprout.search.sandboxes import LocalSandboxes
     from sprout.search.schedule_roles import ScheduleRoles
     from sprout.search.slots import Slots
     from sprout.tasks import load_native
+    from sprout.tasksandbox import TaskSandboxService
     from sprout.tasksandbox.room import Room
     from tests.support.taskfolders import two_edits_task
 
@@ -247,7 +247,7 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
         halt=Halt(),
         slots=slots,
         shared=model,
-        bases=_Bases([task], slots, LocalSandboxes(run.layers), replays=False),
+        bases=_Bases([task], slots, TaskSandboxService(run.layers), replays=False),
         concurrency=_Concurrency(run, Room(2, "the test's"), slots),
     )
     search = _search(context, task, method)

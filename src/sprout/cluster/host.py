@@ -29,6 +29,7 @@ from sprout.sandbox import (
     ReplayTurn,
     SandboxError,
     SandboxFork,
+    SandboxWorkspace,
 )
 from sprout.task import Task
 from sprout.tasksandbox import TaskSandboxService
@@ -92,7 +93,7 @@ class TaskHost:
         """A new fork of `checkpoint`; returns its id for the calls below."""
         self._have(checkpoint)
         stack = ExitStack()
-        fork = stack.enter_context(self._service.workspace().fork(checkpoint))
+        fork = stack.enter_context(SandboxWorkspace(self.store).fork(checkpoint))
         fork_id = uuid.uuid4().hex
         with self._lock:
             self._forks[fork_id] = (stack, fork)
@@ -129,6 +130,7 @@ class TaskHost:
 
     def rebuild(
         self,
+        task: Task,
         base_checkpoint: str,
         old_base_checkpoint: str,
         turns: Sequence[ReplayTurn],
@@ -136,7 +138,7 @@ class TaskHost:
     ) -> Rebuilt:
         """Lost checkpoints made again here, from the deepest one this node can still adopt
         or ship (see `TaskSandboxService.rebuild`)."""
-        return self._service.rebuild(base_checkpoint, old_base_checkpoint, turns, timeout)
+        return self._service.rebuild(task, base_checkpoint, old_base_checkpoint, turns, timeout)
 
     def _can_have(self, checkpoint: str) -> bool:
         try:

@@ -31,6 +31,7 @@ from sprout.cluster.reservation import Reservation, check_fits, cluster_room, re
 from sprout.cluster.task_ship import ShippedFolder, ship
 from sprout.sandbox import Rebuilt, ReplayTurn, refuse_addresses, refused_by_run
 from sprout.task import Task
+from sprout.tasksandbox import TaskSandboxes
 from sprout.tasksandbox.room import Room
 from sprout.verify import Verdict
 from sprout.workspace import Workspace, WorkspaceError
@@ -71,8 +72,8 @@ Placement = dict[str, Any]
 actor reserved there: cpus and memory (bytes)."""
 
 
-class RaySandboxes:
-    """`sprout.search.sandboxes.TaskSandboxes` on the Ray cluster `ray.init` joined.
+class RaySandboxes(TaskSandboxes):
+    """`TaskSandboxes` on the Ray cluster `ray.init` joined.
 
     `store` is each node's store path with `{node}` for the node's id; `cpus` is
     what Ray reserves per task (and how many of its commands run at once), `memory` the
@@ -148,7 +149,7 @@ class RaySandboxes:
         timeout: float,
     ) -> Rebuilt:
         found: Rebuilt = self._place(task).call(
-            "rebuild", base_checkpoint, old_base_checkpoint, turns, timeout
+            "rebuild", task, base_checkpoint, old_base_checkpoint, turns, timeout
         )
         return found
 

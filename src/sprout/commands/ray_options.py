@@ -18,7 +18,7 @@ from sprout.runfolder import RunFolder
 from sprout.tasks.sources.harbor_tables import Size
 
 if TYPE_CHECKING:
-    from sprout.search.sandboxes import TaskSandboxes
+    from sprout.tasksandbox import TaskSandboxes
 
 
 def add_ray_address(parser: argparse.ArgumentParser, what: str, after: str) -> None:

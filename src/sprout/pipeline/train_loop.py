@@ -29,8 +29,8 @@ from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, run_tasks
 from sprout.search.halt import Halt
 from sprout.search.methods import Method, training_method
-from sprout.search.sandboxes import TaskSandboxes
 from sprout.task import Task
+from sprout.tasksandbox import TaskSandboxes
 from sprout.train.learner import Learner, LearnerConfig, StepStats
 from sprout.train.samples import build_samples
 

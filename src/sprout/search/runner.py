@@ -36,11 +36,11 @@ from sprout.search.methods import Method
 from sprout.search.play import Search
 from sprout.search.progress import Progress
 from sprout.search.registry import describe, needs_logprobs, play
-from sprout.search.sandboxes import LocalSandboxes, TaskSandboxes
 from sprout.search.schedule_roles import ScheduleRoles
 from sprout.search.slots import Slots
 from sprout.search.summary import results, write_results
 from sprout.task import Task, TaskError
+from sprout.tasksandbox import TaskSandboxes, TaskSandboxService
 from sprout.tasksandbox.room import Room
 from sprout.tree import Fault, RunDatabaseError
 
@@ -152,7 +152,7 @@ def run_tasks(
     it on disk where it was sealed (`TaskSandboxes.settle`). `model`: the client every pair
     uses, built by the caller (verl's agent loop, on verl's servers), else `settings.model`'s."""
     check_settings(settings, model)
-    sandboxes = sandboxes or LocalSandboxes(run.layers)
+    sandboxes = sandboxes or TaskSandboxService(run.layers)
     run.tree.settle = sandboxes.settle
     limit = _limit(settings, sandboxes, tasks)
     slots = Slots(limit.attempts)

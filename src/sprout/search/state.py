@@ -13,9 +13,9 @@ from sprout.agent import Actor
 from sprout.search.halt import Halt
 from sprout.search.methods import Method
 from sprout.search.progress import Progress
-from sprout.search.sandboxes import TaskSandboxes
 from sprout.search.slots import Slots
 from sprout.task import Task
+from sprout.tasksandbox import TaskSandboxes
 from sprout.tree import Message, RolloutTree
 
 

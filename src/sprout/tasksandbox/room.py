@@ -3,9 +3,9 @@ memory over what each holds.
 
 `--workers auto`, and a `--ray` run without `--workers`, keep that many attempts alive.
 Each task may have its own sandbox memory limit; a run has one figure, so it is counted for
-the largest, and never promises room a task would not find. Search's `LocalSandboxes`
+the largest, and never promises room a task would not find. `TaskSandboxService`
 (this machine) and the cluster's `RaySandboxes` (its alive nodes, over each task's Ray
-reservation) both count with `fits`, which lives here because neither imports the other.
+reservation) both count with `fits`.
 """
 
 from __future__ import annotations

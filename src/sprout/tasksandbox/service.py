@@ -1,4 +1,5 @@
-"""`TaskSandboxService`: what a layer store does for a run's tasks, on any machine."""
+"""`TaskSandboxService`: what a layer store does for a run's tasks, on any machine; on this
+machine, the run's `TaskSandboxes` (`sprout run`'s default)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from contextlib import AbstractContextManager, nullcontext
 from sprout.sandbox import LayerStore, Rebuilt, ReplayTurn, SandboxWorkspace, rebuild, sealed_in
 from sprout.task import Task
 from sprout.tasks import base_checkpoint_of, solution_checkpoint
+from sprout.tasksandbox.protocol import TaskSandboxes
+from sprout.tasksandbox.room import Room, this_machine
 from sprout.verify import Verdict, run_verifier
 
 
-class TaskSandboxService:
-    """Checkpoint 0, the verifier, rebuilds and forks of tasks in the layer store `store`.
+class TaskSandboxService(TaskSandboxes):
+    """Checkpoint 0, the verifier, rebuilds and forks of tasks in the layer store `store`:
+    the run folder's store on this machine, or a cluster node's (`sprout.cluster.host`).
 
     `have` tells a rebuild which checkpoints it may start from (default: those sealed in
     `store`; a node's host also adopts or ships them from stores the task used before).
@@ -45,9 +49,13 @@ class TaskSandboxService:
             untouched = base_checkpoint_of(task, self.store)
             return solution_checkpoint(task, self.store, untouched) if replays else untouched
 
-    def workspace(self) -> SandboxWorkspace:
-        """Where the actor's forks of the store's checkpoints run."""
+    def workspace(self, task: Task) -> SandboxWorkspace:
+        """Where the actor's forks of the store's checkpoints run (every task's: one store)."""
         return SandboxWorkspace(self.store)
+
+    def settle(self, checkpoint: str) -> None:
+        """Once `checkpoint` is on the store's disk (`LayerStore.wait_durable`)."""
+        self.store.wait_durable(checkpoint)
 
     def verify(self, task: Task, checkpoint: str, base_checkpoint: str) -> Verdict:
         """The verifier on a throw-away fork of `checkpoint` (see `sprout.verify.run_verifier`)."""
@@ -56,6 +64,7 @@ class TaskSandboxService:
 
     def rebuild(
         self,
+        task: Task,
         base_checkpoint: str,
         old_base_checkpoint: str,
         turns: Sequence[ReplayTurn],
@@ -63,8 +72,21 @@ class TaskSandboxService:
     ) -> Rebuilt:
         """Lost checkpoints of `turns` made again in the store, from the deepest one `have`
         finds (see `sprout.sandbox.replay.rebuild`); one rebuild at a time, and a rebuild
-        waiting for its turn holds no slot the task's other commands could use."""
+        waiting for its turn holds no slot the task's other commands could use. Nothing
+        frees a running run's layers on one machine, so there only a store changed by hand
+        ever asks for this."""
         with self._rebuilding, self._slots:
             return rebuild(
                 self.store, base_checkpoint, old_base_checkpoint, turns, timeout, self._have
             )
+
+    def room(self, tasks: Sequence[Task]) -> Room:
+        """This machine's cores and memory over what each attempt holds."""
+        return this_machine(tasks)
+
+    def moves(self, task: Task) -> int:
+        """Never: the store stays where it is."""
+        return 0
+
+    def release(self, task: Task) -> None:
+        """Nothing to let go: the store outlives the task's pairs."""

@@ -98,7 +98,7 @@ class SproutEnvironment:
             tree.add_task(self.task.id, self.task.model_dump(mode="json"))
             tree.start_schedule(self.task.id, METHOD)
             self.attempt = tree.root(self.task.id, [], self.base_checkpoint, method=METHOD)
-            workspace = self._service.workspace()
+            workspace = self._service.workspace(self.task)
             self._fork = stack.enter_context(workspace.fork(self.base_checkpoint))
         except BaseException:
             stack.close()

@@ -25,8 +25,8 @@ from sprout.roles import RolesConfig
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, run_tasks
 from sprout.search.methods import Method, Selector, training_method
-from sprout.search.sandboxes import TaskSandboxes
 from sprout.task import Task
+from sprout.tasksandbox import TaskSandboxes
 from sprout.train.groups import finished_groups
 from sprout.train.samples import group_samples
 from sprout.tree import RolloutTree
