@@ -93,10 +93,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 @pytest.fixture(autouse=True)
-def _every_checkpoint_still_opens(request: pytest.FixtureRequest) -> Iterator[None]:
+def _every_checkpoint_still_opens(
+    request: pytest.FixtureRequest, _no_store_filesystem_left: None
+) -> Iterator[None]:
     """After each test, every checkpoint of each run folder it made still opens
     (tests/support/run_invariant.py), unless it is marked `checkpoints_elsewhere` with its
-    reason."""
+    reason. It ends before `_no_store_filesystem_left` does: opening a store whose store
+    filesystem the test unmounted mounts it again (as after a reboot)."""
     yield
     tmp_path = request.node.funcargs.get("tmp_path")
     if tmp_path is None or request.node.get_closest_marker("checkpoints_elsewhere"):
