@@ -27,6 +27,7 @@ from sprout.models import Model
 from sprout.models.config import ModelConfig
 from sprout.models.oracle import Step
 from sprout.models.resolve import model_kind, resolve_model, spec_capabilities
+from sprout.models.types import Capabilities, capabilities
 from sprout.roles import RolesConfig
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError
@@ -97,7 +98,7 @@ def check_settings(settings: RunSettings, model: Model | None = None) -> None:
     `model`: the client the caller built (then `settings.model` is not resolved)."""
     if settings.workers is not None and settings.workers < 1:
         raise RunSettingsError(f"--workers: expected at least 1, got {settings.workers}")
-    capabilities = model.capabilities if model else spec_capabilities(settings.model)
+    found = _capabilities(settings, model)
     if model is None and not model_kind(settings.model).loads:  # a local one: as it loads
         resolve_model(
             settings.model,
@@ -107,11 +108,16 @@ def check_settings(settings: RunSettings, model: Model | None = None) -> None:
             options=settings.model_options,
         )
     for method in settings.methods:
-        if needs_logprobs(method) and not capabilities.logprobs:
+        if needs_logprobs(method) and not found.logprobs:
             raise RunSettingsError(
                 f"--method {method.name}: needs per-token log-probabilities, and --model "
                 f"{settings.model} has none; use an openai/ model whose server returns logprobs"
             )
+
+
+def _capabilities(settings: RunSettings, model: Model | None) -> Capabilities:
+    """What the run's model can do: the client the caller built, else `settings.model`."""
+    return capabilities(model) if model is not None else spec_capabilities(settings.model)
 
 
 def open_run(path: str, settings: RunSettings, *, resume: bool) -> RunFolder:
@@ -156,14 +162,14 @@ def run_tasks(
     run.tree.settle = sandboxes.settle
     limit = _limit(settings, sandboxes, tasks)
     slots = Slots(limit.attempts)
-    replays = spec_capabilities(settings.model).replays_solution
+    replays = _capabilities(settings, model).replays_solution
     context = _RunContext(
         run=run,
         settings=settings,
         progress=progress,
         halt=halt or Halt(),
         slots=slots,
-        shared=model or (None if replays else _model(settings, None)),
+        shared=model if model is not None else None if replays else _model(settings, None),
         bases=_Bases(tasks, slots, sandboxes, replays=replays),
         concurrency=_Concurrency(run, limit, slots),
         imported=imported or {},
