@@ -259,6 +259,23 @@ def test_settings_that_cannot_hold_a_group_are_refused_in_one_line(served, tmp_p
     assert said in str(caught.value.__cause__) and "\n" not in str(caught.value.__cause__)
 
 
+def test_a_group_sprout_cannot_play_trains_nothing_and_says_why(served, local_ray, tmp_path):
+    """A failure of sprout's own before any attempt (here: a file where the group's run folder
+    goes) is every sample's error, with nothing trained, never a failure of the model's."""
+    url, model = served
+    config = _config(model, tmp_path)
+    taken = tmp_path / "runs" / f"{TASK}-prompt-crash"
+    taken.parent.mkdir(parents=True)
+    taken.write_text("not a run folder\n")
+    [output] = asyncio.run(
+        _generate([_worker(config, LlamaCppVerlClient(url))], [_batch("prompt-crash", N)])
+    )
+    errors = list(output.non_tensor_batch["sprout_error"])
+    assert all(e and e.startswith("the group could not be played: ") for e in errors), errors
+    assert str(taken) in errors[0]
+    assert output.batch["response_mask"].sum().item() == 0, "nothing of it trains"
+
+
 def test_samples_of_one_prompt_split_over_two_workers_form_one_group(served, local_ray, tmp_path):
     """A root and its child (the smallest group), one sample on each of two workers, the
     group's sandboxes placed on the Ray cluster as `sprout run --ray` places them."""

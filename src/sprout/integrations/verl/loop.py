@@ -118,10 +118,10 @@ class SproutAgentLoop(AgentLoopBase):
         )
         progress = Progress(tag=f"verl {group.uid[:8]}")
 
-        def outputs(played: list[Played]) -> list[dict[str, Any]]:
+        def outputs(played: list[Played], prompt_ids: list[int]) -> list[dict[str, Any]]:
             return slot_outputs(
                 played,
-                prompt_ids=server.encode(server.render(list(row["raw_prompt"]))),
+                prompt_ids=prompt_ids,
                 end_of_turn=server.end_of_turn(),
                 lengths=self.lengths,
                 logprobs=bool(sampling_params.get("logprobs")),
@@ -129,11 +129,13 @@ class SproutAgentLoop(AgentLoopBase):
             )
 
         def play() -> None:
+            """Publishes in every case: the group's other samples wait for it."""
             try:
-                found = outputs(play_group(task, self.settings, model, folder, progress))
+                prompt = server.encode(server.render(list(row["raw_prompt"])))
+                found = outputs(play_group(task, self.settings, model, folder, progress), prompt)
             except Exception as error:  # a crash of sprout's ends the group in error
                 why = f"the group could not be played: {type(error).__name__}: {error}"
-                found = outputs([Played(None, why, None, None, None)] * self.size)
+                found = outputs([Played(None, why, None, None, None)] * self.size, [])
             asyncio.run_coroutine_threadsafe(group.publish(found), loop).result()
 
         threading.Thread(target=play, name=f"sprout-group-{group.uid}", daemon=True).start()
