@@ -165,6 +165,8 @@ class MatchedSource:
     """One COPY source as the build context answers it, read once before set-up runs: the
     base layer's name hashes what it found, and the copy step places it."""
 
+    context: Path
+    """The build context's root."""
     source: str
     """The source cleaned (`clean_source`)."""
     ignore: Ignore
@@ -178,7 +180,7 @@ def match_source(context: Path, source: str, patterns: Sequence[str]) -> Matched
     folder on the way cannot be read."""
     ignore = Ignore(patterns)
     cleaned = clean_source(source)
-    return MatchedSource(cleaned, ignore, tuple(matches(context, cleaned, ignore)))
+    return MatchedSource(context, cleaned, ignore, tuple(matches(context, cleaned, ignore)))
 
 
 def inside(root: Path, relative: str) -> Path | None:

@@ -76,13 +76,11 @@ def context_inputs(task: Task, inputs: SetupInputs) -> Iterator[bytes]:
 def _context_inputs(task: Task, inputs: SetupInputs) -> Iterator[bytes]:
     for stage in inputs.stages:
         yield stage.root.identity.encode()
-    context = task.environment_dir
-    if context is None:
-        return
     for stage in (inputs.final, *inputs.stages):
         for matched in stage.sources:
             if matched is None:
                 continue
+            context = matched.context
             for relative in matched.found:
                 path = inside(context, relative)  # a source that is a link is followed
                 if path is None:

@@ -94,7 +94,7 @@ def _build_base(task: Task, layers: LayerStore, inputs: SetupInputs, name: str) 
     )
     build = Build(settings, inputs.stages)  # a stage is built when a step first copies from it
     # each step brings the ENV of its place in the Dockerfile
-    with build.sandbox(root, task.workdir, build_env) as sandbox:
+    with build.open_sandbox(root, task.workdir, build_env) as sandbox:
         build.run_steps(sandbox, task.setup, inputs.final, "")
         history = cut_history(task, sandbox, SETUP_TIMEOUT_S)  # read out, gone from the layer
         withhold(task, sandbox, SETUP_TIMEOUT_S)

@@ -105,7 +105,7 @@ def run_copy(
     where = f"{settings.task.id}: {label} ({what[:80]!r})"
     with tempfile.TemporaryDirectory(prefix="sprout-copy-") as staging:
         try:
-            entries = list(_gather(settings, step, Path(staging), where, sources, stage))
+            entries = list(_gather(settings.layers, step, Path(staging), where, sources, stage))
             _place(settings, sandbox, step, entries, label, what, where)
         except OSError as error:
             # The task's files changed under it, or hold what cannot be copied: its error.
@@ -163,48 +163,56 @@ def _compression(archive: Path) -> str:
 
 
 def _gather(
-    settings: BuildSettings,
+    layers: LayerStore,
     step: SetupStep,
     staging: Path,
     where: str,
     sources: MatchedSource | None,
     stage: str | None,
 ) -> Iterator[_Entry]:
-    """What a copy step places, as host paths: staged copies where a source needs one."""
-    name = step.source.rstrip("/").rsplit("/", 1)[-1] or "__unnamed__"
-    if step.content is not None:
+    """What a copy step places, as host paths: staged copies where a source needs one. A
+    source of the build context comes as `sources`; a step whose task has no context to
+    take its path from has none."""
+    if sources is not None:
+        yield from _from_context(sources, step, staging, where)
+    elif step.content is not None:
         made = staging / "content" / step.source
         made.parent.mkdir()
         made.write_text(step.content, encoding="utf-8")
         made.chmod(0o664)  # BuildKit makes a heredoc's file 0664
         yield _Entry("file", made, step.source)
     elif stage is not None:
-        yield from _from_stage(stage, settings.layers, step, staging, where)
+        yield from _from_stage(stage, layers, step, staging, where)
     elif step.source.startswith(("http://", "https://")):
         yield _download(step, staging, where)
     else:
-        context = settings.task.environment_dir
-        if context is None or sources is None:
-            raise TaskError(f"{where}: the task has no environment folder to copy from")
-        ignore, source = sources.ignore, sources.source
-        if not sources.found and not has_wildcards(source):
-            hint = missing_hint(step.source, source, context)
-            raise TaskError(f"{where}: no such file in {context}{hint}")
-        for relative in sources.found:
-            problem = source_problem(context, relative)
-            path = inside(context, relative)
-            if problem is not None or path is None:
-                raise TaskError(f"{where}: {problem or relative + ' leads out of the context'}")
-            name = relative.rsplit("/", 1)[-1] or name
-            if path.is_dir():
-                special = special_file(context, relative, ignore)
-                if special is not None:
-                    raise TaskError(f"{where}: {special}")
-                yield _Entry("tree", _filtered(context, relative, path, ignore, staging), name)
-            elif step.unpack and tarfile.is_tarfile(path):
-                yield _Entry("archive", path, name)
-            else:
-                yield _Entry("file", path, name)
+        raise TaskError(f"{where}: the task has no environment folder to copy from")
+
+
+def _from_context(
+    sources: MatchedSource, step: SetupStep, staging: Path, where: str
+) -> Iterator[_Entry]:
+    """The build context's files that `sources` found, each checked as Docker checks it."""
+    context, ignore, source = sources.context, sources.ignore, sources.source
+    if not sources.found and not has_wildcards(source):
+        hint = missing_hint(step.source, source, context)
+        raise TaskError(f"{where}: no such file in {context}{hint}")
+    name = step.source.rstrip("/").rsplit("/", 1)[-1] or "__unnamed__"
+    for relative in sources.found:
+        problem = source_problem(context, relative)
+        path = inside(context, relative)
+        if problem is not None or path is None:
+            raise TaskError(f"{where}: {problem or relative + ' leads out of the context'}")
+        name = relative.rsplit("/", 1)[-1] or name
+        if path.is_dir():
+            special = special_file(context, relative, ignore)
+            if special is not None:
+                raise TaskError(f"{where}: {special}")
+            yield _Entry("tree", _filtered(context, relative, path, ignore, staging), name)
+        elif step.unpack and tarfile.is_tarfile(path):
+            yield _Entry("archive", path, name)
+        else:
+            yield _Entry("file", path, name)
 
 
 def _filtered(context: Path, relative: str, path: Path, ignore: Ignore, staging: Path) -> Path:

@@ -45,7 +45,9 @@ class Build:
         """Directories an earlier WORKDIR step made or found: a later one leaves them be."""
 
     @contextmanager
-    def sandbox(self, root: RootFilesystem, workdir: str, env: dict[str, str]) -> Iterator[Sandbox]:
+    def open_sandbox(
+        self, root: RootFilesystem, workdir: str, env: dict[str, str]
+    ) -> Iterator[Sandbox]:
         """A set-up sandbox over `root`, readied (`BuildSettings.prepare`) unless it is the
         host's own filesystem."""
         task = self.settings.task
@@ -75,7 +77,7 @@ class Build:
             return self.built[index]
         stage, inputs = self.settings.task.stages[index], self.stages[index]
         env = {**inputs.root.env, **self.settings.env, **stage.env}
-        with self.sandbox(inputs.root, stage.workdir, env) as sandbox:
+        with self.open_sandbox(inputs.root, stage.workdir, env) as sandbox:
             self.run_steps(sandbox, stage.steps, inputs, f"stage {stage.name or index} ")
             self.built[index] = sandbox.checkpoint(always=True)
         return self.built[index]
