@@ -13,7 +13,8 @@ import pytest
 
 from sprout.tasks import load_native
 from sprout.tasks.digest import folder_digest
-from sprout.tasks.setup.steps import context_inputs
+from sprout.tasks.setup.base_name import context_inputs
+from sprout.tasks.setup.inputs import gather_inputs
 from tests.support.taskfolders import calc_task
 
 
@@ -60,7 +61,9 @@ def test_times_owners_and_the_folders_own_name_are_not_the_content(tmp_path: Pat
 
 def base_inputs(task_folder: Path) -> str:
     """The build-context part of the base layer's hash."""
-    return hashlib.sha256(b"".join(context_inputs(load_native(task_folder)))).hexdigest()
+    task = load_native(task_folder)
+    inputs = gather_inputs(task)
+    return hashlib.sha256(b"".join(context_inputs(task, inputs))).hexdigest()
 
 
 def test_the_base_layer_counts_what_its_copies_take_modes_included(tmp_path: Path):

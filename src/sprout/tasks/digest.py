@@ -1,7 +1,7 @@
 """One rule for the content digest of a task's files, wherever sprout names something by it.
 
 Three names hang on a task's files: the base layer's (the build-context files its COPY and
-ADD steps read, `sprout.tasks.setup.steps.context_inputs`), the oracle's solution
+ADD steps read, `sprout.tasks.setup.base_name`), the oracle's solution
 checkpoint's (the `solution/` folder put at /solution, `sprout.tasks.setup.checkpoint`) and a
 task folder shipped to a Ray node (`sprout.cluster.task_ship`, whose copies on a node are kept
 per digest). Each hashes its entries by this one rule:

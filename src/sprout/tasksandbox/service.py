@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager, nullcontext
 
 from sprout.sandbox import LayerStore, Rebuilt, ReplayTurn, SandboxWorkspace, rebuild, sealed_in
 from sprout.task import Task
-from sprout.tasks import base_checkpoint_of, solution_checkpoint
+from sprout.tasks.setup.checkpoint import base_checkpoint_of, solution_checkpoint
 from sprout.tasksandbox.protocol import TaskSandboxes
 from sprout.tasksandbox.room import Room, this_machine
 from sprout.verify import Verdict, run_verifier

@@ -13,7 +13,7 @@ from sprout.edits import is_noise
 from sprout.images.network import index_settings
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task
-from sprout.tasks.setup.users import verifier_run_as
+from sprout.tasks.setup.phase_users import verifier_run_as
 from sprout.tasks.setup.withheld import put_back
 from sprout.verify.git_history import restore_history
 from sprout.verify.r2egym_grading import grade as grade_r2egym

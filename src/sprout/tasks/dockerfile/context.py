@@ -21,6 +21,7 @@ import os
 import re
 import stat
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from sprout.tasks.files import kind, optional_text
@@ -157,6 +158,29 @@ def matches(root: Path, source: str, ignore: Ignore | None = None) -> list[str]:
             ]
         found = following
     return sorted(f for f in found if not ignore(f))
+
+
+@dataclass(frozen=True)
+class MatchedSource:
+    """One COPY source as the build context answers it, read once before set-up runs: the
+    base layer's name hashes what it found, and the copy step places it."""
+
+    context: Path
+    """The build context's root."""
+    source: str
+    """The source cleaned (`clean_source`)."""
+    ignore: Ignore
+    """The step's `.dockerignore` patterns."""
+    found: tuple[str, ...]
+    """The paths it names (`matches`), relative to the context's root."""
+
+
+def match_source(context: Path, source: str, patterns: Sequence[str]) -> MatchedSource:
+    """What COPY source `source` names in `context`, `patterns` left out; OSError when a
+    folder on the way cannot be read."""
+    ignore = Ignore(patterns)
+    cleaned = clean_source(source)
+    return MatchedSource(context, cleaned, ignore, tuple(matches(context, cleaned, ignore)))
 
 
 def inside(root: Path, relative: str) -> Path | None:

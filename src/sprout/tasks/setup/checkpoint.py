@@ -6,24 +6,20 @@ import dataclasses
 import hashlib
 import json
 import os
-import re
 
 from sprout.images import ImageCache
 from sprout.images.bases import building, lend, shared_store
-from sprout.images.network import (
-    IndexSettings,
-    index_settings,
-    machine_inputs,
-    put_machine_network,
-)
+from sprout.images.network import put_machine_network
 from sprout.sandbox import LayerStore, Limits, Sandbox, note_image
 from sprout.task import Task, TaskError
 from sprout.tasks.digest import folder_digest
 from sprout.tasks.files import os_problem
-from sprout.tasks.imageref import RootFilesystem, image_rootfs
+from sprout.tasks.setup.base_name import base_layer_name
+from sprout.tasks.setup.build_settings import BuildSettings
 from sprout.tasks.setup.git_history import cut_history, keep_history
-from sprout.tasks.setup.steps import Build, context_inputs
-from sprout.tasks.setup.users import with_task_users
+from sprout.tasks.setup.inputs import SetupInputs, gather_inputs
+from sprout.tasks.setup.phase_users import with_task_users
+from sprout.tasks.setup.steps import Build
 from sprout.tasks.setup.withheld import withhold
 
 SETUP_TIMEOUT_S = 1800.0
@@ -31,34 +27,6 @@ SETUP_ERROR_LINES = 20
 """How much of a failed set-up step's output its error carries."""
 SOLUTION_DIGEST_LENGTH = 12
 """Hex digits of the solution folder's digest in its checkpoint's name."""
-
-
-def _digest(task: Task, image: str, machine: IndexSettings) -> str:
-    """A hash of everything the base layer depends on: image, steps, env, copied bytes, and
-    what the set-up saw of this machine (its index settings, certificate bundle, resolver)."""
-    digest = hashlib.sha256(machine_inputs(machine))
-    digest.update(
-        json.dumps(
-            [
-                image,
-                task.workdir,
-                task.env,
-                task.network,
-                task.setup_network,
-                task.user_namespaces,
-                [task.user, task.agent_user, task.verifier_user],
-                [s.model_dump(exclude={"origin"}) for s in task.setup],
-                [s.model_dump(exclude={"steps": {"__all__": {"origin"}}}) for s in task.stages],
-                [task.cpus, task.memory_bytes, task.disk_bytes],
-                *([list(task.withheld)] if task.withheld else []),  # older digests stay
-                *([task.git_history.model_dump()] if task.git_history else []),
-            ],
-            sort_keys=True,
-        ).encode()
-    )
-    for chunk in context_inputs(task):  # stages' images, the bytes every copy reads
-        digest.update(chunk)
-    return digest.hexdigest()[:16]
 
 
 def agent_limits(task: Task) -> Limits:
@@ -89,63 +57,49 @@ def base_checkpoint_of(task: Task, layers: LayerStore) -> str:
     layers.host.hide(
         p for p in (task.path, task.environment_dir, task.tests_dir) if p is not None
     )  # its tests and solution above all, from every sandbox of the store
-    root = image_rootfs(task.image, task)
-    rootfs, identity = root.path, root.identity
-    machine = index_settings()
-    name = f"base-{re.sub(r'[^A-Za-z0-9._-]', '_', task.id)[:80]}-"
-    if root.digest:  # the bytes it stands on, readable in `sprout shell`'s list
-        name += f"at-{root.digest.partition(':')[2][:12]}-"
-    name += _digest(task, identity, machine)
-    in_cache = rootfs.startswith(str(ImageCache().root))
+    inputs = gather_inputs(task)  # read once; below, only passed on
+    root = inputs.final.root
+    name = base_layer_name(task, inputs)
+    in_cache = root.path.startswith(str(ImageCache().root))
     if in_cache:  # `sprout gc --images` keeps the image while `layers` is on the machine
-        note_image(layers.path, identity)
+        note_image(layers.path, root.identity)
     cached = layers.ref(name)
     if cached is not None:
         return cached
     shared = shared_store(layers) if in_cache else None
     if shared is None:
-        return _build_base(task, layers, root, name, machine)
+        return _build_base(task, layers, inputs, name)
     with building(shared, name):
         lent = lend(shared, name, layers)
         if lent is None:
-            _build_base(task, shared, root, name, machine)
+            _build_base(task, shared, inputs, name)
             lent = lend(shared, name, layers)
     assert lent is not None, "the base layer was just built"
     layers.set_ref(name, lent)
     return lent
 
 
-def _build_base(
-    task: Task, layers: LayerStore, root: RootFilesystem, name: str, machine: IndexSettings
-) -> str:
-    """Run the task's set-up on `root` in `layers`, and name the result `name` there. The
+def _build_base(task: Task, layers: LayerStore, inputs: SetupInputs, name: str) -> str:
+    """Run the task's set-up on its image in `layers`, and name the result `name` there. The
     image's own ENV comes first, as `docker build` and `docker run` start from it."""
-    rootfs = root.path
+    root, machine = inputs.final.root, inputs.machine
     build_env = {**root.env, **machine.env()}
-    build = Build(  # earlier stages are built when a step first copies from them
+    settings = BuildSettings(
         task,
         layers,
         env=build_env,
-        prepare=lambda stage: put_machine_network(stage, machine),
+        prepare=lambda sandbox: put_machine_network(sandbox, machine),
         timeout=SETUP_TIMEOUT_S,
         error_lines=SETUP_ERROR_LINES,
     )
-    with Sandbox.create(  # each step brings the ENV of its place in the Dockerfile
-        layers,
-        image=rootfs,
-        workdir=task.workdir,
-        env=build_env,
-        network=task.setup_network,
-        user_namespaces=task.user_namespaces,
-    ) as sandbox:
-        if rootfs != "host":
-            put_machine_network(sandbox, machine)
-        for number, step in enumerate(task.setup, 1):
-            build.run(sandbox, step, f"set-up step {number}")
+    build = Build(settings, inputs.stages)  # a stage is built when a step first copies from it
+    # each step brings the ENV of its place in the Dockerfile
+    with build.open_sandbox(root, task.workdir, build_env) as sandbox:
+        build.run_steps(sandbox, task.setup, inputs.final, "")
         history = cut_history(task, sandbox, SETUP_TIMEOUT_S)  # read out, gone from the layer
         withhold(task, sandbox, SETUP_TIMEOUT_S)
         checkpoint = sandbox.checkpoint()
-    checkpoint = with_task_users(task, layers, checkpoint)
+    checkpoint = with_task_users(task, inputs.users, layers, checkpoint)
     limits = agent_limits(task)
     env = {**root.env, **machine.agent_env(), **task.env}  # the task's own variables win
     if task.network != task.setup_network or limits != Limits() or env != build_env:

@@ -23,7 +23,7 @@ import tarfile
 import tempfile
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import SetupStep, TaskError
 from sprout.tasks.dockerfile.context import (
     Ignore,
+    MatchedSource,
     clean_source,
     has_wildcards,
     inside,
@@ -40,9 +41,8 @@ from sprout.tasks.dockerfile.context import (
     special_file,
     walk,
 )
-from sprout.tasks.dockerfile.state import is_root
 from sprout.tasks.files import os_problem
-from sprout.tasks.setup.build_state import BuildState
+from sprout.tasks.setup.build_settings import BuildSettings
 from sprout.tasks.setup.users import resolve_owner
 
 DOWNLOAD_TIMEOUT_S = 300.0
@@ -88,34 +88,40 @@ class _Entry:
 
 
 def run_copy(
-    build: BuildState, sandbox: Sandbox, step: SetupStep, label: str, stage: Callable[[int], str]
+    settings: BuildSettings,
+    sandbox: Sandbox,
+    step: SetupStep,
+    label: str,
+    *,
+    sources: MatchedSource | None,
+    stage: str | None,
 ) -> None:
     """Run copy step `step` (COPY or ADD) in `sandbox`; TaskError names the task, `label`
-    and the instruction. `stage` gives the checkpoint of an earlier stage with all its steps
-    run (`steps.Build.stage`), for a copy from it."""
+    and the instruction. `sources` is what it takes from the build context (None when the
+    task has none, or the step copies no path of it), `stage` the checkpoint of the earlier
+    stage it copies from, with all its steps run (`steps.Build.stage`)."""
     keyword = "ADD" if step.unpack or "://" in step.source else "COPY"
     what = f"{keyword} {step.source} {step.destination}"
-    where = f"{build.task.id}: {label} ({what[:80]!r})"
+    where = f"{settings.task.id}: {label} ({what[:80]!r})"
     with tempfile.TemporaryDirectory(prefix="sprout-copy-") as staging:
         try:
-            _place(build, sandbox, step, label, what, where, Path(staging), stage)
+            entries = list(_gather(settings.layers, step, Path(staging), where, sources, stage))
+            _place(settings, sandbox, step, entries, label, what, where)
         except OSError as error:
             # The task's files changed under it, or hold what cannot be copied: its error.
             raise TaskError(f"{where}: {os_problem(error)}") from None
 
 
 def _place(
-    build: BuildState,
+    settings: BuildSettings,
     sandbox: Sandbox,
     step: SetupStep,
+    entries: list[_Entry],
     label: str,
     what: str,
     where: str,
-    staging: Path,
-    stage: Callable[[int], str],
 ) -> None:
-    """The copy step itself: its sources staged in `staging`, then put into place inside."""
-    entries = list(_gather(build, step, staging, where, stage))
+    """The copy step itself: its staged `entries` put into place inside."""
     if not entries:
         return  # a wildcard that matched nothing copies nothing, as in Docker
     into = step.destination.endswith("/")
@@ -123,9 +129,7 @@ def _place(
         raise TaskError(f"{where}: several files match; the destination must end in '/'")
     scratch = f"{sandbox.config.workdir.rstrip('/')}/.sprout-copy-{secrets.token_hex(4)}"
     lines = [COPY_FUNCTIONS, "trap " + shlex.quote(f"rm -rf {shlex.quote(scratch)}") + " EXIT"]
-    owner = (
-        resolve_owner(sandbox, step.chown, where) if step.chown and not is_root(step.chown) else ""
-    )
+    owner = resolve_owner(sandbox, step.chown, where)
     destination = shlex.quote(step.destination.rstrip("/") or "/")
     for number, entry in enumerate(entries):
         here = f"{scratch}/{number}"
@@ -149,7 +153,7 @@ def _place(
             lines.append(f"sprout_file {quoted} {destination}{' dir' if into else ''}")
         else:
             lines.append(f"sprout_into {quoted} {destination}")
-    build.check(label, what, sandbox.run("\n".join(lines), build.timeout))
+    settings.check(label, what, sandbox.run("\n".join(lines), settings.timeout))
 
 
 def _compression(archive: Path) -> str:
@@ -159,45 +163,56 @@ def _compression(archive: Path) -> str:
 
 
 def _gather(
-    build: BuildState, step: SetupStep, staging: Path, where: str, stage: Callable[[int], str]
+    layers: LayerStore,
+    step: SetupStep,
+    staging: Path,
+    where: str,
+    sources: MatchedSource | None,
+    stage: str | None,
 ) -> Iterator[_Entry]:
-    """What a copy step places, as host paths: staged copies where a source needs one."""
-    name = step.source.rstrip("/").rsplit("/", 1)[-1] or "__unnamed__"
-    if step.content is not None:
+    """What a copy step places, as host paths: staged copies where a source needs one. A
+    source of the build context comes as `sources`; a step whose task has no context to
+    take its path from has none."""
+    if sources is not None:
+        yield from _from_context(sources, step, staging, where)
+    elif step.content is not None:
         made = staging / "content" / step.source
         made.parent.mkdir()
         made.write_text(step.content, encoding="utf-8")
         made.chmod(0o664)  # BuildKit makes a heredoc's file 0664
         yield _Entry("file", made, step.source)
-    elif step.stage is not None:
-        yield from _from_stage(stage(step.stage), build.layers, step, staging, where)
+    elif stage is not None:
+        yield from _from_stage(stage, layers, step, staging, where)
     elif step.source.startswith(("http://", "https://")):
         yield _download(step, staging, where)
     else:
-        context = build.task.environment_dir
-        if context is None:
-            raise TaskError(f"{where}: the task has no environment folder to copy from")
-        ignore = Ignore(step.ignore)
-        source = clean_source(step.source)
-        found = matches(context, source, ignore)
-        if not found and not has_wildcards(source):
-            hint = missing_hint(step.source, source, context)
-            raise TaskError(f"{where}: no such file in {context}{hint}")
-        for relative in found:
-            problem = source_problem(context, relative)
-            path = inside(context, relative)
-            if problem is not None or path is None:
-                raise TaskError(f"{where}: {problem or relative + ' leads out of the context'}")
-            name = relative.rsplit("/", 1)[-1] or name
-            if path.is_dir():
-                special = special_file(context, relative, ignore)
-                if special is not None:
-                    raise TaskError(f"{where}: {special}")
-                yield _Entry("tree", _filtered(context, relative, path, ignore, staging), name)
-            elif step.unpack and tarfile.is_tarfile(path):
-                yield _Entry("archive", path, name)
-            else:
-                yield _Entry("file", path, name)
+        raise TaskError(f"{where}: the task has no environment folder to copy from")
+
+
+def _from_context(
+    sources: MatchedSource, step: SetupStep, staging: Path, where: str
+) -> Iterator[_Entry]:
+    """The build context's files that `sources` found, each checked as Docker checks it."""
+    context, ignore, source = sources.context, sources.ignore, sources.source
+    if not sources.found and not has_wildcards(source):
+        hint = missing_hint(step.source, source, context)
+        raise TaskError(f"{where}: no such file in {context}{hint}")
+    name = step.source.rstrip("/").rsplit("/", 1)[-1] or "__unnamed__"
+    for relative in sources.found:
+        problem = source_problem(context, relative)
+        path = inside(context, relative)
+        if problem is not None or path is None:
+            raise TaskError(f"{where}: {problem or relative + ' leads out of the context'}")
+        name = relative.rsplit("/", 1)[-1] or name
+        if path.is_dir():
+            special = special_file(context, relative, ignore)
+            if special is not None:
+                raise TaskError(f"{where}: {special}")
+            yield _Entry("tree", _filtered(context, relative, path, ignore, staging), name)
+        elif step.unpack and tarfile.is_tarfile(path):
+            yield _Entry("archive", path, name)
+        else:
+            yield _Entry("file", path, name)
 
 
 def _filtered(context: Path, relative: str, path: Path, ignore: Ignore, staging: Path) -> Path:

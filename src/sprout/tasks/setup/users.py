@@ -1,23 +1,20 @@
-"""USER and `--chown` names, and task.toml's `[agent] user` and `[verifier] user`, resolved
-as Docker resolves them: through the image's own /etc/passwd and /etc/group, read from the
-sandbox or its checkpoint (never the host's)."""
+"""A user's name resolved as Docker resolves it: through the image's own /etc/passwd and
+/etc/group, read from the sandbox or a checkpoint (never the host's). Set-up's steps
+resolve their USER and `--chown` names here as each step runs (an earlier step may have
+added the user); `phase_users` resolves the agent's and the verifier's on checkpoint 0."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 
-from sprout.sandbox import LayerStore, RunAs, Sandbox
-from sprout.task import Task, TaskError
+from sprout.sandbox import RunAs, Sandbox
+from sprout.task import TaskError
 from sprout.tasks.dockerfile.state import is_root
 
 ROOT = RunAs(0, 0, name="root", home="/root")
 """The sandbox's root, named: to work as root on a checkpoint whatever user it carries."""
-LOG_DIRS = ("/logs/agent", "/logs/verifier")
-"""Where Harbor's agent and verifier write their logs and rewards: each is made writable for
-the user that writes it."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +86,7 @@ def _ids(read: Read, spec: str, where: str) -> tuple[int, int | None, list[str] 
     return uid, gid, entry
 
 
-def _resolve(read: Read, spec: str, where: str) -> Who:
+def resolve(read: Read, spec: str, where: str) -> Who:
     """Docker's reading of a user: the passwd entry's primary group and home (0 and / when
     there is none), and the groups /etc/group lists the user in; errors start with `where`."""
     uid, gid, entry = _ids(read, spec, where)
@@ -106,78 +103,14 @@ def _resolve(read: Read, spec: str, where: str) -> Who:
 
 def resolve_user(sandbox: Sandbox, spec: str, where: str) -> Who:
     """A Dockerfile's `USER spec` resolved through `sandbox`'s /etc/passwd and /etc/group."""
-    return _resolve(sandbox.read, spec, f"{where}: USER {spec}")
+    return resolve(sandbox.read, spec, f"{where}: USER {spec}")
 
 
 def resolve_owner(sandbox: Sandbox, spec: str, where: str) -> str:
     """`--chown=user[:group]` as numeric `uid:gid`; a user alone gives its uid as the gid
-    too, as Docker's documentation says."""
+    too, as Docker's documentation says. "" for root or no `--chown`: the copy keeps the
+    owner it has, root."""
+    if is_root(spec):
+        return ""
     uid, gid, _ = _ids(sandbox.read, spec, f"{where}: --chown={spec}")
     return f"{uid}:{uid if gid is None else gid}"
-
-
-@dataclass(frozen=True)
-class PhaseUser:
-    """Who one phase of a task (its agent, its verifier) runs as, and what names it."""
-
-    spec: str
-    where: str
-    """The task, the file and the field or line it comes from, for its errors."""
-
-    def resolve(self, read: Read) -> RunAs:
-        """This user as the sandbox runs commands as it (ROOT for root); a user the image
-        lacks is a TaskError naming `where`."""
-        return ROOT if is_root(self.spec) else _resolve(read, self.spec, self.where).run_as()
-
-
-def _phase_user(task: Task, override: str | None, field: str) -> PhaseUser:
-    """task.toml's `field` (`agent.user`, `verifier.user`) when it is set, else the
-    Dockerfile's final USER: Harbor runs a phase without one as the container's default."""
-    if override is not None:
-        return PhaseUser(override, f"{task.id}: task.toml: {field}")
-    where = f"{task.id}: {task.user_origin}" if task.user_origin else task.id
-    return PhaseUser(task.user, f"{where}: USER {task.user}")
-
-
-def agent_user(task: Task) -> PhaseUser:
-    """Who the task's agent runs as (its oracle too: it plays the agent's part)."""
-    return _phase_user(task, task.agent_user, "agent.user")
-
-
-def verifier_user(task: Task) -> PhaseUser:
-    """Who the task's verifier runs as."""
-    return _phase_user(task, task.verifier_user, "verifier.user")
-
-
-def verifier_run_as(task: Task, layers: LayerStore, base: str) -> RunAs | None:
-    """Who the verifier's fork runs as, resolved through checkpoint `base` (the task's
-    checkpoint 0: an attempt may have rewritten its own /etc/passwd); None when task.toml
-    names no user, so the fork runs as its checkpoint's user, the Dockerfile's final USER."""
-    if task.agent_user is None and task.verifier_user is None:
-        return None
-    return verifier_user(task).resolve(partial(layers.read, base))
-
-
-def with_task_users(task: Task, layers: LayerStore, checkpoint: str) -> str:
-    """`checkpoint` (the task's set-up done, as root) as its agent starts from it: when the
-    agent or the verifier is not root, a checkpoint whose sandboxes run as the agent's user
-    (its forks, the oracle's included, inherit it), /logs/agent owned by that user and
-    /logs/verifier by the verifier's, so each writes its own. Both users are resolved here,
-    so a user the image lacks fails before anything runs. A task whose agent and verifier
-    are root gets `checkpoint` as it is."""
-    agent, verifier = agent_user(task), verifier_user(task)
-    if is_root(agent.spec) and is_root(verifier.spec):
-        return checkpoint
-    read = partial(layers.read, checkpoint)
-    agent_ids, verifier_ids = agent.resolve(read), verifier.resolve(read)
-    owners = ((agent_ids, LOG_DIRS[0]), (verifier_ids, LOG_DIRS[1]))
-    chown = " && ".join(f"chown {who.uid}:{who.gid} {path}" for who, path in owners)
-    with Sandbox.fork(layers, checkpoint) as sandbox:  # as root: set-up's checkpoint has no user
-        made = sandbox.run(f"mkdir -p {' '.join(LOG_DIRS)} && {chown}")
-        if made.exit_code != 0:
-            raise TaskError(f"{task.id}: making {' '.join(LOG_DIRS)}: {made.output}")
-        prepared = sandbox.checkpoint()
-    if is_root(agent.spec):
-        return prepared
-    with Sandbox.fork(layers, prepared, user=agent_ids) as forked:
-        return forked.checkpoint(always=True)
