@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from sprout.images import shipped as shipped_copies
+from sprout.models.resolve import ModelSpec
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.task import TaskError
@@ -256,7 +257,9 @@ def test_tasks_only_the_driver_has_run_on_the_cluster_as_they_run_here(
     tasks = [load_native(tmp_path / "tasks" / Path(folder).name) for folder in TASKS]
     digests = {task.id: shipped_digest(task.path, task.id) for task in tasks}
     settings = RunSettings(
-        "oracle-noise:errors=trap", parse_methods("pass@2,sprout", rounds=(1,)), workers=4
+        ModelSpec.parse("oracle-noise:errors=trap"),
+        parse_methods("pass@2,sprout", rounds=(1,)),
+        workers=4,
     )
     here = RunFolder.create_new(tmp_path / "here")
     try:
