@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from sprout.images import shipped as shipped_copies
+from sprout.images import shipped_tasks as shipped_copies
 from sprout.models.resolve import ModelSpec
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
@@ -86,7 +86,7 @@ def test_the_same_digest_is_unpacked_once(tmp_path: Path):
 
     assert unpack(digest, "t", never, tmp_path / "cache") == first
     assert (first / "marker").exists(), "reused, not unpacked again"
-    # beside the copy only its users' locks (`sprout.images.shipped`), no temporary folder
+    # beside the copy only its users' locks (`sprout.images.shipped_tasks`), no temporary folder
     assert sorted(os.listdir(tmp_path / "cache")) == [digest, "locks"]
 
 

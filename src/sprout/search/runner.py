@@ -35,8 +35,8 @@ from sprout.search.halt import AttemptFault, Halt, Halted
 from sprout.search.imported import ImportedRoot, adopt
 from sprout.search.methods import Method
 from sprout.search.play import Search
-from sprout.search.progress import Progress
 from sprout.search.registry import describe, needs_logprobs, play
+from sprout.search.run_progress import Progress
 from sprout.search.schedule_roles import ScheduleRoles
 from sprout.search.slots import Slots
 from sprout.search.summary import results, write_results
@@ -155,8 +155,7 @@ def run_tasks(
     `imported` holds, by task id, attempts played elsewhere that become each method's roots
     (`sprout.search.imported`). The run's tree records a checkpoint once `sandboxes` has
     it on disk where it was sealed (`TaskSandboxes.settle`). `model`: the client every pair
-    uses, built by the caller (`sprout run` before anything runs; verl's agent loop, on verl's
-    servers), else `shared_model`'s."""
+    uses, built by the caller (`sprout run`; verl's agent loop), else `shared_model`'s."""
     check_settings(settings, model)
     sandboxes = sandboxes or TaskSandboxService(run.layers)
     run.tree.settle = sandboxes.settle
