@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ModelArgs:
-    """What `resolve_model` is given besides the spec; each kind reads what it needs."""
+    """What building a spec's client takes besides the spec (`ModelSpec.build`); each kind
+    reads what it needs."""
 
     base_url: str | None = None
     api_key: str | None = None
@@ -59,20 +60,27 @@ class ModelKind:
 class ModelSpec:
     """A `--model` string parsed once, where a run's settings are made: its kind (the entry
     of `MODELS`), what that kind declares, and the client it builds where one is needed.
-    A run's settings store it as the string it was given (`text`)."""
+    A run's settings store it as the string it was given (`text`); it holds plain strings
+    only, so it pickles wherever the settings go."""
 
     text: str
     """The spec as given, e.g. ``openai/Qwen3-8B``: what the run's settings store."""
-    kind: ModelKind
+    prefix: str
+    """Its kind's key in `MODELS`, e.g. ``openai/`` or ``oracle``."""
 
     @classmethod
     def parse(cls, text: str) -> ModelSpec:
         """The spec `text` names; ModelError ("bad_input") listing every form when no kind
         does, or saying what the spec itself gets wrong (an oracle's options)."""
-        spec = cls(text, _kind(text))
+        spec = cls(text, _prefix(text))
         if spec.kind.check is not None:
             spec.kind.check(text)
         return spec
+
+    @property
+    def kind(self) -> ModelKind:
+        """Its entry of `MODELS`."""
+        return MODELS[self.prefix]
 
     @property
     def name(self) -> str:
@@ -123,15 +131,15 @@ def resolve_model(
     return ModelSpec.parse(spec).build(args)
 
 
-def _kind(spec: str) -> ModelKind:
-    """The entry of `MODELS` that names `spec`: a prefix ending in `/` names every spec that
-    starts with it, a bare name itself (and, with `options`, itself then `:OPTIONS`);
-    ModelError listing every form when none does."""
+def _prefix(spec: str) -> str:
+    """The key of the entry of `MODELS` that names `spec`: a prefix ending in `/` names every
+    spec that starts with it, a bare name itself (and, with `options`, itself then
+    `:OPTIONS`); ModelError listing every form when none does."""
     for prefix, kind in MODELS.items():
         if spec.startswith(prefix) if prefix.endswith("/") else spec == prefix:
-            return kind
+            return prefix
         if kind.options and spec.startswith(f"{prefix}:"):
-            return kind
+            return prefix
     forms = ", ".join(kind.form for kind in MODELS.values())
     raise ModelError("bad_input", f"--model {spec!r}: expected one of {forms}")
 
