@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import _stats as stats
+from sprout.models.resolve import ModelSpec
 from sprout.runfolder import RunFolder
 from sprout.search import Method, Progress, RunSettings, parse_methods, run_tasks
 from sprout.tasks import load_tasks
@@ -64,7 +65,7 @@ def one_run(tasks: list[Any], model: str, sweep: bool, workers: int, scratch: st
     with tempfile.TemporaryDirectory(dir=scratch, prefix="search-") as folder:
         run = RunFolder.create_new(Path(folder) / "run")
         try:
-            settings = RunSettings(model, methods(sweep), workers=workers)
+            settings = RunSettings(ModelSpec.parse(model), methods(sweep), workers=workers)
             return run_tasks(tasks, run, settings, Progress(io.StringIO(), quiet=True))
         finally:
             run.close()

@@ -294,7 +294,7 @@ def gc_keeps_image(c: Ctx) -> Produced:
 
 TAKER = """
 import sys
-from sprout.images.shipped import shipped_root, taking
+from sprout.images.shipped_tasks import shipped_root, taking
 root, digest = shipped_root(), "3f9c" * 8
 with taking(root, digest):
     (root / digest / "fix-git").mkdir(parents=True, exist_ok=True)
@@ -309,7 +309,7 @@ def gc_keeps_a_copy_in_use(c: Ctx) -> Produced:
 
 
 def gc_keeps_a_copy_used_lately(c: Ctx) -> str:
-    from sprout.images.shipped import shipped_root
+    from sprout.images.shipped_tasks import shipped_root
 
     c.monkeypatch.setenv("SPROUT_CACHE", str(c.tmp / "cache"))
     subprocess.run([sys.executable, "-c", TAKER], check=True)
@@ -760,7 +760,7 @@ def prompt_over_budget(c: Ctx, role: str, window: int, prompt_tokens: int) -> Pr
 
 
 def fell_back(c: Ctx) -> str:
-    from sprout.search.progress import Progress
+    from sprout.search.run_progress import Progress
     from sprout.search.schedule_roles import ScheduleRoles
 
     stream = io.StringIO()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from _sandbox.common import remove
+from sprout.models.resolve import ModelSpec
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 
@@ -26,7 +27,9 @@ def run_level(tasks: list[Any], attempts: int, think_s: float, scratch: str) -> 
     chosen = tasks[: min(attempts, len(tasks))]
     roots = max(attempts // len(chosen), 1)
     settings = RunSettings(
-        f"oracle:think={think_s:g}", tuple(parse_methods(f"pass@{roots}")), workers=attempts
+        ModelSpec.parse(f"oracle:think={think_s:g}"),
+        tuple(parse_methods(f"pass@{roots}")),
+        workers=attempts,
     )
     folder = Path(tempfile.mkdtemp(prefix="runner-", dir=scratch))
     run = RunFolder.create_new(folder / "run")

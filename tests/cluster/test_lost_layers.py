@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from sprout.models.resolve import ModelSpec
 from sprout.runfolder import RunFolder
 from sprout.sandbox import LayerStore
 from sprout.sandbox.replay import sealed_in
@@ -37,7 +38,7 @@ def test_a_root_whose_node_died_with_its_layers_continues_on_a_rebuilt_checkpoin
 ):
     task = load_native(two_edits_task(tmp_path / "tasks", slow_step=1.0))
     run = RunFolder.create_new(tmp_path / "run")
-    settings = RunSettings("oracle-noise:p=0", parse_methods("pass@2"), workers=1)
+    settings = RunSettings(ModelSpec.parse("oracle-noise:p=0"), parse_methods("pass@2"), workers=1)
     log: list[list[dict[str, Any]]] = []
     ray.init(address=cluster.address, log_to_driver=False)
     try:

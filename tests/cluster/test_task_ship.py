@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from sprout.images import shipped as shipped_copies
+from sprout.images import shipped_tasks as shipped_copies
+from sprout.models.resolve import ModelSpec
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.task import TaskError
@@ -85,7 +86,7 @@ def test_the_same_digest_is_unpacked_once(tmp_path: Path):
 
     assert unpack(digest, "t", never, tmp_path / "cache") == first
     assert (first / "marker").exists(), "reused, not unpacked again"
-    # beside the copy only its users' locks (`sprout.images.shipped`), no temporary folder
+    # beside the copy only its users' locks (`sprout.images.shipped_tasks`), no temporary folder
     assert sorted(os.listdir(tmp_path / "cache")) == [digest, "locks"]
 
 
@@ -256,7 +257,9 @@ def test_tasks_only_the_driver_has_run_on_the_cluster_as_they_run_here(
     tasks = [load_native(tmp_path / "tasks" / Path(folder).name) for folder in TASKS]
     digests = {task.id: shipped_digest(task.path, task.id) for task in tasks}
     settings = RunSettings(
-        "oracle-noise:errors=trap", parse_methods("pass@2,sprout", rounds=(1,)), workers=4
+        ModelSpec.parse("oracle-noise:errors=trap"),
+        parse_methods("pass@2,sprout", rounds=(1,)),
+        workers=4,
     )
     here = RunFolder.create_new(tmp_path / "here")
     try:

@@ -20,7 +20,7 @@ import pytest
 
 from sprout.cli import main
 from sprout.images import ImageCache
-from sprout.images.bases import shared_store
+from sprout.images.base_layers import shared_store
 from sprout.runfolder import RunFolder
 from sprout.sandbox import LayerStore, Sandbox, stores_by_image
 from sprout.tasks import base_checkpoint_of, load_native

@@ -2,7 +2,7 @@
 machine: it frees a copy nobody used for --keep-days, keeps one used since and one a live
 process holds (however old), says why each stays, and with --dry-run frees nothing.
 
-Copies are taken as `sprout.cluster.task_ship.unpack` takes them (`shipped.taking`), by
+Copies are taken as `sprout.cluster.task_ship.unpack` takes them (`shipped_tasks.taking`), by
 processes of their own, so that this test's process holds none of them; no Ray needed."""
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import pytest
 
 from sprout.cli import main
 from sprout.durable import file_lock
-from sprout.images import shipped
+from sprout.images import shipped_tasks
 
 DIGEST = "0123456789abcdef0123456789abcdef"
 OTHER = "fedcba9876543210fedcba9876543210"
 TAKER = """
 import sys
-from sprout.images.shipped import shipped_root, taking
+from sprout.images.shipped_tasks import shipped_root, taking
 root, digest = shipped_root(), sys.argv[1]
 with taking(root, digest):
     (root / digest / "t").mkdir(parents=True, exist_ok=True)
@@ -44,7 +44,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def taken(digest: str, days_ago: float) -> Path:
     """A copy that a process took, used `days_ago`, and let go of when it ended."""
     subprocess.run([sys.executable, "-c", TAKER, digest], input="", text=True, check=True)
-    return aged(shipped.shipped_root() / digest, days_ago)
+    return aged(shipped_tasks.shipped_root() / digest, days_ago)
 
 
 def aged(copy: Path, days_ago: float) -> Path:
@@ -94,7 +94,7 @@ def test_a_copy_taken_again_is_used_from_then_on(capsys: pytest.CaptureFixture[s
 def test_a_copy_a_live_process_holds_is_kept_however_old(
     holder: subprocess.Popen[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    copy = aged(shipped.shipped_root() / DIGEST, days_ago=30)
+    copy = aged(shipped_tasks.shipped_root() / DIGEST, days_ago=30)
     assert main(["gc", "--keep-days", "0", "-v"]) == 0
     out = capsys.readouterr().out
     assert (copy / "t" / "test.sh").is_file()
@@ -107,11 +107,11 @@ def test_a_copy_a_live_process_holds_is_kept_however_old(
 
 def test_a_copy_taken_in_this_process_is_kept_while_it_lives() -> None:
     """What a node's actor does: `taking` holds the copy for the rest of the process."""
-    root = shipped.shipped_root()
-    with shipped.taking(root, DIGEST):
+    root = shipped_tasks.shipped_root()
+    with shipped_tasks.taking(root, DIGEST):
         (root / DIGEST / "t").mkdir(parents=True)
     aged(root / DIGEST, days_ago=30)
-    done = shipped.collect(keep_days=0)
+    done = shipped_tasks.collect(keep_days=0)
     assert (root / DIGEST / "t").is_dir() and done.freed == []
     assert done.kept[f"{DIGEST}/t"].startswith(f"in use by process {os.getpid()}")
 
@@ -119,25 +119,25 @@ def test_a_copy_taken_in_this_process_is_kept_while_it_lives() -> None:
 def test_a_copy_is_not_taken_while_gc_collects() -> None:
     """gc holds `.collecting`: a node that comes for a copy meanwhile waits, then takes (or
     unpacks again) a whole one, so it never finds a copy gc is deleting."""
-    locks = shipped.shipped_root() / "locks"
+    locks = shipped_tasks.shipped_root() / "locks"
     locks.mkdir(parents=True)
-    with file_lock(locks / shipped.COLLECTING):
+    with file_lock(locks / shipped_tasks.COLLECTING):
         taker = subprocess.Popen(
             [sys.executable, "-c", TAKER, DIGEST], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
         time.sleep(1.0)
-        assert taker.poll() is None and not (shipped.shipped_root() / DIGEST).exists()
+        assert taker.poll() is None and not (shipped_tasks.shipped_root() / DIGEST).exists()
     assert taker.communicate(b"", timeout=30)[0] == b"taken\n"
-    assert (shipped.shipped_root() / DIGEST / "t" / "test.sh").is_file()
+    assert (shipped_tasks.shipped_root() / DIGEST / "t" / "test.sh").is_file()
 
 
 def test_dry_run_frees_nothing_and_says_what_it_would_free(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     old = taken(DIGEST, days_ago=10)
-    debris = shipped.shipped_root() / f".{OTHER}-k1ll3d"  # an unpacker killed mid-way
+    debris = shipped_tasks.shipped_root() / f".{OTHER}-k1ll3d"  # an unpacker killed mid-way
     (debris / "t").mkdir(parents=True)
-    (shipped.shipped_root() / "notes.txt").write_text("not a copy: gc leaves it\n")
+    (shipped_tasks.shipped_root() / "notes.txt").write_text("not a copy: gc leaves it\n")
     assert main(["gc", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert (old / "t" / "test.sh").is_file() and debris.is_dir()
@@ -148,4 +148,4 @@ def test_dry_run_frees_nothing_and_says_what_it_would_free(
     assert summary.endswith(" (--dry-run: nothing was freed)")
     assert main(["gc"]) == 0
     assert not old.exists() and not debris.exists()
-    assert (shipped.shipped_root() / "notes.txt").is_file()
+    assert (shipped_tasks.shipped_root() / "notes.txt").is_file()

@@ -226,7 +226,7 @@ def test_the_command_pulls_lists_the_digest_and_refuses_bad_input_with_one_line(
 
 def test_a_terminal_sees_bytes_layers_and_eta_redrawn_and_a_log_one_line_per_image() -> None:
 
-    from sprout.images.progress import PullProgress, Transfer
+    from sprout.images.pull_progress import PullProgress, Transfer
 
     screen = io.StringIO()
     live = PullProgress(screen, live=True)

@@ -9,14 +9,14 @@ import pytest
 from sprout.models import CHAT, Capabilities, ModelError, capabilities, token_model
 from sprout.models.config import ModelConfig
 from sprout.models.oracle import OracleModel, OracleNoiseModel
-from sprout.models.resolve import MODELS, model_kind, resolve_model, spec_capabilities
+from sprout.models.resolve import MODELS, ModelSpec, resolve_model
 
 
 @pytest.mark.parametrize("spec", ["oracle", "oracle-noise", "oracle-noise:p=0.5,seed=2"])
 def test_the_oracles_replay_the_solution_and_write_no_role_output(spec: str):
     model = resolve_model(spec, steps=["true"])
     assert isinstance(model, OracleModel | OracleNoiseModel)
-    assert capabilities(model) == spec_capabilities(spec)
+    assert capabilities(model) == ModelSpec.parse(spec).capabilities
     assert capabilities(model) == Capabilities(
         token_ids=False, logprobs=False, structured_output=False, replays_solution=True
     )
@@ -27,7 +27,7 @@ def test_an_openai_model_writes_role_output_and_can_return_logprobs():
     model = resolve_model(
         "openai/m", base_url="http://127.0.0.1:9/v1", api_key="k", options=ModelConfig()
     )
-    assert capabilities(model) == spec_capabilities("openai/m")
+    assert capabilities(model) == ModelSpec.parse("openai/m").capabilities
     found = capabilities(model)
     assert found.logprobs and found.structured_output
     assert not found.token_ids and not found.replays_solution
@@ -36,7 +36,7 @@ def test_an_openai_model_writes_role_output_and_can_return_logprobs():
 
 def test_a_local_model_keeps_token_ids_known_before_it_loads():
     """`hf/PATH` is not loaded (no weights here): its class says what it can do."""
-    found = spec_capabilities("hf/nowhere")
+    found = ModelSpec.parse("hf/nowhere").capabilities
     assert found.token_ids and found.logprobs and found.structured_output
     assert not found.replays_solution
 
@@ -52,7 +52,7 @@ def test_a_model_that_declares_nothing_is_a_plain_chat_model():
 
 def test_an_unknown_spec_has_no_capabilities():
     with pytest.raises(ModelError, match=r"'gpt-4'.*openai/<name>"):
-        spec_capabilities("gpt-4")
+        ModelSpec.parse("gpt-4")
 
 
 BUILT_ELSEWHERE = {
@@ -68,11 +68,11 @@ is tried for real in tests/train, `verl/` in tests/integrations/verl)."""
 @pytest.mark.parametrize("prefix", list(MODELS))
 def test_every_kind_of_model_builds_its_client_and_answers_its_capabilities(prefix: str):
     """One entry per kind answers both: the client `resolve_model` builds is of the class
-    whose capabilities `spec_capabilities` gives, before anything is built."""
+    whose capabilities `ModelSpec.capabilities` gives, before anything is built."""
     kind = MODELS[prefix]
     spec = f"{prefix}m" if prefix.endswith("/") else prefix
-    assert model_kind(spec) is kind
-    assert spec_capabilities(spec) == kind.client().capabilities
+    assert ModelSpec.parse(spec).kind is kind
+    assert ModelSpec.parse(spec).capabilities == kind.client().capabilities
     given = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "steps": ["true"]}
     if prefix in BUILT_ELSEWHERE:
         with pytest.raises(ModelError, match=re.escape(BUILT_ELSEWHERE[prefix])):
@@ -80,10 +80,10 @@ def test_every_kind_of_model_builds_its_client_and_answers_its_capabilities(pref
         return
     model = resolve_model(spec, **given)
     assert isinstance(model, kind.client())
-    assert capabilities(model) == spec_capabilities(spec)
+    assert capabilities(model) == ModelSpec.parse(spec).capabilities
 
 
 @pytest.mark.parametrize("spec", ["openai", "vllm", "oracles", "oracle-noisy", "hf"])
 def test_a_spec_only_like_a_kind_is_none(spec: str):
     with pytest.raises(ModelError, match=r"expected one of openai/<name>, vllm/<name>"):
-        spec_capabilities(spec)
+        ModelSpec.parse(spec)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from sprout.models.resolve import ModelSpec
 from sprout.runfolder import RunFolder
 from sprout.sandbox import LayerStore, Observation
 from sprout.sandbox.replay import Rebuilt, ReplayTurn, sealed_in
@@ -151,7 +152,7 @@ def play(
     run = RunFolder.resume(tmp_path / "run") if (tmp_path / "run").exists() else None
     run = run or RunFolder.create_new(tmp_path / "run")
     sandboxes = sandboxes_for(run, **options) if sandboxes_for else None
-    settings = RunSettings(model, parse_methods(methods, rounds=(1,)), workers=1)
+    settings = RunSettings(ModelSpec.parse(model), parse_methods(methods, rounds=(1,)), workers=1)
     log = io.StringIO()
     content = run_tasks([task], run, settings, Progress(log), sandboxes=sandboxes)
     return run, content, log.getvalue()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sprout.models.resolve import ModelSpec
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.search.runner import RunSettingsError, check_settings
@@ -25,7 +26,9 @@ def run_methods(
     require_host_image()
     task = load_native(two_edits_task(tmp_path / "tasks"))
     run = RunFolder.create_new(tmp_path / "run")
-    settings = RunSettings(model, parse_methods(methods, **options), workers=workers)
+    settings = RunSettings(
+        ModelSpec.parse(model), parse_methods(methods, **options), workers=workers
+    )
     out = io.StringIO()
     content = run_tasks([task], run, settings, Progress(out))
     return run, content, out.getvalue()
@@ -103,7 +106,7 @@ def test_methods_on_one_task_are_counted_apart(tmp_path: Path) -> None:
 
 
 def test_entropy_refuses_a_model_without_logprobs() -> None:
-    settings = RunSettings("oracle", parse_methods("entropy"))
+    settings = RunSettings(ModelSpec.parse("oracle"), parse_methods("entropy"))
     with pytest.raises(RunSettingsError, match="needs per-token log-probabilities"):
         check_settings(settings)
 

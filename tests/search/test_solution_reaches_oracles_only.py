@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from sprout.models.resolve import ModelSpec
 from sprout.search import runner
 from sprout.search.registry import parse_methods
 from sprout.tasks import load_native
@@ -21,7 +22,8 @@ def test_only_a_model_that_replays_the_solution_is_given_its_steps(
     task = load_native(calc_task(tmp_path, "calc"))
     assert task.solution, "the task has a reference solution to withhold"
     given: dict[str, Any] = {}
-    monkeypatch.setattr(runner, "resolve_model", lambda spec, **kw: given.update(kw))
-    settings = runner.RunSettings(model, parse_methods("pass@1"), base_url="http://127.0.0.1:1")
+    monkeypatch.setattr(ModelSpec, "build", lambda spec, args: given.update(vars(args)))
+    spec = ModelSpec.parse(model)
+    settings = runner.RunSettings(spec, parse_methods("pass@1"), base_url="http://127.0.0.1:1")
     runner._model(settings, task)
     assert (given["steps"] is not None) == gets_steps

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from sprout.models.resolve import ModelSpec
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.search.methods import MethodError, training_method
@@ -25,7 +26,7 @@ def train(tmp_path: Path, model: str, **options: object) -> RunFolder:
     folder = tmp_path / "tasks" / "two-edits"
     task = load_native(folder if folder.exists() else two_edits_task(tmp_path / "tasks"))
     run = RunFolder.create(tmp_path / "run")
-    settings = RunSettings(model, parse_methods(METHOD, **options), workers=2)
+    settings = RunSettings(ModelSpec.parse(model), parse_methods(METHOD, **options), workers=2)
     run_tasks([task], run, settings, Progress(quiet=True))
     return run
 
@@ -119,4 +120,6 @@ def test_method_settings_are_checked() -> None:
     with pytest.raises(MethodError, match="disagree"):
         training_method(group_size=8, children=2)
     with pytest.raises(RunSettingsError, match="needs per-token log-probabilities"):
-        check_settings(RunSettings("oracle", (training_method(selector="entropy"),)))
+        check_settings(
+            RunSettings(ModelSpec.parse("oracle"), (training_method(selector="entropy"),))
+        )

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sprout.images import ImageCache
-from sprout.images.bases import shared_store
+from sprout.images.base_layers import shared_store
 from sprout.images.gc import collect
 from sprout.images.oci import import_image
 from sprout.sandbox import LayerStore, Sandbox

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from sprout.models.resolve import ModelSpec
 from sprout.train.samples import (
     RoleTextError,
     Sample,
@@ -237,7 +238,9 @@ def test_a_tiny_model_run_gives_token_exact_samples(tmp_path: Path, tiny_model_p
     run = RunFolder.create(tmp_path / "run")
     run.tree.add_task(task.id, task.model_dump(mode="json"))
     method = training_method(roots=2, children=1, selector="uniform")
-    settings = RunSettings(f"hf/{tiny_model_path}", (method,), actor=ActorConfig(max_turns=2))
+    settings = RunSettings(
+        ModelSpec.parse(f"hf/{tiny_model_path}"), (method,), actor=ActorConfig(max_turns=2)
+    )
     model = HFModel(tiny_model_path, max_new_tokens=12, seed=0)
     slots = Slots(2)
     context = _RunContext(

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from sprout.models.resolve import ModelSpec
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.tasks import load_native
@@ -26,7 +27,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunFolder]:
     root = tmp_path_factory.mktemp("viewer")
     task = load_native(two_edits_task(root / "tasks"))
     folder = RunFolder.create_new(root / "run")
-    settings = RunSettings(TRAPPED, parse_methods("pass@2,sprout"), workers=2)
+    settings = RunSettings(ModelSpec.parse(TRAPPED), parse_methods("pass@2,sprout"), workers=2)
     run_tasks([task], folder, settings, Progress(io.StringIO()))
     yield folder
     folder.close()

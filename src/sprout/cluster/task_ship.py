@@ -9,7 +9,7 @@ the same digest (a shared filesystem, the same checkout);
 otherwise on the shipped copy, unpacked once per digest into the machine's cache, which
 every sandbox's view of the host hides, as it hides the task folder itself. A process that
 uses a copy holds it while it lives, and notes when it took it, so `sprout gc` frees only
-copies nobody uses (`sprout.images.shipped`).
+copies nobody uses (`sprout.images.shipped_tasks`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 import ray
 
-from sprout.images.shipped import shipped_root, taking
+from sprout.images.shipped_tasks import shipped_root, taking
 from sprout.task import Task, TaskError
 from sprout.tasks.digest import Digest, Entry, folder_entries
 from sprout.tasks.files import kind
@@ -36,7 +36,7 @@ from sprout.workspace import WorkspaceError
 
 DIGEST_LENGTH = 32
 """Hex digits of a shipped folder's digest: the name of its copy on a node
-(`sprout.images.shipped.DIGEST`)."""
+(`sprout.images.shipped_tasks.DIGEST`)."""
 FOLDER_FIELDS = ("environment_dir", "solution_dir", "tests_dir")
 """The fields of a `Task` besides `path` that name folders the task reads on the driver."""
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sprout.commands.common import UsageError
-from sprout.images import shipped
+from sprout.images import shipped_tasks
 from sprout.sandbox import Freed, LayerStore, UnknownCheckpoint
 
 DESCRIPTION = (
@@ -111,7 +111,7 @@ def _collect_cache(args: argparse.Namespace) -> int:
     done = collect(
         keep_days=args.keep_days, images=args.images, orphan=args.orphan, dry_run=args.dry_run
     )
-    copies = shipped.collect(keep_days=args.keep_days, dry_run=args.dry_run)
+    copies = shipped_tasks.collect(keep_days=args.keep_days, dry_run=args.dry_run)
     if args.list:
         for name in done.names:
             print(f"  base layer {name}")
@@ -141,7 +141,7 @@ def _collect_cache(args: argparse.Namespace) -> int:
     return 0
 
 
-def _list_shipped(copies: shipped.ShippedCollected, keep_days: float) -> None:
+def _list_shipped(copies: shipped_tasks.ShippedCollected, keep_days: float) -> None:
     """The shipped task folders freed, and why each other one stays."""
     for name in copies.freed:
         print(f"  shipped task folder {name} (nobody used it for {keep_days:g} days)")
@@ -169,7 +169,7 @@ def _collect_store(args: argparse.Namespace) -> int:
         return _references(store, databases, shared_users, args.orphan and not args.dry_run)
 
     if shared_users:  # a store of the machine's cache: no base layer is built meanwhile
-        from sprout.images.bases import collecting
+        from sprout.images.base_layers import collecting
 
         with collecting(store):
             freed = store.collect(keep=args.keep, references=references, dry_run=args.dry_run)
@@ -193,7 +193,7 @@ def _references(
         except RunDatabaseError as error:
             raise UsageError(f"{error}; nothing was freed (gc keeps what it references)") from None
     if shared_users:
-        from sprout.images.bases import linked_by_runs
+        from sprout.images.base_layers import linked_by_runs
 
         found |= linked_by_runs(store, forget_lost=forget_lost)
     return found

@@ -153,8 +153,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     closed (and its report written) whatever stops the run, before the exit code is told."""
     from sprout.search import Progress, open_run, run_tasks, table
     from sprout.search.halt import Halt
+    from sprout.search.runner import shared_model
 
     settings = _settings(args)
+    # built once, now, so that what it cannot be (no --base-url, say) costs nothing; a model
+    # that loads weights in-process loads as the run starts
+    model = None if settings.model.loads else shared_model(settings)
     refuse_model_servers([settings.base_url or os.environ.get("OPENAI_BASE_URL")])
     check_ray(args)
     recorded = recorded_images(Path(args.out) / "results.json") if args.resume else None
@@ -174,7 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             progress = Progress(quiet=args.quiet, tag=tag)
             with ray_sandboxes(args, run) as sandboxes, halting_on_ctrl_c(halt, "run") as ctrl_c:
                 content = run_tasks(
-                    loaded.tasks, run, settings, progress, halt, sandboxes, imported
+                    loaded.tasks, run, settings, progress, halt, sandboxes, imported, model
                 )
             page = _write_report(run)
         finally:
@@ -198,6 +202,7 @@ def _settings(args: argparse.Namespace) -> RunSettings:
     or the run folder is touched, so a typo costs nothing."""
     from sprout.agent import ActorConfig
     from sprout.models.config import ModelConfig
+    from sprout.models.resolve import ModelSpec
     from sprout.roles import RolesConfig
     from sprout.search import RunSettings, parse_methods, parse_rounds
     from sprout.search.runner import check_settings
@@ -220,7 +225,7 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         raise UsageError(f"--config {error}") from None
     actor = with_agent_config(actor, args)
     settings = RunSettings(
-        model=args.model,
+        model=ModelSpec.parse(args.model),
         methods=methods,
         workers=workers(args),
         base_url=args.base_url,

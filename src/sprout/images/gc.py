@@ -1,7 +1,7 @@
 """Collecting the machine's cache: base layers no run uses any more, and images under them.
 
 A base layer is kept while a run folder on the machine links it (its store
-holds a link to it, see `sprout.images.bases`) or while it was used within the
+holds a link to it, see `sprout.images.base_layers`) or while it was used within the
 last `keep_days`. Images are collected only when asked, and only those that
 nothing stands on: no kept base layer of the cache, and no layer store outside
 it that noted it (`sprout.sandbox.rootfs.notes`: a run's own base layers, a sandbox of
@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sprout.images.bases import collecting, linked_by_runs, shared_stores
+from sprout.images.base_layers import collecting, linked_by_runs, shared_stores
 from sprout.images.blobs import blob_dir
 from sprout.images.cache import ImageCache
 from sprout.images.chains import collect_chains

@@ -27,8 +27,8 @@ from sprout.images.debian import (
     DebianRecipe,
     ensure_debian,
 )
-from sprout.images.progress import PullProgress
 from sprout.images.pull import pull
+from sprout.images.pull_progress import PullProgress
 from sprout.images.reference import parse_reference
 from sprout.images.skopeo import RegistryUnreachable
 from sprout.sandbox import Image

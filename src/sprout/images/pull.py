@@ -35,7 +35,7 @@ from sprout.images.cache import ImageCache, ImageError
 from sprout.images.chains import chain_id, link_chain, shared_prefix
 from sprout.images.oci import Archive, blob_name, read_manifest, unpack_layer
 from sprout.images.platforms import Platform, choose, is_list, this_machine
-from sprout.images.progress import PullProgress, Transfer
+from sprout.images.pull_progress import PullProgress, Transfer
 from sprout.images.reference import ImageReference, parse_reference
 from sprout.images.skopeo import copy_arguments, inspect_raw, registry_error, skopeo_command
 from sprout.sandbox import Image

@@ -1,10 +1,11 @@
-"""Turning a `--model` string into a client: one table of the kinds of model, by prefix.
+"""A `--model` string parsed once into a `ModelSpec`, then built into a client: one table of
+the kinds of model, by prefix.
 
 Each entry of `MODELS` both builds its client and names the client's class, whose
-`capabilities` answer what a spec can do before any client is built (`spec_capabilities`):
-the two can never disagree, and a new kind of model is one more entry. A client's module
-is imported only when its entry is used: the openai package, say, only for an `openai/`
-spec.
+`capabilities` answer what a spec can do before any client is built
+(`ModelSpec.capabilities`): the two can never disagree, and a new kind of model is one more
+entry. A client's module is imported only when its entry is used: the openai package, say,
+only for an `openai/` spec.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ModelArgs:
-    """What `resolve_model` is given besides the spec; each kind reads what it needs."""
+    """What building a spec's client takes besides the spec (`ModelSpec.build`); each kind
+    reads what it needs."""
 
     base_url: str | None = None
     api_key: str | None = None
@@ -44,12 +46,64 @@ class ModelKind:
     """How the error for an unknown spec lists it."""
     client: Callable[[], type[Model]]
     """The class its clients are, imported only now: its `capabilities` are the spec's."""
-    build: Callable[[str, ModelArgs], Model]
+    build: Callable[[ModelSpec, ModelArgs], Model]
     """The client of a spec of this kind; ModelError ("bad_input") for one it cannot be."""
     options: bool = False
     """A bare name (no `/`) that may be followed by `:OPTIONS`."""
     loads: bool = False
-    """Building it loads weights in-process: `sprout run` checks it as it loads, once."""
+    """Building it loads weights in-process: `sprout run` builds it as the run starts."""
+    check: Callable[[str], object] | None = None
+    """What the spec itself can get wrong, told as it is parsed (an oracle's options)."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A `--model` string parsed once, where a run's settings are made: its kind (the entry
+    of `MODELS`), what that kind declares, and the client it builds where one is needed.
+    A run's settings store it as the string it was given (`text`); it holds plain strings
+    only, so it pickles wherever the settings go."""
+
+    text: str
+    """The spec as given, e.g. ``openai/Qwen3-8B``: what the run's settings store."""
+    prefix: str
+    """Its kind's key in `MODELS`, e.g. ``openai/`` or ``oracle``."""
+
+    @classmethod
+    def parse(cls, text: str) -> ModelSpec:
+        """The spec `text` names; ModelError ("bad_input") listing every form when no kind
+        does, or saying what the spec itself gets wrong (an oracle's options)."""
+        spec = cls(text, _prefix(text))
+        if spec.kind.check is not None:
+            spec.kind.check(text)
+        return spec
+
+    @property
+    def kind(self) -> ModelKind:
+        """Its entry of `MODELS`."""
+        return MODELS[self.prefix]
+
+    @property
+    def name(self) -> str:
+        """What follows a `/` kind's prefix (a model's name, a folder); "" for a bare name."""
+        return self.text.partition("/")[2]
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the model can do, known before it is built (nothing is loaded or called):
+        its client class's `capabilities`."""
+        return self.kind.client().capabilities
+
+    @property
+    def loads(self) -> bool:
+        """Whether building it loads weights in-process (an ``hf/`` folder)."""
+        return self.kind.loads
+
+    def build(self, args: ModelArgs) -> Model:
+        """Its client; ModelError ("bad_input") for one `args` cannot make."""
+        return self.kind.build(self, args)
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def resolve_model(
@@ -74,24 +128,18 @@ def resolve_model(
     reference solution, so they need its `steps` (`Step`s or plain command strings).
     """
     args = ModelArgs(base_url, api_key, steps, hf_options, options)
-    return model_kind(spec).build(spec, args)
+    return ModelSpec.parse(spec).build(args)
 
 
-def spec_capabilities(spec: str) -> Capabilities:
-    """What the model `spec` names can do, known before it is built (nothing is loaded or
-    called): its client class's `capabilities`."""
-    return model_kind(spec).client().capabilities
-
-
-def model_kind(spec: str) -> ModelKind:
-    """The entry of `MODELS` that names `spec`: a prefix ending in `/` names every spec that
-    starts with it, a bare name itself (and, with `options`, itself then `:OPTIONS`);
-    ModelError listing every form when none does."""
+def _prefix(spec: str) -> str:
+    """The key of the entry of `MODELS` that names `spec`: a prefix ending in `/` names every
+    spec that starts with it, a bare name itself (and, with `options`, itself then
+    `:OPTIONS`); ModelError listing every form when none does."""
     for prefix, kind in MODELS.items():
         if spec.startswith(prefix) if prefix.endswith("/") else spec == prefix:
-            return kind
+            return prefix
         if kind.options and spec.startswith(f"{prefix}:"):
-            return kind
+            return prefix
     forms = ", ".join(kind.form for kind in MODELS.values())
     raise ModelError("bad_input", f"--model {spec!r}: expected one of {forms}")
 
@@ -102,10 +150,9 @@ def _openai_client() -> type[OpenAIModel]:
     return OpenAIModel
 
 
-def _openai(spec: str, args: ModelArgs) -> Model:
-    model = spec.removeprefix("openai/")
+def _openai(spec: ModelSpec, args: ModelArgs) -> Model:
     return _openai_client()(
-        model, base_url=args.base_url, api_key=args.api_key, options=args.options
+        spec.name, base_url=args.base_url, api_key=args.api_key, options=args.options
     )
 
 
@@ -115,8 +162,8 @@ def _hf_client() -> type[HFModel]:
     return HFModel
 
 
-def _hf(spec: str, args: ModelArgs) -> Model:
-    path = spec.removeprefix("hf/")
+def _hf(spec: ModelSpec, args: ModelArgs) -> Model:
+    path = spec.name
     if not path:
         raise ModelError("bad_input", f"--model {spec}: expected hf/<path to a model folder>")
     options = dict(args.hf_options or {})
@@ -125,17 +172,17 @@ def _hf(spec: str, args: ModelArgs) -> Model:
     return _hf_client()(path, **options)
 
 
-def _oracle(spec: str, args: ModelArgs) -> Model:
-    think_s = parse_oracle_spec(spec)  # a bad option is told before missing steps
+def _oracle(spec: ModelSpec, args: ModelArgs) -> Model:
+    think_s = parse_oracle_spec(spec.text)
     return OracleModel(_solution_steps(spec, args), think_s=think_s)
 
 
-def _oracle_noise(spec: str, args: ModelArgs) -> Model:
-    noise = parse_noise_spec(spec)  # a bad option is told before missing steps
+def _oracle_noise(spec: ModelSpec, args: ModelArgs) -> Model:
+    noise = parse_noise_spec(spec.text)
     return OracleNoiseModel(_solution_steps(spec, args), noise=noise)
 
 
-def _solution_steps(spec: str, args: ModelArgs) -> Sequence[Step | str]:
+def _solution_steps(spec: ModelSpec, args: ModelArgs) -> Sequence[Step | str]:
     if args.steps is None:
         raise ModelError("bad_input", f"--model {spec}: needs a task's reference solution (steps)")
     return args.steps
@@ -147,7 +194,7 @@ def _token_server_client() -> type[TokenServerModel]:
     return TokenServerModel
 
 
-def _verl(spec: str, args: ModelArgs) -> Model:
+def _verl(spec: ModelSpec, args: ModelArgs) -> Model:
     raise ModelError(
         "bad_input",
         f"--model {spec}: a verl/ model is verl's own servers, reached only from inside verl's "
@@ -161,16 +208,16 @@ ServerMaker = Callable[["JsonServer", str, str, ModelConfig], "TokenServer"]
 server's token-in, token-out protocol."""
 
 
-def _token_server(make_server: ServerMaker) -> Callable[[str, ModelArgs], Model]:
+def _token_server(make_server: ServerMaker) -> Callable[[ModelSpec, ModelArgs], Model]:
     """The builder of a `TokenServerModel` for a ``vllm/``, ``sglang/`` or ``llamacpp/``
     spec, the server's own part made by `make_server`."""
 
-    def build(spec: str, args: ModelArgs) -> Model:
+    def build(spec: ModelSpec, args: ModelArgs) -> Model:
         from sprout.models.http_json import JsonServer
         from sprout.models.servers import split_urls
 
         options = args.options or ModelConfig()
-        kind, _, name = spec.partition("/")
+        kind, name = spec.text.partition("/")[0], spec.name
         if not name:
             raise ModelError("bad_input", f"--model {spec}: expected {kind}/<model name>")
         if not args.base_url:
@@ -185,9 +232,9 @@ def _token_server(make_server: ServerMaker) -> Callable[[str, ModelArgs], Model]
             retries=options.max_retries,
             api_key=args.api_key,
         )
-        server = make_server(http, name, spec, options)
+        server = make_server(http, name, spec.text, options)
         return _token_server_client()(
-            spec, server, max_tokens=options.max_tokens, context_tokens=options.context_tokens
+            spec.text, server, max_tokens=options.max_tokens, context_tokens=options.context_tokens
         )
 
     return build
@@ -227,9 +274,19 @@ MODELS: dict[str, ModelKind] = {
     "llamacpp/": ModelKind("llamacpp/<name>", _token_server_client, _token_server(_llamacpp)),
     "hf/": ModelKind("hf/<path>", _hf_client, _hf, loads=True),
     "verl/": ModelKind("verl/<name> (inside verl's agent loop)", _token_server_client, _verl),
-    "oracle": ModelKind("oracle[:think=SECONDS]", lambda: OracleModel, _oracle, options=True),
+    "oracle": ModelKind(
+        "oracle[:think=SECONDS]",
+        lambda: OracleModel,
+        _oracle,
+        options=True,
+        check=parse_oracle_spec,
+    ),
     "oracle-noise": ModelKind(
-        f"oracle-noise[:{NOISE_OPTIONS}]", lambda: OracleNoiseModel, _oracle_noise, options=True
+        f"oracle-noise[:{NOISE_OPTIONS}]",
+        lambda: OracleNoiseModel,
+        _oracle_noise,
+        options=True,
+        check=parse_noise_spec,
     ),
 }
 """Every kind of `--model` string, by prefix, in the order the error for an unknown one

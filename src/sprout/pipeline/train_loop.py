@@ -23,6 +23,7 @@ from sprout.config import changed_settings
 from sprout.errors import SproutError
 from sprout.models.config import ModelConfig
 from sprout.models.fingerprint import TOKENIZER_META
+from sprout.models.resolve import ModelSpec
 from sprout.pipeline.rollout_server import RolloutServer
 from sprout.pipeline.task_draw import step_tasks
 from sprout.runfolder import RunFolder
@@ -202,7 +203,7 @@ def _rollout_settings(settings: TrainSettings, policy: Path, method: Method) -> 
     if not actor.logprobs:
         actor = actor.model_copy(update={"logprobs": True})
     return RunSettings(
-        model=f"hf/{policy}",
+        model=ModelSpec.parse(f"hf/{policy}"),
         methods=(method,),
         workers=settings.workers,
         actor=actor,
@@ -223,7 +224,7 @@ def _serve(
     )
     played = replace(
         rollouts,
-        model=f"{server.kind}/{policy.name}",
+        model=ModelSpec.parse(f"{server.kind}/{policy.name}"),
         base_url=served.url,
         model_options=options,
     )

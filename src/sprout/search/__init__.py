@@ -3,8 +3,8 @@
 tasks."""
 
 from sprout.search.methods import Method, MethodError, parse_rounds
-from sprout.search.progress import Progress
 from sprout.search.registry import parse_methods
+from sprout.search.run_progress import Progress
 from sprout.search.runner import RunSettings, RunSettingsError, open_run, run_tasks
 from sprout.search.schedules import SearchError
 from sprout.search.summary import results, table, write_results

@@ -26,7 +26,7 @@ from sprout.errors import SproutError
 from sprout.models import Model
 from sprout.models.config import ModelConfig
 from sprout.models.oracle import Step
-from sprout.models.resolve import model_kind, resolve_model, spec_capabilities
+from sprout.models.resolve import ModelArgs, ModelSpec
 from sprout.models.types import Capabilities, capabilities
 from sprout.roles import RolesConfig
 from sprout.runfolder import RunFolder
@@ -35,8 +35,8 @@ from sprout.search.halt import AttemptFault, Halt, Halted
 from sprout.search.imported import ImportedRoot, adopt
 from sprout.search.methods import Method
 from sprout.search.play import Search
-from sprout.search.progress import Progress
 from sprout.search.registry import describe, needs_logprobs, play
+from sprout.search.run_progress import Progress
 from sprout.search.schedule_roles import ScheduleRoles
 from sprout.search.slots import Slots
 from sprout.search.summary import results, write_results
@@ -59,7 +59,8 @@ class RunSettingsError(SproutError, ValueError):
 class RunSettings:
     """What `sprout run` was asked to do; stored in the run so `--resume` continues it."""
 
-    model: str
+    model: ModelSpec
+    """The `--model` string, parsed once where the settings are made."""
     methods: tuple[Method, ...]
     workers: int | None = 1
     """Sandboxes alive at once; None: as many as the place they run in has room for."""
@@ -75,7 +76,7 @@ class RunSettings:
     def to_json(self) -> dict[str, Any]:
         """The settings a resume must match (the API key is never stored)."""
         found = {
-            "model": self.model,
+            "model": self.model.text,
             "methods": [m.to_json() for m in self.methods],
             "actor": self.actor.model_dump(mode="json"),
             "roles": self.roles.model_dump(mode="json"),
@@ -95,18 +96,10 @@ SETTINGS_TABLES: dict[str, type[BaseModel]] = {
 
 def check_settings(settings: RunSettings, model: Model | None = None) -> None:
     """Refuse, before anything runs, what cannot work: entropy with a model with no log-probs.
-    `model`: the client the caller built (then `settings.model` is not resolved)."""
+    `model`: the client the caller built (else `settings.model` says what it can do)."""
     if settings.workers is not None and settings.workers < 1:
         raise RunSettingsError(f"--workers: expected at least 1, got {settings.workers}")
     found = _capabilities(settings, model)
-    if model is None and not model_kind(settings.model).loads:  # a local one: as it loads
-        resolve_model(
-            settings.model,
-            base_url=settings.base_url,
-            api_key=settings.api_key,
-            steps=(),
-            options=settings.model_options,
-        )
     for method in settings.methods:
         if needs_logprobs(method) and not found.logprobs:
             raise RunSettingsError(
@@ -117,7 +110,13 @@ def check_settings(settings: RunSettings, model: Model | None = None) -> None:
 
 def _capabilities(settings: RunSettings, model: Model | None) -> Capabilities:
     """What the run's model can do: the client the caller built, else `settings.model`."""
-    return capabilities(model) if model is not None else spec_capabilities(settings.model)
+    return capabilities(model) if model is not None else settings.model.capabilities
+
+
+def shared_model(settings: RunSettings) -> Model | None:
+    """The client every pair of the run shares, built once; None for a model built per task
+    (it replays the task's solution, which only it may see)."""
+    return None if settings.model.capabilities.replays_solution else _model(settings, None)
 
 
 def open_run(path: str, settings: RunSettings, *, resume: bool) -> RunFolder:
@@ -156,7 +155,7 @@ def run_tasks(
     `imported` holds, by task id, attempts played elsewhere that become each method's roots
     (`sprout.search.imported`). The run's tree records a checkpoint once `sandboxes` has
     it on disk where it was sealed (`TaskSandboxes.settle`). `model`: the client every pair
-    uses, built by the caller (verl's agent loop, on verl's servers), else `settings.model`'s."""
+    uses, built by the caller (`sprout run`; verl's agent loop), else `shared_model`'s."""
     check_settings(settings, model)
     sandboxes = sandboxes or TaskSandboxService(run.layers)
     run.tree.settle = sandboxes.settle
@@ -169,7 +168,7 @@ def run_tasks(
         progress=progress,
         halt=halt or Halt(),
         slots=slots,
-        shared=model if model is not None else None if replays else _model(settings, None),
+        shared=model if model is not None else shared_model(settings),
         bases=_Bases(tasks, slots, sandboxes, replays=replays),
         concurrency=_Concurrency(run, limit, slots),
         imported=imported or {},
@@ -354,21 +353,21 @@ def _model(settings: RunSettings, task: Task | None) -> Model:
     oracle simulations, built per task) is given the task's solution steps. The roles
     never receive them (`tests/roles/test_no_privileged_text.py`)."""
     steps = None
-    if task is not None and spec_capabilities(settings.model).replays_solution:
+    if task is not None and settings.model.capabilities.replays_solution:
         steps = [Step(s.command, s.wrong, s.trap, s.trap_names) for s in task.solution]
         if not steps:
             raise TaskError(
                 f"{task.id}: {task.path / 'solution' / 'solve.sh'}: missing, and --model "
                 f"{settings.model} replays the reference solution"
             )
-    return resolve_model(
-        settings.model,
+    args = ModelArgs(
         base_url=settings.base_url,
         api_key=settings.api_key,
         steps=steps,
         hf_options=settings.hf_options,
         options=settings.model_options,
     )
+    return settings.model.build(args)
 
 
 def _search(context: _RunContext, task: Task, method: Method) -> Search:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from sprout.agent import Actor
 from sprout.search.halt import Halt
 from sprout.search.methods import Method
-from sprout.search.progress import Progress
+from sprout.search.run_progress import Progress
 from sprout.search.slots import Slots
 from sprout.task import Task
 from sprout.tasksandbox import TaskSandboxes

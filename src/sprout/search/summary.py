@@ -14,7 +14,7 @@ from typing import Any
 from sprout import __version__
 from sprout.durable import write_atomically
 from sprout.models import ModelError
-from sprout.models.resolve import spec_capabilities
+from sprout.models.resolve import ModelSpec
 from sprout.runfolder import RunFolder
 from sprout.search.imported import imported_sources
 from sprout.tree import RolloutTree
@@ -228,12 +228,13 @@ def table(content: dict[str, Any]) -> str:
 
 
 def _writes_role_output(model: object) -> bool:
-    """Whether `model` (a --model string) writes analyses and reviews itself, so that a
-    heuristic answer is a fallback; models that cannot are served by the heuristics."""
+    """Whether `model` (the --model string the run's settings store) writes analyses and
+    reviews itself, so that a heuristic answer is a fallback; models that cannot are served
+    by the heuristics."""
     if not isinstance(model, str):
         return False
     try:
-        return spec_capabilities(model).structured_output
+        return ModelSpec.parse(model).capabilities.structured_output
     except ModelError:
         return False
 

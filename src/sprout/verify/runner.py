@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sprout.edits import is_noise
-from sprout.images.network import index_settings
+from sprout.images.machine_network import index_settings
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.task import Task
 from sprout.tasks.setup.phase_users import verifier_run_as

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sprout.agent import ActorConfig
 from sprout.integrations.verl.outputs import Played
 from sprout.models import Model
+from sprout.models.resolve import ModelSpec
 from sprout.roles import RolesConfig
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, run_tasks
@@ -85,7 +86,7 @@ def play_group(
     run = RunFolder.create_new(folder)
     try:
         played = RunSettings(
-            model=model.name,
+            model=ModelSpec.parse(model.name),
             methods=(method,),
             workers=settings.workers or method.roots,
             actor=ActorConfig(max_turns=settings.max_turns, logprobs=True),

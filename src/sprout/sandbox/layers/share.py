@@ -2,7 +2,7 @@
 
 Every run folder has its own layer store, but a task's base layer (its image and set-up)
 is built once per machine: a run's store adopts it from the machine-wide cache
-(`sprout.images.bases`) with a link per layer.
+(`sprout.images.base_layers`) with a link per layer.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ images (`sprout gc --images`) never takes the root filesystem from under a check
 
 A store can stand on an image of the cache directly (a sandbox made on it, a run's own
 base layers over it: a `copy` store, or one with other ids than the machine's, see
-`sprout.images.bases.shared_store`), which the cache's own stores of base layers know
+`sprout.images.base_layers.shared_store`), which the cache's own stores of base layers know
 nothing of. So each such store leaves a note in the cache, and `sprout gc --images`
 keeps the images of every store that is still there:
 

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Iterator
 
-from sprout.images.network import machine_inputs
+from sprout.images.machine_network import machine_inputs
 from sprout.task import Task, TaskError
 from sprout.tasks.digest import entry_bytes, read_entry
 from sprout.tasks.dockerfile.context import inside, walk

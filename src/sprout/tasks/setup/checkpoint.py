@@ -8,8 +8,8 @@ import json
 import os
 
 from sprout.images import ImageCache
-from sprout.images.bases import building, lend, shared_store
-from sprout.images.network import put_machine_network
+from sprout.images.base_layers import building, lend, shared_store
+from sprout.images.machine_network import put_machine_network
 from sprout.sandbox import LayerStore, Limits, Sandbox, note_image
 from sprout.task import Task, TaskError
 from sprout.tasks.digest import folder_digest
@@ -43,7 +43,7 @@ def agent_limits(task: Task) -> Limits:
 def base_checkpoint_of(task: Task, layers: LayerStore) -> str:
     """Checkpoint 0 of `task`: built on first use, then reused by every run on `layers`;
     over an image of the machine's cache, built once per machine and linked into
-    `layers` (`sprout.images.bases`).
+    `layers` (`sprout.images.base_layers`).
 
     Set-up runs under the task's `setup_network` (public unless task.toml narrows it) and
     the default limits, as `docker build` runs without the container's; the checkpoint

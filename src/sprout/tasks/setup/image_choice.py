@@ -22,7 +22,7 @@ from typing import Any
 
 from sprout.images import ImageCache, ImageError
 from sprout.images.names import ImageChoice, ImageMode, choose_image, normalize
-from sprout.images.progress import PullProgress
+from sprout.images.pull_progress import PullProgress
 from sprout.images.reference import parse_reference
 from sprout.task import Task
 

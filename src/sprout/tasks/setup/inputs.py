@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sprout.images.network import IndexSettings, index_settings
+from sprout.images.machine_network import IndexSettings, index_settings
 from sprout.task import SetupStep, Task, TaskError
 from sprout.tasks.dockerfile.context import MatchedSource, match_source
 from sprout.tasks.files import os_problem

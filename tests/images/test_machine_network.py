@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sprout.images import network
-from sprout.images.network import (
+from sprout.images import machine_network
+from sprout.images.machine_network import (
     CA_BUNDLE,
     IndexSettings,
     index_settings,
@@ -165,7 +165,7 @@ def test_what_set_up_saw_of_the_machine_changes_only_with_the_machine(
 ) -> None:
     resolv = write(tmp_path / "resolv.conf", "nameserver 10.0.0.1\n")
     bundle = write(tmp_path / "ca.pem", "one authority\n")
-    monkeypatch.setattr(network, "RESOLV_CONF", resolv)
+    monkeypatch.setattr(machine_network, "RESOLV_CONF", resolv)
     settings = IndexSettings("https://mirror.example/simple", cert=str(bundle))
     seen = machine_inputs(settings)
     assert machine_inputs(IndexSettings("https://mirror.example/simple", cert=str(bundle))) == seen

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sprout.images import ImageCache, network
-from sprout.images.bases import shared_store
+from sprout.images import ImageCache, machine_network
+from sprout.images.base_layers import shared_store
 from sprout.images.gc import collect
-from sprout.images.network import CA_BUNDLE
+from sprout.images.machine_network import CA_BUNDLE
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.tasks import base_checkpoint_of, load_native
 from tests.support.tool_image import TOOL_IMAGE, greet_task
@@ -162,7 +162,7 @@ def test_a_base_layer_is_built_again_only_when_what_its_set_up_saw_changes(
     resolv.write_text("nameserver 10.0.0.1\n")
     bundle = tmp_path / "machine.pem"
     bundle.write_bytes(b"-----BEGIN CERTIFICATE-----\nT05F\n-----END CERTIFICATE-----\n")
-    monkeypatch.setattr(network, "RESOLV_CONF", resolv)
+    monkeypatch.setattr(machine_network, "RESOLV_CONF", resolv)
     monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
     task = load_native(greet_task(tmp_path / "tasks"))
     store = LayerStore(tmp_path / "run")
