@@ -153,6 +153,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     closed (and its report written) whatever stops the run, before the exit code is told."""
     from sprout.search import Progress, open_run, run_tasks, table
     from sprout.search.halt import Halt
+    from sprout.tree import RunMeta
 
     settings = _settings(args)
     refuse_model_servers([settings.base_url or os.environ.get("OPENAI_BASE_URL")])
@@ -165,11 +166,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         run = open_run(args.out, settings, resume=args.resume)
         halt = Halt()
         try:
-            run.tree.set_meta("isolation", report.to_json())
-            run.tree.set_meta(  # what the loaders guessed (a Dockerfile line they skip, say)
-                "task_warnings", {t.id: list(t.warnings) for t in loaded.tasks if t.warnings}
+            run.tree.update_meta(
+                RunMeta(
+                    isolation=report.to_json(),
+                    # what the loaders guessed (a Dockerfile line they skip, say)
+                    task_warnings={t.id: list(t.warnings) for t in loaded.tasks if t.warnings},
+                    images=loaded.images,  # each task's image: how, which digest
+                )
             )
-            run.tree.set_meta("images", loaded.images)  # each task's image: how, which digest
             tag = "" if report.holds else "[NO ISOLATION]"
             progress = Progress(quiet=args.quiet, tag=tag)
             with ray_sandboxes(args, run) as sandboxes, halting_on_ctrl_c(halt, "run") as ctrl_c:
