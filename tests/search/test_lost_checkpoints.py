@@ -92,7 +92,7 @@ class DiskLosingSandboxes:
         self._local.release(task)
 
     def check(self, checkpoint: str) -> None:
-        if not sealed_in(self.store)(checkpoint):
+        if not sealed_in(self.tree)(checkpoint):
             raise CheckpointLost(f"checkpoint {checkpoint}: lost with its node")
 
     def call(self) -> None:
@@ -162,7 +162,7 @@ def attempts(run: RunFolder) -> list[Attempt]:
 
 
 def rebuilds(run: RunFolder) -> list[dict]:
-    return list(run.tree.get_meta("rebuilt") or [])
+    return [entry.to_json() for entry in run.tree.meta().rebuilt]
 
 
 @pytest.mark.checkpoints_elsewhere("a node's store lost on purpose")

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from sprout.cli import main
-from sprout.rundb import MIGRATIONS, RunDatabase
+from sprout.tree import RolloutTree
+from sprout.tree.database.schema import MIGRATIONS
 from tests.support.requirements import require_host_image
 from tests.support.taskfolders import TWO_EDITS_TEST, two_edits_task
 
@@ -133,12 +134,12 @@ def test_a_run_stored_with_a_verifier_failure_as_a_zero_opens_with_it_as_an_erro
                 "VALUES ('t', 0, 'root', 0, 'pass@1', 0, '[]', ?, 'ended', 0.0, ?, 0)",
                 (status, json.dumps(shown)),
             )
-    store = RunDatabase(path)
-    errored, failed = store.attempts("t")
+    tree = RolloutTree(path)
+    errored, failed = tree.attempts("t")
     assert (errored.status, errored.fault, errored.reward) == ("error", "verifier", None)
     assert errored.end_reason == "verifier: x"
     assert errored.played is not None and errored.played.status == "submitted"
     assert (failed.status, failed.fault, failed.reward) == ("limit", None, 0.0)
-    assert store.reopen_attempts("t", "pass@1", ["verifier"]) == 1
-    again = store.attempts("t")[0]
+    assert tree.reopen_attempts("t", "pass@1", ["verifier"]) == 1
+    again = tree.attempts("t")[0]
     assert (again.status, again.end_reason, again.played) == ("submitted", "ended", None)
