@@ -290,64 +290,23 @@ def test_the_check_follows_chains():
     assert chain_to("sprout.durable", EVERYTHING - {"durable", "errors"}) is None
 
 
-def test_outside_the_tree_only_its_face_is_imported():
-    """`sprout.tree` is the rollout tree's one surface, and its database (`sprout.tree.
-    database`) is the tree's alone: everything else reads and writes the run through the
-    tree's verbs, so its schema can change under one caller and the tree stays the only
-    writer."""
+ONE_SURFACE = ["sandbox", "tree"]
+"""Packages whose face (`sprout.sandbox`, `sprout.tree`) is their one surface."""
+
+
+@pytest.mark.parametrize("package", ONE_SURFACE)
+def test_outside_a_package_only_its_face_is_imported(package: str):
+    """A module elsewhere in src/sprout that imported one of the sandbox's sub-packages or
+    modules would pin the sandbox's inside in place; one that imported the tree's database
+    (`sprout.tree.database`) would write the run beside the tree, which is its only writer
+    (everything else reads and writes the run through the tree's verbs, so its schema can
+    change under one caller)."""
     reaching_in = [
         f"{path.relative_to(SPROUT_SOURCE)}: {module}"
         for path in SOURCES
-        if unit(path) != "tree"
+        if unit(path) != package
         for module, _ in imports(path)
-        if module.startswith("sprout.tree.")
-    ]
-    assert reaching_in == []
-
-
-TREE_FLOORS: list[set[str]] = [
-    {"records", "meta"},  # the plain records; the typed meta
-    {"database"},  # the SQLite tables, which persist them
-    {"rollout"},  # the tree, built on the tables
-    {"__init__"},  # `sprout.tree`, the one surface
-]
-"""tree/'s floors, bottom first: a module imports only its own floor and those below (the
-database never the tree above it; the records nothing of the tree)."""
-
-
-def _tree_part(module: str) -> str | None:
-    """The sub-package or module of tree/ that `module` is (or is in), or None."""
-    parts = module.split(".")
-    if parts[:2] != ["sprout", "tree"]:
-        return None
-    return parts[2] if len(parts) > 2 else "__init__"
-
-
-def test_the_tree_floors_import_one_way():
-    parts = {_tree_part(m) for m in import_graph()} - {None}
-    floor = {part: n for n, parts in enumerate(TREE_FLOORS) for part in parts}
-    assert parts == set(floor)
-    upward = [
-        f"{module} -> {target}"
-        for module, targets in import_graph().items()
-        if (mine := _tree_part(module)) is not None
-        for target in targets
-        if (theirs := _tree_part(target)) is not None and floor[theirs] > floor[mine]
-    ]
-    assert upward == []
-    records = [t for t in import_graph()["sprout.tree.records"] if not t.startswith("sprout.tree")]
-    assert records == ["sprout.workspace"], "the records import nothing of sprout but Change"
-
-
-def test_outside_the_sandbox_only_its_api_is_imported():
-    """`sprout.sandbox` is the sandbox's one surface: a module elsewhere in src/sprout that
-    imports one of its sub-packages or modules would pin the sandbox's inside in place."""
-    reaching_in = [
-        f"{path.relative_to(SPROUT_SOURCE)}: {module}"
-        for path in SOURCES
-        if unit(path) != "sandbox"
-        for module, _ in imports(path)
-        if module.startswith("sprout.sandbox.")
+        if module.startswith(f"sprout.{package}.")
     ]
     assert reaching_in == []
 
@@ -363,34 +322,58 @@ SANDBOX_FLOORS: list[set[str]] = [
 ]
 """sandbox/'s floors, bottom first: its top-level modules and sub-packages by name. A module
 imports only its own floor and those below (so through any chain too)."""
+TREE_FLOORS: list[set[str]] = [
+    {"records", "meta"},  # the plain records; the typed meta
+    {"database"},  # the SQLite tables, which persist them
+    {"rollout"},  # the tree, built on the tables
+    {"__init__"},  # `sprout.tree`, the one surface
+]
+"""tree/'s floors, bottom first, read as the sandbox's are: the database never imports the
+tree above it, the records and the meta nothing of the tree."""
 
 
-def _sandbox_part(module: str) -> str | None:
-    """The sub-package or top-level module of sandbox/ that `module` is (or is in), or None."""
+def _part(package: str, module: str) -> str | None:
+    """The sub-package or top-level module of `package` that `module` is (or is in), or
+    None when it is outside `package`."""
     parts = module.split(".")
-    if parts[:2] != ["sprout", "sandbox"]:
+    if parts[:2] != ["sprout", package]:
         return None
     return parts[2] if len(parts) > 2 else "__init__"
 
 
-def test_every_part_of_the_sandbox_is_on_a_floor():
-    parts = {_sandbox_part(m) for m in import_graph()} - {None}
-    on_floors = set().union(*SANDBOX_FLOORS)
-    assert parts == on_floors
+def _upward_imports(package: str, floors: list[set[str]]) -> list[str]:
+    """The imports inside `package` from a floor to one above it (a package's face counts
+    as its floor)."""
+    floor = {part: n for n, parts in enumerate(floors) for part in parts}
+    return [
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        if (mine := _part(package, module)) is not None
+        for target in targets
+        if (theirs := _part(package, target)) is not None and floor[theirs] > floor[mine]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("package", "floors"), [("sandbox", SANDBOX_FLOORS), ("tree", TREE_FLOORS)]
+)
+def test_every_part_of_a_package_is_on_a_floor(package: str, floors: list[set[str]]):
+    parts = {_part(package, m) for m in import_graph()} - {None}
+    assert parts == set().union(*floors)
 
 
 def test_the_sandbox_floors_import_one_way():
     """`sprout.sandbox`'s inside runs one way: the jail never imports the layer store or a
-    sandbox, the network never the jail; a package's face counts as its floor."""
-    floor = {part: n for n, parts in enumerate(SANDBOX_FLOORS) for part in parts}
-    upward = [
-        f"{module} -> {target}"
-        for module, targets in import_graph().items()
-        if (mine := _sandbox_part(module)) is not None
-        for target in targets
-        if (theirs := _sandbox_part(target)) is not None and floor[theirs] > floor[mine]
-    ]
-    assert upward == []
+    sandbox, the network never the jail."""
+    assert _upward_imports("sandbox", SANDBOX_FLOORS) == []
+
+
+def test_the_tree_floors_import_one_way():
+    """`sprout.tree`'s inside runs one way: the tables never import the tree built on them;
+    the records import nothing of sprout but `Change`."""
+    assert _upward_imports("tree", TREE_FLOORS) == []
+    records = [t for t in import_graph()["sprout.tree.records"] if not t.startswith("sprout.tree")]
+    assert records == ["sprout.workspace"]
 
 
 TASK_WINGS: dict[str, set[str]] = {

@@ -17,7 +17,7 @@ import pytest
 
 from sprout.cli import main
 from sprout.tree import RolloutTree
-from sprout.tree.database.schema import MIGRATIONS
+from tests.support.old_databases import database_at_version
 from tests.support.requirements import require_host_image
 from tests.support.taskfolders import TWO_EDITS_TEST, two_edits_task
 
@@ -122,10 +122,7 @@ def test_a_run_stored_with_a_verifier_failure_as_a_zero_opens_with_it_as_an_erro
     attempt is the error it was, and --resume verifies it again."""
     path = tmp_path / "sprout.db"
     diagnostics = {"reward": 0.0, "source": "verifier-error", "summary": "the verifier failed: x"}
-    with sqlite3.connect(path) as db:
-        for migration in MIGRATIONS[:-1]:
-            db.executescript(migration)
-        db.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+    with database_at_version(path, 6) as db:  # before migration 7
         db.execute("INSERT INTO tasks VALUES ('t', '{}', 0)")
         for status, shown in (("submitted", diagnostics), ("limit", {"source": "junit"})):
             db.execute(

@@ -14,7 +14,8 @@ import pytest
 from sprout.agent import ActorConfig
 from sprout.models import ModelError
 from sprout.tree import RolloutTree, RunMeta, TokenizerFingerprint, TreeError, Turn
-from sprout.tree.database.schema import MIGRATIONS, SCHEMA_VERSION
+from sprout.tree.database.schema import SCHEMA_VERSION
+from tests.support.old_databases import database_at_version
 from tests.support.world import make_world
 
 STARTING_TURN = "The listing first.\n\n```bash\necho fixed > notes && ls\n```"
@@ -160,10 +161,7 @@ def test_token_path_reads_the_stored_ids_and_names_a_turn_without_them(tmp_path)
 
 def test_migration_3_adds_the_id_columns_to_an_older_store(tmp_path):
     path = tmp_path / "sprout.db"
-    with sqlite3.connect(path) as db:
-        for migration in MIGRATIONS[:2]:
-            db.executescript(migration)
-        db.execute("PRAGMA user_version = 2")
+    with database_at_version(path, 2) as db:
         db.execute("INSERT INTO tasks VALUES ('t1', '{}', 0)")
         db.execute(
             "INSERT INTO attempts (task_id, boundary, kind, round, method, guided, prefix, "

@@ -17,7 +17,7 @@ from sprout.tree import (
     RunMeta,
     TokenizerFingerprint,
 )
-from sprout.tree.database.schema import MIGRATIONS
+from tests.support.old_databases import database_at_version
 
 OLD_ROWS = {
     "settings": {"model": "oracle", "methods": [{"name": "sprout"}]},
@@ -59,14 +59,12 @@ OLD_ROWS = {
 def old_run(path: Path) -> Path:
     """A `sprout.db` as the schema before the typed meta left it, its meta rows written the
     way that sprout wrote them (`INSERT OR REPLACE`, the value as JSON)."""
-    with sqlite3.connect(path) as db:
-        for migration in MIGRATIONS[:7]:
-            db.executescript(migration)
-        db.execute("PRAGMA user_version = 7")
+    with database_at_version(path, 7) as db:
         for key, value in OLD_ROWS.items():
             db.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value))
             )
+    db.close()
     return path
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 
 import pytest
 
 from sprout.tree import CallRecord, ModelCallRecord, RolloutTree, RunDatabaseError, Turn
-from sprout.tree.database.schema import MIGRATIONS, SCHEMA_VERSION
+from sprout.tree.database.schema import SCHEMA_VERSION
+from tests.support.old_databases import database_at_version
 
 
 def grow(tree: RolloutTree) -> tuple[int, int]:
@@ -159,10 +161,7 @@ def test_turns_stored_before_their_changes_were_recorded_read_as_unknown(tmp_pat
     """Migration 5 adds `turns.changes`; the turns already there have none (None, not an
     empty tuple: the tree then reads them from the layers, see RolloutTree.changes)."""
     path = tmp_path / "sprout.db"
-    with sqlite3.connect(path) as db:
-        for migration in MIGRATIONS[:4]:
-            db.executescript(migration)
-        db.execute("PRAGMA user_version = 4")
+    database_at_version(path, 4).close()
     tree = RolloutTree(path)
     root_id, _ = grow(tree)
     tree.close()
@@ -177,14 +176,9 @@ def test_turns_stored_before_their_changes_were_recorded_read_as_unknown(tmp_pat
 def test_sprouts_own_crash_stored_as_harness_reads_as_sprout(tmp_path):
     """Migration 8 renames the fault of sprout's own crash: `harness` before, `sprout` now."""
     path = tmp_path / "sprout.db"
-    with sqlite3.connect(path) as db:
-        for migration in MIGRATIONS[:7]:
-            db.executescript(migration)
-        db.execute("PRAGMA user_version = 7")
-    tree = RolloutTree(path)
-    root_id, branch_id = grow(tree)
-    tree.close()
-    with sqlite3.connect(path) as db:
+    with closing(RolloutTree(path)) as tree:
+        root_id, branch_id = grow(tree)
+    with sqlite3.connect(path) as db:  # as the sprout before migration 8 left it
         db.execute("PRAGMA user_version = 7")
         db.execute(
             "UPDATE attempts SET status = 'error', fault = 'harness' WHERE id = ?", (root_id,)
