@@ -81,7 +81,7 @@ class Probe:
         if observation.exit_code != 0:
             raise BenchError(f"echo >> log: exit {observation.exit_code}: {observation.output}")
         seal, checkpoint = timed(self.sandbox.checkpoint)
-        flush, _ = timed(lambda: self.tree.wait_durable(checkpoint))
+        flush, _ = timed(lambda: self.store.wait_durable(checkpoint))
         self.turns += 1
         turn = Turn(
             attempt_id=self.attempt,

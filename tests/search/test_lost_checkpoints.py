@@ -92,7 +92,7 @@ class DiskLosingSandboxes:
         self._local.release(task)
 
     def check(self, checkpoint: str) -> None:
-        if not sealed_in(self.tree)(checkpoint):
+        if not sealed_in(self.store)(checkpoint):
             raise CheckpointLost(f"checkpoint {checkpoint}: lost with its node")
 
     def call(self) -> None:
