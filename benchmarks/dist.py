@@ -118,13 +118,14 @@ def run_facts(out: Path) -> dict[str, Any]:
     concurrency = json.loads((out / "results.json").read_text()).get("concurrency", {})
     run = RunFolder.open(out)
     try:
-        placed = (run.tree.get_meta("ray") or {}).get("placements", [])
+        ray = run.tree.meta().ray
+        placed = [] if ray is None else ray.placements
     finally:
         run.close()
     return {
         "workers": concurrency.get("workers"),
         "peak": concurrency.get("peak"),
-        "nodes_used": len({entry["node"] for entry in placed}),
+        "nodes_used": len({entry.node for entry in placed}),
     }
 
 

@@ -73,7 +73,6 @@ def play(mode: str, url: str, folder: Path, args: argparse.Namespace) -> dict[st
     from sprout.agent import Actor, ActorConfig
     from sprout.models.config import ModelConfig
     from sprout.models.resolve import resolve_model
-    from sprout.rundb import RunDatabase
     from sprout.sandbox import LayerStore, Sandbox, SandboxWorkspace
     from sprout.tree import RolloutTree
 
@@ -84,7 +83,7 @@ def play(mode: str, url: str, folder: Path, args: argparse.Namespace) -> dict[st
     layers = LayerStore(folder / "layers")
     with Sandbox.create(layers, files=source) as sandbox:
         base = sandbox.parent
-    tree = RolloutTree(RunDatabase(folder / "sprout.db"))
+    tree = RolloutTree(folder / "sprout.db")
     tree.add_task("calc", {"instruction": "Make calc.add add."})
     options = ModelConfig(max_tokens=args.max_tokens, max_retries=0, timeout_s=300)
     spec = "llamacpp/smollm2" if mode == "ids" else "openai/smollm2"

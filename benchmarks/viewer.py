@@ -1,7 +1,7 @@
 """Viewer benchmark: how long the episode viewer takes on runs of 5,000 turns.
 
 Run it with `sprout bench viewer [options]`. Two synthetic runs are written straight
-into a RunDatabase (no sandbox, no model): their turns carry made-up checkpoint ids, so
+into a RolloutTree (no sandbox, no model): their turns carry made-up checkpoint ids, so
 a turn's detail reports a `files_error` instead of files (the rest of the turn shows,
 as it does for a run whose layers were collected). Each is shaped like a search:
 roots, branches at turn boundaries whose first turn is the reviewer's starting
@@ -168,12 +168,13 @@ def _play(run: Any, rng: random.Random, attempt: Any, first: int, count: int, gu
 def build_run(folder: Path, shape: dict[str, Any], seed: int) -> dict[str, Any]:
     """Write a synthetic run of `shape` at `folder`; its facts (the biggest task, counts)."""
     from sprout.runfolder import RunFolder
+    from sprout.tree import RunMeta
 
     rng = random.Random(seed)
     run = RunFolder.create_new(folder)
     (folder / "layers").mkdir(exist_ok=True)  # no layers are written: the ids are made up
     tree = run.tree
-    tree.set_meta("settings", {"methods": [{"name": METHOD}]})
+    tree.update_meta(RunMeta(settings={"methods": [{"name": METHOD}]}))
     attempts = turns = 0
     biggest: tuple[int, str, int, int] = (-1, "", 0, 0)
     for t in range(shape["tasks"]):

@@ -38,6 +38,7 @@ import pytest
 from sprout import cli
 from sprout.errors import SproutError
 from sprout.tasks.discover import load_tasks
+from sprout.tree import RunMeta
 from tests.support.repo_paths import REPO
 from tests.support.taskfolders import calc_task, write_task
 from tests.support.verifier_logs import UV_NO_PYTHON
@@ -556,7 +557,7 @@ def swept(c: Ctx) -> str:
     from sprout.runfolder import RunFolder
 
     run = RunFolder.create_new(c.tmp / "run")
-    run.tree.set_meta("settings", {"model": "oracle"})
+    run.tree.update_meta(RunMeta(settings={"model": "oracle"}))
     run.close()
     layers = c.tmp / "run" / "layers"
     dead = subprocess.Popen(["true"])
@@ -575,7 +576,7 @@ def in_use_by_a_run(c: Ctx) -> Produced:
     from sprout.runfolder import RunFolder
 
     run = RunFolder.create_new(c.tmp / "run")
-    run.tree.set_meta("settings", {"model": "oracle"})
+    run.tree.update_meta(RunMeta(settings={"model": "oracle"}))
     run.close()
     holding = (
         f"from sprout.runfolder import RunFolder\nrun = RunFolder.resume({str(c.tmp / 'run')!r})"
@@ -623,8 +624,8 @@ def not_rebuilt(c: Ctx) -> str:
     tree = SimpleNamespace(
         root_of=lambda _a: SimpleNamespace(base_checkpoint="c0"),
         path=lambda _a: [],
-        get_meta=lambda _k: None,
-        set_meta=lambda _k, _v: None,
+        meta=RunMeta,
+        update_meta=lambda _changes: None,
         checkpoint=lambda _a: "c3",
         finish_attempt=lambda _id, _status, reason, fault: ended.append(reason),
         attempt=lambda _id: lost,

@@ -20,22 +20,20 @@ from tests.support.repo_paths import SPROUT_SOURCE
 
 EVERYTHING = {
     "agent", "cli", "commands", "cluster", "config", "durable", "edits", "errors", "fences",
-    "images", "integrations", "logparsers", "models", "pipeline", "records", "roles", "rundb",
-    "runfolder",
+    "images", "integrations", "logparsers", "models", "pipeline", "roles", "runfolder",
     "sandbox",
     "search", "task", "tasks", "tasksandbox", "templating", "train", "tree", "verify", "viewer",
     "workspace",
 }  # fmt: skip
 ABOVE_TASKS = {
-    "agent", "models", "roles", "search", "train", "viewer", "rundb", "tree", "verify",
-    "tasksandbox",
+    "agent", "models", "roles", "search", "train", "viewer", "tree", "verify", "tasksandbox",
 }  # fmt: skip
 NEUTRAL = {"durable", "workspace", "errors"}
 """Leaves under every layer (durable writes and file locks; the actor's workspace protocol,
 which the sandbox implements; the one base of sprout's errors): they import nothing of
 sprout but the error base."""
 TREE_ONLY = {"models", "agent", "roles", "search", "train", "viewer", "verify", "tasks", "sandbox"}
-"""What the rollout tree, its records and its store never import."""
+"""What the rollout tree, its records and its database never import."""
 TASK_WORK = {"sandbox", "tasks", "verify", "task"}
 """What a task's sandbox work is made of: its store and forks, its checkpoint 0, its verifier,
 the task model."""
@@ -49,16 +47,14 @@ FORBIDDEN: dict[str, set[str]] = {
     # test runners' logs read into statuses: below the task sources and the verifier
     "logparsers": EVERYTHING - {"logparsers"},
     "tasks": ABOVE_TASKS | {"pipeline", "runfolder"},  # tasks run nothing of a run
-    "models": {"sandbox", "tasks", "agent", "tree", "rundb", "search", "roles", "verify"},
-    # the tree's verbs, not the store; a Workspace, not the sandbox
-    "agent": {"rundb", "sandbox", "search", "roles", "train", "viewer"},
+    "models": {"sandbox", "tasks", "agent", "tree", "search", "roles", "verify"},
+    # the tree's verbs (never its database: see TREE_FLOORS); a Workspace, not the sandbox
+    "agent": {"sandbox", "search", "roles", "train", "viewer"},
     # no search policy; the task-side service runs the verifier, not the other way
     "verify": {"search", "roles", "agent", "models", "train", "viewer", "tasksandbox"},
     # no solution, no hidden tests, no commands: what a turn changed comes from the tree
-    "roles": {"tasks", "verify", "search", "train", "viewer", "sandbox", "rundb"},
-    "records": EVERYTHING - {"records", "workspace"},
+    "roles": {"tasks", "verify", "search", "train", "viewer", "sandbox"},
     "tree": TREE_ONLY,
-    "rundb": TREE_ONLY | {"tree"},  # the tree calls the store, never the other way
     # schedules do not parse model text; the cluster's sandboxes are handed to search
     "search": {"cluster", "fences", "train", "viewer"},
     # a task's sandbox work in one store, shared by search's local path and the cluster's
@@ -67,7 +63,7 @@ FORBIDDEN: dict[str, set[str]] = {
     # a task's sandboxes on a node: the filesystem half, never the tree, models or search
     "cluster": EVERYTHING - {"cluster", "tasksandbox", "images"} - TASK_WORK - NEUTRAL,
     # no sandbox, no rollouts: it learns from the tree (the pipeline plays the rollouts)
-    "train": {"viewer", "verify", "tasks", "sandbox", "rundb", "search", "runfolder"},
+    "train": {"viewer", "verify", "tasks", "sandbox", "search", "runfolder"},
 }
 """Package (or top-level module) -> the sprout packages it must not import."""
 ONLY_FROM_THE_COMMAND_LINE = {"cli", "commands"}
@@ -85,7 +81,7 @@ NEVER_REACHED["sandbox"] |= EVERYTHING - {"sandbox"} - NEUTRAL
 NEVER_REACHED["models"] |= {"sandbox"}
 NEVER_REACHED["roles"] |= {"sandbox"}  # what a turn changed is read from the tree
 NEVER_REACHED["train"] |= {"sandbox"}  # it learns from the tree; it runs nothing
-CONTEXT_HALF = {"models", "agent", "roles", "train", "tree", "rundb", "records"}
+CONTEXT_HALF = {"models", "agent", "roles", "train", "tree"}
 FILESYSTEM_HALF = {"sandbox", "images", "tasks", "verify", "tasksandbox", "cluster"}
 """docs/architecture.md's two halves of a checkpoint: they meet only above both (search,
 the run folder, the pipeline, the command line); the actor reaches a sandbox through the
@@ -294,46 +290,23 @@ def test_the_check_follows_chains():
     assert chain_to("sprout.durable", EVERYTHING - {"durable", "errors"}) is None
 
 
-def test_the_tree_is_the_only_writer():
-    """Only the tree holds the store (the run folder opens it and hands it over): everything
-    else reads and writes the run through the tree's verbs."""
-    holders = {
-        path.relative_to(SPROUT_SOURCE).as_posix()
-        for path in SOURCES
-        if ("sprout.rundb", "RunDatabase") in imports(path)
-    }
-    assert holders <= {"tree.py", "runfolder.py"}
-    for path in SOURCES:
-        if path.name != "tree.py":
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            reads = [
-                n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "_store"
-            ]
-            assert not reads, f"{path.relative_to(SPROUT_SOURCE)} reaches into the tree's store"
+ONE_SURFACE = ["sandbox", "tree"]
+"""Packages whose face (`sprout.sandbox`, `sprout.tree`) is their one surface."""
 
 
-def test_only_the_tree_and_the_run_folder_import_the_store():
-    """Below the command line, the run database is the tree's (the run folder opens it and
-    hands it over): search, the viewer and the rest reach the run, and its
-    `RunDatabaseError`, only through the tree, so its schema can change under one caller."""
-    importers = {
-        path.relative_to(SPROUT_SOURCE).as_posix()
-        for path in SOURCES
-        if unit(path) not in ONLY_FROM_THE_COMMAND_LINE | {"rundb"}
-        and any(module.split(".")[1] == "rundb" for module, _ in imports(path))
-    }
-    assert importers == {"tree.py", "runfolder.py"}
-
-
-def test_outside_the_sandbox_only_its_api_is_imported():
-    """`sprout.sandbox` is the sandbox's one surface: a module elsewhere in src/sprout that
-    imports one of its sub-packages or modules would pin the sandbox's inside in place."""
+@pytest.mark.parametrize("package", ONE_SURFACE)
+def test_outside_a_package_only_its_face_is_imported(package: str):
+    """A module elsewhere in src/sprout that imported one of the sandbox's sub-packages or
+    modules would pin the sandbox's inside in place; one that imported the tree's database
+    (`sprout.tree.database`) would write the run beside the tree, which is its only writer
+    (everything else reads and writes the run through the tree's verbs, so its schema can
+    change under one caller)."""
     reaching_in = [
         f"{path.relative_to(SPROUT_SOURCE)}: {module}"
         for path in SOURCES
-        if unit(path) != "sandbox"
+        if unit(path) != package
         for module, _ in imports(path)
-        if module.startswith("sprout.sandbox.")
+        if module.startswith(f"sprout.{package}.")
     ]
     assert reaching_in == []
 
@@ -349,34 +322,58 @@ SANDBOX_FLOORS: list[set[str]] = [
 ]
 """sandbox/'s floors, bottom first: its top-level modules and sub-packages by name. A module
 imports only its own floor and those below (so through any chain too)."""
+TREE_FLOORS: list[set[str]] = [
+    {"records", "meta"},  # the plain records; the typed meta
+    {"database"},  # the SQLite tables, which persist them
+    {"rollout"},  # the tree, built on the tables
+    {"__init__"},  # `sprout.tree`, the one surface
+]
+"""tree/'s floors, bottom first, read as the sandbox's are: the database never imports the
+tree above it, the records and the meta nothing of the tree."""
 
 
-def _sandbox_part(module: str) -> str | None:
-    """The sub-package or top-level module of sandbox/ that `module` is (or is in), or None."""
+def _part(package: str, module: str) -> str | None:
+    """The sub-package or top-level module of `package` that `module` is (or is in), or
+    None when it is outside `package`."""
     parts = module.split(".")
-    if parts[:2] != ["sprout", "sandbox"]:
+    if parts[:2] != ["sprout", package]:
         return None
     return parts[2] if len(parts) > 2 else "__init__"
 
 
-def test_every_part_of_the_sandbox_is_on_a_floor():
-    parts = {_sandbox_part(m) for m in import_graph()} - {None}
-    on_floors = set().union(*SANDBOX_FLOORS)
-    assert parts == on_floors
+def _upward_imports(package: str, floors: list[set[str]]) -> list[str]:
+    """The imports inside `package` from a floor to one above it (a package's face counts
+    as its floor)."""
+    floor = {part: n for n, parts in enumerate(floors) for part in parts}
+    return [
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        if (mine := _part(package, module)) is not None
+        for target in targets
+        if (theirs := _part(package, target)) is not None and floor[theirs] > floor[mine]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("package", "floors"), [("sandbox", SANDBOX_FLOORS), ("tree", TREE_FLOORS)]
+)
+def test_every_part_of_a_package_is_on_a_floor(package: str, floors: list[set[str]]):
+    parts = {_part(package, m) for m in import_graph()} - {None}
+    assert parts == set().union(*floors)
 
 
 def test_the_sandbox_floors_import_one_way():
     """`sprout.sandbox`'s inside runs one way: the jail never imports the layer store or a
-    sandbox, the network never the jail; a package's face counts as its floor."""
-    floor = {part: n for n, parts in enumerate(SANDBOX_FLOORS) for part in parts}
-    upward = [
-        f"{module} -> {target}"
-        for module, targets in import_graph().items()
-        if (mine := _sandbox_part(module)) is not None
-        for target in targets
-        if (theirs := _sandbox_part(target)) is not None and floor[theirs] > floor[mine]
-    ]
-    assert upward == []
+    sandbox, the network never the jail."""
+    assert _upward_imports("sandbox", SANDBOX_FLOORS) == []
+
+
+def test_the_tree_floors_import_one_way():
+    """`sprout.tree`'s inside runs one way: the tables never import the tree built on them;
+    the records import nothing of sprout but `Change`."""
+    assert _upward_imports("tree", TREE_FLOORS) == []
+    records = [t for t in import_graph()["sprout.tree.records"] if not t.startswith("sprout.tree")]
+    assert records == ["sprout.workspace"]
 
 
 TASK_WINGS: dict[str, set[str]] = {

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from sprout.cli import main
-from sprout.rundb import RunDatabaseError
 from sprout.runfolder import RunFolder, RunFolderError
+from sprout.tree import RunDatabaseError, RunMeta
 from tests.support.taskfolders import two_edits_task
 
 
@@ -28,7 +28,7 @@ def error_lines(err: str) -> list[str]:
 def a_run(path: Path) -> Path:
     """A run folder that holds a run (its settings), as a killed `sprout run` leaves it."""
     run = RunFolder.create_new(path)
-    run.tree.set_meta("settings", {"model": "oracle"})
+    run.tree.update_meta(RunMeta(settings={"model": "oracle"}))
     run.close()
     return path
 
@@ -196,7 +196,7 @@ def test_one_process_may_open_its_own_run_twice(tmp_path: Path) -> None:
     first = RunFolder.resume(out)
     second = RunFolder.resume(out)
     second.close()
-    first.tree.set_meta("still", True)
+    first.tree.update_meta(RunMeta(images={"still": {}}))
     first.close()
 
 
@@ -246,13 +246,14 @@ def test_a_store_error_mid_run_keeps_what_was_committed(tmp_path: Path) -> None:
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
         with pytest.raises(RunDatabaseError, match="locked"):
-            run.tree.set_meta("late", 1)
+            run.tree.update_meta(RunMeta(images={"late": {}}))
     finally:
         holder.kill()
         holder.wait()
-    run.tree.set_meta("after", 2)  # the store is usable again once the lock is gone
+    run.tree.update_meta(RunMeta(images={"after": {}}))  # usable again once the lock is gone
     run.close()
-    assert [key for key, _ in rows(out / "sprout.db")] == ["after", "settings"]
+    assert [key for key, _ in rows(out / "sprout.db")] == ["images", "settings"]
+    assert rows(out / "sprout.db")[0][1] == '{"after": {}}', "the locked write left nothing"
 
 
 def test_the_next_start_sweeps_what_a_killed_run_left_and_says_so(

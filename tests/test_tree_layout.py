@@ -126,7 +126,7 @@ def test_the_import_check_reads_every_form():
 
 def test_tests_mirror_the_source():
     """Each test package is a package of src/sprout (tests/sandbox/network: sprout.sandbox.
-    network), and each top-level test module a top-level module's (test_tree.py: tree.py),
+    network), and each top-level test module a top-level module's (test_runfolder.py: runfolder.py),
     but for tests/support and the checks of the whole repository."""
     strays = [
         str(folder.relative_to(REPO))

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from _stats import fmt_ms, fmt_ratio, percentile, timed
-from sprout.rundb import RunDatabase
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.tree import RolloutTree, Turn
 
@@ -70,7 +69,7 @@ class Probe:
         store = make_store(os.path.join(root, "layers"), config)
         sandbox = Sandbox.create(store)
         base = sandbox.parent
-        tree = RolloutTree(RunDatabase(os.path.join(root, "sprout.db")))
+        tree = RolloutTree(os.path.join(root, "sprout.db"))
         tree.settle = lambda checkpoint: store.wait_durable(checkpoint) and None
         tree.add_task("bench", {})
         attempt = tree.root("bench", [{"role": "system", "content": "bench"}], base).id

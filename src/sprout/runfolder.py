@@ -15,11 +15,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from sprout.durable import HeldLock, describe_processes, lock_holders, try_lock
 from sprout.errors import SproutError
-from sprout.rundb import RunDatabase
 from sprout.sandbox import (
     Change,
     Freed,
@@ -30,7 +28,7 @@ from sprout.sandbox import (
     say_cost_once,
     store_owner,
 )
-from sprout.tree import RolloutTree
+from sprout.tree import Placement, RolloutTree
 
 WRITER_LOCK = "sprout.lock"
 """Held exclusively by the one process writing the run."""
@@ -67,8 +65,8 @@ class RunFolder:
     _closed: bool = field(default=False, repr=False)
 
     @classmethod
-    def _of(cls, path: Path, store: RunDatabase, layers: LayerStore, *, writer: bool) -> RunFolder:
-        """The folder over an open store and layer store; the tree reads what turns stored
+    def _of(cls, path: Path, tree: RolloutTree, layers: LayerStore, *, writer: bool) -> RunFolder:
+        """The folder over an open tree and layer store; the tree reads what turns stored
         before sprout recorded their changes from the layers, and records a checkpoint
         once the layers have it on disk."""
 
@@ -81,7 +79,7 @@ class RunFolder:
         def settle(checkpoint: str) -> None:
             layers.wait_durable(checkpoint)
 
-        tree = RolloutTree(store, read_changes=read_changes)
+        tree.read_changes = read_changes
         tree.settle = settle  # `run_tasks` sets its sandboxes' (a Ray cluster's nodes')
         return cls(path, tree, layers, _writer=writer)
 
@@ -94,8 +92,8 @@ class RunFolder:
     def create_new(cls, path: str | Path) -> RunFolder:
         """A new run folder; one that already holds a run is refused, so nothing is mixed."""
 
-        def refuse_a_run(store: RunDatabase) -> None:
-            if store.holds_run():
+        def refuse_a_run(tree: RolloutTree) -> None:
+            if tree.holds_run():
                 raise RunFolderError(
                     f"{path}: already holds a run (sprout.db); pass --resume to continue it, "
                     "or choose another --out"
@@ -114,32 +112,32 @@ class RunFolder:
         if not (path / "sprout.db").exists():
             raise RunFolderError(f"{nothing} (no sprout.db); {fix}")
 
-        def need_a_run(store: RunDatabase) -> None:
-            if not store.holds_run():
+        def need_a_run(tree: RolloutTree) -> None:
+            if not tree.holds_run():
                 raise RunFolderError(f"{nothing} (sprout.db holds no run); {fix}")
 
         return cls._open_for_writing(path, need_a_run)
 
     @classmethod
     def _open_for_writing(
-        cls, path: Path, check: Callable[[RunDatabase], None] | None = None
+        cls, path: Path, check: Callable[[RolloutTree], None] | None = None
     ) -> RunFolder:
         _make_folder(path)
         _take_writer_lock(path)
-        store: RunDatabase | None = None
+        tree: RolloutTree | None = None
         try:
-            store = RunDatabase(path / "sprout.db")
-            store.check_writable()
+            tree = RolloutTree(path / "sprout.db")
+            tree.check_writable()
             if check is not None:
-                check(store)
+                check(tree)
             placement = place_store(path / "layers")
             layers = LayerStore(path / "layers")
             layers.claim()
-            run = cls._of(path, store, layers, writer=True)
+            run = cls._of(path, tree, layers, writer=True)
             run.swept = layers.sweep()
         except BaseException:
-            if store is not None:
-                store.close()
+            if tree is not None:
+                tree.close()
             _drop_writer_lock(path)
             raise
         note = run.sweep_note()
@@ -157,14 +155,14 @@ class RunFolder:
             layers_path.is_dir() or layers_path.is_symlink()
         ):
             raise RunFolderError(f"{path}: not a run folder (needs sprout.db and layers/)")
-        store = RunDatabase(path / "sprout.db")
+        tree = RolloutTree(path / "sprout.db")
         try:
             layers = LayerStore(layers_path)
             layers.claim()
         except BaseException:
-            store.close()
+            tree.close()
             raise
-        return cls._of(path, store, layers, writer=False)
+        return cls._of(path, tree, layers, writer=False)
 
     def sweep_note(self) -> str | None:
         """One line saying what the start swept, or None when there was nothing."""
@@ -193,9 +191,9 @@ class RunFolder:
             raise missing
         unreadable = []
         for placement in reversed(placed):
-            path = placement["store"]
+            path = placement.store
             if not readable_store(path):
-                unreadable.append(f"node {placement['node'][:12]}'s store {path}")
+                unreadable.append(f"node {placement.node[:12]}'s store {path}")
                 continue
             store = LayerStore(path)
             try:
@@ -210,11 +208,11 @@ class RunFolder:
             f"{' or '.join(unreadable)}, which this machine cannot read"
         )
 
-    def placements(self, task_id: str) -> list[dict[str, Any]]:
+    def placements(self, task_id: str) -> list[Placement]:
         """Where a `--ray` run placed task `task_id`, oldest first (node, store, why); none
         for a run on this machine."""
-        ray = self.tree.get_meta("ray")
-        return [] if ray is None else [p for p in ray["placements"] if p["task"] == task_id]
+        ray = self.tree.meta().ray
+        return [] if ray is None else [p for p in ray.placements if p.task == task_id]
 
     def close(self) -> None:
         if self._closed:

@@ -101,7 +101,7 @@ def test_a_refused_key_mid_attempt_ends_it_as_an_error_keeping_its_turns(world: 
     assert world.shell(turn.checkpoint, "cat one") == "one\n"
     assert world.tree.tokens(attempt_id=attempt.id).spent == 53
     # a reopened store reads the same
-    assert world.store.get_attempt(attempt.id).end_reason == attempt.end_reason
+    assert world.tree.find_attempt(attempt.id).end_reason == attempt.end_reason
 
 
 def test_an_unreachable_server_ends_a_branch_as_an_error_keeping_its_starting_turn(

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from sprout.agent import Actor, ActorConfig
-from sprout.rundb import RunDatabase
 from sprout.sandbox import LayerStore, SandboxWorkspace
 from sprout.tree import RolloutTree
 from tests.support.scripted_model import ScriptedModel, bash
@@ -31,7 +30,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def prefix_of(config: ActorConfig, tmp_path: Path) -> list[dict]:
-    tree = RolloutTree(RunDatabase(tmp_path / "sprout.db"))
+    tree = RolloutTree(tmp_path / "sprout.db")
     layers = LayerStore(tmp_path / "layers", mode="copy")
     actor = Actor(ScriptedModel([]), tree, SandboxWorkspace(layers), config)
     return actor.prefix("Make the tests pass.", "/repo")

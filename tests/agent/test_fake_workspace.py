@@ -18,7 +18,6 @@ import pytest
 from sprout.agent import Actor, ActorConfig
 from sprout.models import ModelError
 from sprout.roles.touched import turn_files
-from sprout.rundb import RunDatabase
 from sprout.sandbox import FlushFailed
 from sprout.tree import RolloutTree
 from sprout.workspace import Change, Sealed, WorkspaceError
@@ -101,7 +100,7 @@ class FakeWorkspace:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Iterator[RolloutTree]:
-    found = RolloutTree(RunDatabase(tmp_path / "sprout.db"))
+    found = RolloutTree(tmp_path / "sprout.db")
     found.add_task("t1", {"instruction": "Fix it."})
     yield found
     found.close()
@@ -265,7 +264,7 @@ def test_a_checkpoint_whose_flush_failed_ends_the_attempt_as_the_sandboxs_fault(
         (submit(), None, None, ("submitted", None)),
         (ModelError("server", "no reply after 3 tries"), None, None, ("error", "model")),
         (bash("break"), None, None, ("error", "sandbox")),
-        (RuntimeError("a bug of sprout's"), None, None, ("error", "harness")),
+        (RuntimeError("a bug of sprout's"), None, None, ("error", "sprout")),
         (bash("echo 2"), ActorConfig(max_turns=1), None, ("limit", None)),
         (bash("echo 2"), None, "should_stop", ("stopped", None)),
         (bash("echo 2"), None, "interrupted", ("running", None)),

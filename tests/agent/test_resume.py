@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from sprout.agent import Actor
-from sprout.rundb import RunDatabase
 from sprout.sandbox import LayerStore, Sandbox, SandboxWorkspace
 from sprout.tree import RolloutTree
 from tests.support.repo_paths import REPO
@@ -28,7 +27,6 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from sprout.agent import Actor
 from sprout.sandbox import LayerStore, SandboxWorkspace
-from sprout.rundb import RunDatabase
 from sprout.tree import RolloutTree
 from tests.support.scripted_model import ScriptedModel, bash
 
@@ -42,7 +40,7 @@ model = ScriptedModel(
         bash("echo never >> log"),
     ]
 )
-tree = RolloutTree(RunDatabase(run + "/sprout.db"))
+tree = RolloutTree(run + "/sprout.db")
 Actor(model, tree, SandboxWorkspace(LayerStore(layers))).run(attempt_id)
 """
 
@@ -92,24 +90,23 @@ def test_a_killed_run_resumes_from_its_last_turn(overlay_store, tmp_path, procs,
             stderr=stderr,
         )
     try:
-        # the test's own store reads what the child commits, turn by turn
-        wait_for(lambda: len(world.store.turns(attempt.id)) == 2, "two turns", child, errors)
+        # the test's own tree reads what the child commits, turn by turn
+        wait_for(lambda: len(world.tree.own_turns(attempt)) == 2, "two turns", child, errors)
         # turn 3 has written its partial file (in its unsealed layer) and is sleeping
         wait_for(lambda: partial_layers(overlay_store), "the partial write", child, errors)
         wait_for(lambda: procs.matching(marker), "the sleeping call", child, errors)
-        assert len(world.store.turns(attempt.id)) == 2
+        assert len(world.tree.own_turns(attempt)) == 2
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
     assert procs.survivors(marker) == [], "the sleeping call outlived the process that ran it"
     interrupted = partial_layers(overlay_store)
     assert len(interrupted) == 1
-    world.store.close()
+    world.tree.close()
 
     # resume in this process, on fresh handles to the same files
-    store = RunDatabase(tmp_path / "sprout.db")
+    tree = RolloutTree(tmp_path / "sprout.db")
     layers = LayerStore(overlay_store.path)
-    tree = RolloutTree(store)
     stored = tree.attempt(attempt.id)
     assert stored.status == "running"
     assert [t.index for t in tree.own_turns(stored)] == [1, 2]
@@ -127,11 +124,11 @@ def test_a_killed_run_resumes_from_its_last_turn(overlay_store, tmp_path, procs,
     third = turns[2].calls[0].output
     assert third == "one\ntwo\nthree-again\nlog\n", "finished turns once each; no partial writes"
     # every model call is on record, the lost turn's too: it was spent
-    calls = store.model_calls(attempt_id=attempt.id)
+    calls = tree.model_calls(attempt_id=attempt.id)
     assert [call.turn_index for call in calls] == [1, 2, 3, 3, 4]
 
     # GC frees the interrupted turn's layer and keeps every referenced checkpoint forkable
-    keep = store.checkpoints()
+    keep = tree.checkpoints()
     assert keep >= {world.base, *(t.checkpoint for t in turns)}
     freed = layers.gc(keep=keep)
     assert freed > 0

@@ -65,7 +65,7 @@ def test_a_root_whose_node_died_with_its_layers_continues_on_a_rebuilt_checkpoin
     assert second.reward == 1.0 and second.fault is None
     turns = run.tree.own_turns(second)
     assert [t.index for t in turns] == [1, 2, 3]
-    (rebuilt,) = run.tree.get_meta("rebuilt")
+    (rebuilt,) = [entry.to_json() for entry in run.tree.meta().rebuilt]
     assert rebuilt["attempt"] == second.id and rebuilt["diverged"] is None
     # the path up to the checkpoint the node took with it: one turn or more, as the poll saw
     # the second root sealing its first turn before the node was removed

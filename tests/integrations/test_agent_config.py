@@ -118,7 +118,7 @@ def test_sprout_run_plays_a_task_with_mini_swe_agents_prompts(tmp_path: Path):
     assert all(row["pass@1"]["resolved"] for row in results["tasks"].values())
     run = RunFolder.open(tmp_path / "run")
     try:
-        stored = run.tree.get_meta("settings")
+        stored = run.tree.meta().settings
     finally:
         run.close()
     assert ActorConfig.model_validate(stored["actor"]) == read_agent_config(TEXT_BASED)

@@ -172,7 +172,7 @@ def test_an_agent_that_crashes_in_a_batch_is_an_error_not_a_failure(
         [attempt] = folder.tree.attempts(TWO_EDITS)
     finally:
         folder.close()
-    assert (attempt.status, attempt.fault, attempt.reward) == ("error", "harness", None)
+    assert (attempt.status, attempt.fault, attempt.reward) == ("error", "sprout", None)
     assert attempt.end_reason is not None and "RuntimeError" in attempt.end_reason
 
 

@@ -116,9 +116,9 @@ def test_a_mini_swe_agent_run_is_branched_from_its_turn_2(
         root, branched = run.tree.attempts(TWO_EDITS)
         assert (root.status, root.reward, root.kind) == ("submitted", 0.0, "root")
         assert (branched.parent_id, branched.boundary, branched.passed) == (1, 2, True)
-        [rebuilt] = run.tree.get_meta("rebuilt")
+        [rebuilt] = [entry.to_json() for entry in run.tree.meta().rebuilt]
         assert (rebuilt["calls"], rebuilt["diverged"]) == (3, None)
-        [imported] = run.tree.get_meta("imported")
+        [imported] = [entry.to_json() for entry in run.tree.meta().imported]
         assert imported["source"].endswith(f"{TWO_EDITS}.traj.json")
         actor_calls = [c for c in run.tree.model_calls(attempt_id=root.id) if c.role == "actor"]
         assert actor_calls == [], "no model call of the trajectory was made again"

@@ -48,7 +48,7 @@ def test_a_valid_reply_is_stored_and_its_tokens_recorded(world: World, server: C
     analysis = analyst(world, server).analyse(task_for(world), attempt)
 
     assert analysis == Analysis(attempt.id, GOOD["why_failed"], GOOD["keep"], (1, 0), "model")
-    assert world.store.analyses("t1") == {attempt.id: analysis.to_json()}
+    assert world.tree.analyses("t1") == {attempt.id: analysis.to_json()}
     [call] = calls(world, "analyst")
     assert (call.role, call.attempt_id, call.turn_index) == ("analyst", attempt.id, None)
     assert (call.prompt_tokens, call.completion_tokens, call.estimated) == (100, 20, False)
@@ -91,7 +91,7 @@ def test_always_invalid_falls_back_to_the_heuristic_with_the_reason(
     assert analysis.fallback_reason.startswith("3 replies refused (max_retries=2)")
     assert "holds no JSON object" in analysis.fallback_reason
     assert "/workspace/src/util.py" in analysis.why_failed
-    assert Analysis.from_json(world.store.analyses("t1")[attempt.id]) == analysis
+    assert Analysis.from_json(world.tree.analyses("t1")[attempt.id]) == analysis
     assert len(calls(world, "analyst")) == 3
     assert world.tree.tokens(task_id="t1").by_role["analyst"] == 3 * 120
 
@@ -125,7 +125,7 @@ def test_a_server_that_gives_no_reply_is_a_fault_not_a_fallback(world: World, se
     with pytest.raises(ModelError) as raised:
         analyst(world, server).analyse(task_for(world), attempt)
     assert raised.value.kind == "auth"
-    assert world.store.analyses("t1") == {}
+    assert world.tree.analyses("t1") == {}
 
 
 @pytest.mark.parametrize(
@@ -197,7 +197,7 @@ def test_prompts_stay_bounded_for_huge_outputs_and_many_turns(world: World, serv
     huge["tests"] = [
         {"name": f"t{n}", "outcome": "failed", "message": "E" * 50_000} for n in range(50)
     ]
-    world.store.set_outcome(attempt.id, 0.0, huge, "+" * 200_000)
+    world.tree.set_outcome(attempt.id, 0.0, huge, "+" * 200_000)
     server.replies.append(answer(GOOD))
     analyst(world, server).analyse(task_for(world), world.tree.attempt(attempt.id))
 
@@ -212,7 +212,7 @@ def test_the_attempt_must_have_ended_and_been_verified(world: World, server: Cha
     root = world.root(world.actor(None))
     with pytest.raises(RoleError, match="still running"):
         analyst(world, server).analyse(task_for(world), root)
-    world.store.finish_attempt(root.id, "limit", "turn limit")
+    world.tree.finish_attempt(root.id, "limit", "turn limit")
     with pytest.raises(RoleError, match="no stored diagnostics; run the verifier"):
         analyst(world, server).analyse(task_for(world), root)
     assert server.requests == []

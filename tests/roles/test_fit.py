@@ -115,7 +115,7 @@ def test_a_prompt_that_cannot_fit_is_a_fallback_with_its_reason(long: LongAttemp
         "tokens (the script) less 300 for the reply)"
     )
     assert told == [reason] and model.seen == []
-    assert long.store.analyses(long.task.id)[attempt.id]["fallback_reason"] == reason
+    assert long.tree.analyses(long.task.id)[attempt.id]["fallback_reason"] == reason
 
     parents, analyses = candidates(long)
     planned = review(long, model, parents, analyses, on_fallback=told.append)

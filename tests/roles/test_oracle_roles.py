@@ -64,9 +64,7 @@ def make_task(world: World, tmp_path: Path) -> Task:
 
 def verify(world: World, task: Task, attempt: Attempt) -> Attempt:
     verdict = run_verifier(task, world.layers, world.tree.checkpoint(attempt), world.base)
-    world.store.set_outcome(
-        attempt.id, verdict.reward, verdict.diagnostics.to_json(), verdict.patch
-    )
+    world.tree.set_outcome(attempt.id, verdict.reward, verdict.diagnostics.to_json(), verdict.patch)
     return world.tree.attempt(attempt.id)
 
 
@@ -133,7 +131,7 @@ def test_the_oracle_resumes_after_the_boundary_of_a_heuristic_starting_turn(worl
     task = make_task(world, tmp_path)
     actor = world.actor(OracleModel(STEPS))
     root = actor.run(world.root(actor, task.instruction))  # 3 steps and a submit: 0..4
-    world.store.set_outcome(root.id, 0.0, {"summary": "pretend it failed"}, "")
+    world.tree.set_outcome(root.id, 0.0, {"summary": "pretend it failed"}, "")
     root = world.tree.attempt(root.id)
     analysis = Analyst(OracleModel(STEPS), world.tree).analyse(task, root)
     analyses = {root.id: dataclasses.replace(analysis, boundaries=(0, 1, 2, 3))}

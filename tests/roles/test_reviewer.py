@@ -65,7 +65,7 @@ def test_a_valid_plan_is_stored_with_the_reviewers_tokens(world: World, server: 
         ),
         "model",
     )
-    assert world.store.reviews("t1") == {("sprout", 1): result.to_json()}
+    assert world.tree.reviews("t1") == {("sprout", 1): result.to_json()}
     [call] = calls(world, "reviewer")
     assert (call.attempt_id, call.turn_index, call.method) == (None, None, "sprout")
     assert (call.prompt_tokens, call.completion_tokens, call.estimated) == (100, 20, False)
@@ -134,7 +134,7 @@ def test_adversarial_plans_are_refused_with_what_was_wrong(
 
 def test_a_parent_of_another_task_or_not_a_candidate_is_refused(world: World, server: ChatServer):
     root = failed_root(world)
-    world.store.add_task("t2", {})
+    world.tree.add_task("t2", {})
     other = world.tree.root("t2", [], world.base)
     server.replies.extend(
         [
@@ -198,7 +198,7 @@ def test_always_invalid_falls_back_to_heuristic_plans(world: World, server: Chat
         p.starting_turn == warning_turn(root.diagnostics, "/workspace") for p in result.plans
     )
     assert len(calls(world, "reviewer")) == 3
-    assert Review.from_json(world.store.reviews("t1")[("sprout", 1)]) == result
+    assert Review.from_json(world.tree.reviews("t1")[("sprout", 1)]) == result
 
 
 def test_an_unknown_model_is_a_fault_not_a_fallback(world: World, server: ChatServer):
@@ -207,7 +207,7 @@ def test_an_unknown_model_is_a_fault_not_a_fallback(world: World, server: ChatSe
     with pytest.raises(ModelError) as raised:
         review(world, server, [root], branches=1)
     assert raised.value.kind == "unknown_model"
-    assert world.store.reviews("t1") == {}
+    assert world.tree.reviews("t1") == {}
     assert calls(world, "reviewer") == []
 
 
@@ -235,7 +235,7 @@ def test_bad_requests_are_refused_before_any_call(world: World, server: ChatServ
         review(world, server, [])
     with pytest.raises(RoleError, match="branches: expected 1 or more"):
         review(world, server, [root], branches=0)
-    world.store.add_task("t2", {})
+    world.tree.add_task("t2", {})
     other = world.tree.root("t2", [], world.base)
     with pytest.raises(RoleError, match=r"are not attempts of task 't1'"):
         review(world, server, [root, other])

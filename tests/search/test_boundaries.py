@@ -6,14 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from sprout.roles import BranchPlan
-from sprout.rundb import RunDatabase
 from sprout.search.boundaries import highest_entropy, take, uniform
 from sprout.tree import Attempt, RolloutTree, Turn
 
 
 def a_tree(tmp_path: Path, *entropies: list[float | None]) -> tuple[RolloutTree, list[Attempt]]:
     """One root per list, whose actor turns have those entropies (None: no log-probabilities)."""
-    tree = RolloutTree(RunDatabase(tmp_path / "sprout.db"))
+    tree = RolloutTree(tmp_path / "sprout.db")
     tree.add_task("t1", {})
     roots = [tree.root("t1", [{"role": "system", "content": "s"}], "base0") for _ in entropies]
     for root, values in zip(roots, entropies, strict=True):

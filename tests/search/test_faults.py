@@ -215,7 +215,7 @@ def test_a_crash_of_sprout_is_recorded_as_such_and_never_replayed(
         server.replies.extend([*SOLVING[:2], *SOLVING[:2]])  # each crashes at turn 2
         assert run(server, tmp_path, tasks=2) == 1
     rows = attempts(tmp_path)
-    assert [(status, fault) for _, status, fault, _, _ in rows] == [("error", "harness")] * 2
+    assert [(status, fault) for _, status, fault, _, _ in rows] == [("error", "sprout")] * 2
     assert "sprout crashed in turn 2: RuntimeError: a bug in sprout" in rows[0][4]
     assert "Traceback" not in rows[0][4] and "actor.py" in rows[0][4]
 

@@ -163,7 +163,7 @@ def attempts(run: RunFolder) -> list[Attempt]:
 
 
 def rebuilds(run: RunFolder) -> list[dict]:
-    return list(run.tree.get_meta("rebuilt") or [])
+    return [entry.to_json() for entry in run.tree.meta().rebuilt]
 
 
 @pytest.mark.checkpoints_elsewhere("a node's store lost on purpose")

@@ -8,7 +8,6 @@ from types import SimpleNamespace
 from typing import Any
 
 from sprout.roles import BranchPlan
-from sprout.rundb import RunDatabase
 from sprout.search.rounds import complete_round
 from sprout.tree import RolloutTree, Turn
 
@@ -16,7 +15,7 @@ from sprout.tree import RolloutTree, Turn
 def test_only_the_missing_branches_are_created_and_plans_are_asked_only_then(
     tmp_path: Path,
 ) -> None:
-    tree = RolloutTree(RunDatabase(tmp_path / "sprout.db"))
+    tree = RolloutTree(tmp_path / "sprout.db")
     tree.add_task("t1", {})
     root = tree.root("t1", [{"role": "system", "content": "s"}], "base0", method="m")
     for index in (1, 2):

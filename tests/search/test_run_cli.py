@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from sprout.cli import main
-from sprout.rundb import referenced_checkpoints
 from sprout.sandbox import LayerStore, Sandbox
 from sprout.tasks import load_native
 from sprout.tasksandbox.room import this_machine
+from sprout.tree import referenced_checkpoints
 from tests.support.held_flush import HeldFlush
 from tests.support.processes import ProcessWatch
 from tests.support.requirements import require_host_image
@@ -241,7 +241,7 @@ def test_a_killed_run_resumes_without_redoing_a_finished_turn(
 
 
 def _holds_run(out: Path) -> bool:
-    """Whether the run in `out` saved anything (as `RunDatabase.holds_run` reads it)."""
+    """Whether the run in `out` saved anything (as `RolloutTree.holds_run` reads it)."""
     if not (out / "sprout.db").exists():
         return False
     with sqlite3.connect(out / "sprout.db") as connection:

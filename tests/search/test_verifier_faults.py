@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from sprout.cli import main
-from sprout.rundb import MIGRATIONS, RunDatabase
+from sprout.tree import RolloutTree
+from tests.support.old_databases import database_at_version
 from tests.support.requirements import require_host_image
 from tests.support.taskfolders import TWO_EDITS_TEST, two_edits_task
 
@@ -121,10 +122,7 @@ def test_a_run_stored_with_a_verifier_failure_as_a_zero_opens_with_it_as_an_erro
     attempt is the error it was, and --resume verifies it again."""
     path = tmp_path / "sprout.db"
     diagnostics = {"reward": 0.0, "source": "verifier-error", "summary": "the verifier failed: x"}
-    with sqlite3.connect(path) as db:
-        for migration in MIGRATIONS[:-1]:
-            db.executescript(migration)
-        db.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+    with database_at_version(path, 6) as db:  # before migration 7
         db.execute("INSERT INTO tasks VALUES ('t', '{}', 0)")
         for status, shown in (("submitted", diagnostics), ("limit", {"source": "junit"})):
             db.execute(
@@ -133,12 +131,12 @@ def test_a_run_stored_with_a_verifier_failure_as_a_zero_opens_with_it_as_an_erro
                 "VALUES ('t', 0, 'root', 0, 'pass@1', 0, '[]', ?, 'ended', 0.0, ?, 0)",
                 (status, json.dumps(shown)),
             )
-    store = RunDatabase(path)
-    errored, failed = store.attempts("t")
+    tree = RolloutTree(path)
+    errored, failed = tree.attempts("t")
     assert (errored.status, errored.fault, errored.reward) == ("error", "verifier", None)
     assert errored.end_reason == "verifier: x"
     assert errored.played is not None and errored.played.status == "submitted"
     assert (failed.status, failed.fault, failed.reward) == ("limit", None, 0.0)
-    assert store.reopen_attempts("t", "pass@1", ["verifier"]) == 1
-    again = store.attempts("t")[0]
+    assert tree.reopen_attempts("t", "pass@1", ["verifier"]) == 1
+    again = tree.attempts("t")[0]
     assert (again.status, again.end_reason, again.played) == ("submitted", "ended", None)

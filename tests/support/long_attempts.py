@@ -1,4 +1,4 @@
-"""Failed attempts far longer than a small context window, written straight into a store.
+"""Failed attempts far longer than a small context window, written straight into a tree.
 
 Each turn runs one call that prints a long build log ending with its turn's last line,
 so a test can tell whose output a prompt kept the tail of; every attempt ends failed
@@ -11,10 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sprout.records import CallRecord
-from sprout.rundb import RunDatabase
 from sprout.task import Task
-from sprout.tree import Attempt, RolloutTree, Turn
+from sprout.tree import Attempt, CallRecord, RolloutTree, Turn
 
 TASK = "long-task"
 METHOD = "sprout"
@@ -32,12 +30,11 @@ def log(attempt: Attempt, index: int, lines: int) -> str:
 
 
 class LongAttempts:
-    """A store holding one task's long failed attempts."""
+    """A tree holding one task's long failed attempts."""
 
     def __init__(self, folder: Path) -> None:
-        self.store = RunDatabase(folder / "sprout.db")
-        self.tree = RolloutTree(self.store)
-        self.store.add_task(TASK, {})
+        self.tree = RolloutTree(folder / "sprout.db")
+        self.tree.add_task(TASK, {})
         self.task = Task(
             id=TASK,
             path=Path("/nonexistent"),
@@ -66,7 +63,7 @@ class LongAttempts:
         for index in indexes:
             output = log(attempt, index, lines)
             text = f"Turn {index}: let me rebuild and read the log. " + "Thinking hard. " * 60
-            self.store.add_turn(
+            self.tree.commit_turn(
                 Turn(
                     attempt_id=attempt.id,
                     index=index,
@@ -83,8 +80,8 @@ class LongAttempts:
             )
 
     def _fail(self, attempt: Attempt) -> Attempt:
-        self.store.finish_attempt(attempt.id, "submitted", "submitted")
-        self.store.set_outcome(attempt.id, 0.0, diagnostics(), "+ an added line\n" * 5_000)
+        self.tree.finish_attempt(attempt.id, "submitted", "submitted")
+        self.tree.set_outcome(attempt.id, 0.0, diagnostics(), "+ an added line\n" * 5_000)
         return self.tree.attempt(attempt.id)
 
 

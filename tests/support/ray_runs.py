@@ -55,10 +55,10 @@ def placements(out: Path) -> list[dict[str, Any]]:
     """Where the run placed its tasks (node, store, why), as its `ray` meta records them."""
     run = RunFolder.open(out)
     try:
-        meta = run.tree.get_meta("ray")
+        meta = run.tree.meta().ray
     finally:
         run.close()
-    return [] if meta is None else list(meta["placements"])
+    return [] if meta is None else [placement.to_json() for placement in meta.placements]
 
 
 def sealed_in(store: str, checkpoint: str) -> bool:

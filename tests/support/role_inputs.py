@@ -62,8 +62,8 @@ def task_for(world: World, solution: tuple[str, ...] = ()) -> Task:
 
 
 def finish(world: World, attempt: Attempt, found: dict[str, Any] | None = None) -> Attempt:
-    """RunDatabase the verifier's outcome (reward 0) on an attempt the actor ended."""
-    world.store.set_outcome(attempt.id, 0.0, found or diagnostics(), "--- a/x\n+++ b/x\n")
+    """Record the verifier's outcome (reward 0) on an attempt the actor ended."""
+    world.tree.set_outcome(attempt.id, 0.0, found or diagnostics(), "--- a/x\n+++ b/x\n")
     return world.tree.attempt(attempt.id)
 
 
@@ -80,4 +80,4 @@ def answer(content: str | dict[str, Any], prompt_tokens: int = 100) -> Reply:
 
 def calls(world: World, role: str) -> list[ModelCallRecord]:
     """The model calls the store recorded for `role` (the actor's own calls left out)."""
-    return [call for call in world.store.model_calls(task_id=world.task_id) if call.role == role]
+    return [call for call in world.tree.model_calls(task_id=world.task_id) if call.role == role]

@@ -14,10 +14,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sprout.rundb import RunDatabaseError
 from sprout.runfolder import RunFolder, RunFolderError
 from sprout.sandbox import SandboxError
-from sprout.tree import CheckpointRef
+from sprout.tree import CheckpointRef, RunDatabaseError
 
 DEPTH = 3
 """How deep under a test's temporary folder run folders are looked for."""

@@ -1,4 +1,4 @@
-"""A rollout tree with synthetic token ids, written straight into a store (no model, no sandbox).
+"""A rollout tree with synthetic token ids, written straight into a tree (no model, no sandbox).
 
 `family` makes one task's group (ids, parent at boundary, reward):
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sprout.rundb import RunDatabase
 from sprout.tree import Attempt, RolloutTree, Turn
 
 TASK = "two-edits"
@@ -24,13 +23,12 @@ STARTING = "Let me redo step 2 properly.\n\n```bash\necho 2 > b.txt\n```"
 
 
 class TreeBuilder:
-    """Adds attempts and turns with given ids to a fresh store."""
+    """Adds attempts and turns with given ids to a fresh tree."""
 
     def __init__(self, folder: Path, task: str = TASK) -> None:
-        self.store = RunDatabase(folder / "sprout.db")
-        self.tree = RolloutTree(self.store)
+        self.tree = RolloutTree(folder / "sprout.db")
         self.task = task
-        self.store.add_task(task, {})
+        self.tree.add_task(task, {})
 
     def root(self) -> Attempt:
         prefix = [
@@ -54,7 +52,7 @@ class TreeBuilder:
         text: str | None = None,
     ) -> None:
         text = text or f"turn {index} of attempt {attempt.id}"
-        self.store.add_turn(
+        self.tree.commit_turn(
             Turn(
                 attempt_id=attempt.id,
                 index=index,
@@ -73,8 +71,8 @@ class TreeBuilder:
         )
 
     def finish(self, attempt: Attempt, reward: float) -> None:
-        self.store.finish_attempt(attempt.id, "submitted", "submitted")
-        self.store.set_outcome(attempt.id, reward, {"summary": "tests ran"}, None)
+        self.tree.finish_attempt(attempt.id, "submitted", "submitted")
+        self.tree.set_outcome(attempt.id, reward, {"summary": "tests ran"}, None)
 
 
 def family(folder: Path) -> TreeBuilder:

@@ -1,5 +1,5 @@
-"""A world to play attempts in: one run's layer store, SQLite store and tree, with one task's
-untouched checkpoint; the sandbox, the store and the tree are the real thing."""
+"""A world to play attempts in: one run's layer store and rollout tree, with one task's
+untouched checkpoint; the sandbox and the tree (and its SQLite file) are the real thing."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any
 from sprout.agent import Actor, ActorConfig
 from sprout.agent.state import Clock
 from sprout.models import Completion
-from sprout.rundb import RunDatabase
 from sprout.sandbox import LayerStore, Limits, Sandbox, SandboxWorkspace
 from sprout.tree import Attempt, RolloutTree
 from tests.support.scripted_model import ScriptedModel
@@ -26,10 +25,10 @@ LISTING = (
 
 @dataclass
 class World:
-    """One run's layer store, SQLite store and tree, with one task's untouched checkpoint."""
+    """One run's layer store and rollout tree (its SQLite file), with one task's untouched
+    checkpoint."""
 
     layers: LayerStore
-    store: RunDatabase
     tree: RolloutTree
     base: str
     task_id: str
@@ -77,7 +76,6 @@ def make_world(
         target.write_text(text)
     with Sandbox.create(layers, files=source, limits=limits) as sandbox:
         base = sandbox.parent
-    store = RunDatabase(path / "sprout.db")
-    tree = RolloutTree(store)
+    tree = RolloutTree(path / "sprout.db")
     tree.add_task(task_id, {"instruction": "Fix it."})
-    return World(layers, store, tree, base, task_id)
+    return World(layers, tree, base, task_id)

@@ -27,7 +27,7 @@ def run_folder(tmp_path: Path) -> Path:
     folder = tmp_path / "run"
     folder.mkdir()
     (folder / "layers").mkdir()
-    family(folder).store.close()
+    family(folder).tree.close()
     return folder
 
 
@@ -82,7 +82,7 @@ def test_trl_records_hold_what_a_rollout_func_returns(tmp_path: Path) -> None:
 def test_trl_refuses_groups_of_different_sizes(tmp_path: Path) -> None:
     build = family(tmp_path)
     build.task = "other"
-    build.store.add_task("other", {})
+    build.tree.add_task("other", {})
     root = build.root()
     build.turn(root, 1, PROMPT, (70,))
     build.finish(root, 1.0)
@@ -131,7 +131,7 @@ def test_the_cli_names_a_run_with_nothing_to_export(
     (folder / "layers").mkdir()
     build = TreeBuilder(folder)
     build.root()
-    build.store.close()
+    build.tree.close()
     code = main(["export", str(folder), "--format", "verl", "--out", str(tmp_path / "x.jsonl")])
     assert code == 2
     assert "no finished group to train on (two-edits/train-rollouts: attempts 1" in (

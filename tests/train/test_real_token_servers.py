@@ -98,7 +98,7 @@ def test_llama_server_stores_what_it_sampled(overlay_store, tmp_path):
     ):
         play_and_check(world, "llamacpp/smollm2", url, recorder, LLAMACPP)
         window = context_window(resolve_model("llamacpp/smollm2", base_url=url))
-    assert world.store.get_meta("tokenizer")["server"] == "llama.cpp"
+    assert world.tree.meta().tokenizer.server == "llama.cpp"
     assert window == ContextWindow(4096, f"{url}/props n_ctx")  # its -c 4096, one slot
 
 
@@ -114,5 +114,5 @@ def test_vllm_stores_what_it_sampled(overlay_store, tmp_path):
     with recording_proxy(server) as (url, recorder):
         play_and_check(world, f"vllm/{name}", url, recorder, VLLM)
         window = context_window(resolve_model(f"vllm/{name}", base_url=url))
-    assert world.store.get_meta("tokenizer")["server"] == "vLLM"
+    assert world.tree.meta().tokenizer.server == "vLLM"
     assert window is not None and window.source.endswith("/v1/models max_model_len")

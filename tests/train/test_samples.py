@@ -139,8 +139,8 @@ def test_a_run_with_no_finished_group_is_refused(tmp_path: Path) -> None:
 def test_unfinished_groups_are_skipped_and_named(tmp_path: Path) -> None:
     build = family(tmp_path)
     other = TreeBuilder.__new__(TreeBuilder)
-    other.store, other.tree, other.task = build.store, build.tree, "other-task"
-    build.store.add_task("other-task", {})
+    other.tree, other.task = build.tree, "other-task"
+    build.tree.add_task("other-task", {})
     other.root()  # running: its group is not finished
     batch = build_samples(build.tree)
     assert batch.report.groups == 1
@@ -163,7 +163,7 @@ def test_a_sample_longer_than_max_length_is_an_error_or_dropped(tmp_path: Path) 
 def test_analysis_text_in_a_turn_is_refused(tmp_path: Path) -> None:
     build = family(tmp_path)
     why = "The agent wrote 9 into a.txt instead of 1, so the check of a.txt fails."
-    build.store.add_analysis(TASK, 1, analysis(1, why))
+    build.tree.add_analysis(TASK, 1, analysis(1, why))
     build_samples(build.tree)  # stored, but in no turn: fine
     root = build.root()
     build.turn(root, 1, PROMPT, (60,), text=f"Note to self: {why}")
@@ -174,7 +174,7 @@ def test_analysis_text_in_a_turn_is_refused(tmp_path: Path) -> None:
 
 def test_a_quoted_analysis_in_a_starting_turn_is_allowed(tmp_path: Path) -> None:
     build = family(tmp_path)
-    build.store.add_analysis(TASK, 1, analysis(1, STARTING))
+    build.tree.add_analysis(TASK, 1, analysis(1, STARTING))
     assert len(build_samples(build.tree).samples) == 4
 
 
@@ -182,7 +182,7 @@ def test_decoded_ids_with_review_text_are_refused(tmp_path: Path) -> None:
     build = family(tmp_path)
     reason = "heuristic: boundary 1 is choice 1 of attempt 1's analysis; redo step 2"
     plan = {"parent_id": 1, "boundary": 1, "starting_turn": STARTING, "reason": reason}
-    build.store.add_review(TASK, "train-rollouts", 1, {"plans": [plan], "source": "heuristic"})
+    build.tree.add_review(TASK, "train-rollouts", 1, {"plans": [plan], "source": "heuristic"})
 
     def decode(ids: Sequence[int]) -> str:
         return reason if 43 in ids else " ".join(map(str, ids))

@@ -13,8 +13,9 @@ import pytest
 
 from sprout.agent import ActorConfig
 from sprout.models import ModelError
-from sprout.rundb import MIGRATIONS, SCHEMA_VERSION, RunDatabase
-from sprout.tree import RolloutTree, TreeError, Turn
+from sprout.tree import RolloutTree, RunMeta, TokenizerFingerprint, TreeError, Turn
+from sprout.tree.database.schema import SCHEMA_VERSION
+from tests.support.old_databases import database_at_version
 from tests.support.world import make_world
 
 STARTING_TURN = "The listing first.\n\n```bash\necho fixed > notes && ls\n```"
@@ -72,10 +73,10 @@ def test_every_turn_stores_the_ids_its_call_was_given(overlay_store, tmp_path, r
     assert list(path[0][0]) == recorded.encode(recorded.render(first))
     # later contexts hold the observation and the generation prompt
     assert recorded.decode(path[1][0]).endswith("<|im_end|>\n<|im_start|>assistant\n")
-    assert world.store.get_meta("tokenizer") == recorded.tokenizer_fingerprint()
+    assert world.tree.meta().tokenizer.to_json() == recorded.tokenizer_fingerprint()
     # what was stored reads back the same from a reopened store
-    again = RunDatabase(world.store.path)
-    assert again.turns(root.id) == world.store.turns(root.id)
+    again = RolloutTree(world.tree.database)
+    assert again.own_turns(root) == world.tree.own_turns(root)
 
 
 @pytest.mark.sandbox
@@ -109,26 +110,26 @@ def test_a_branch_continues_from_its_parents_stored_ids(overlay_store, tmp_path,
 def test_a_run_whose_ids_another_tokenizer_made_is_refused(tmp_path, recorded):
     from sprout.agent import Actor
 
-    store = RunDatabase(tmp_path / "sprout.db")
-    tree = RolloutTree(store)
+    tree = RolloutTree(tmp_path / "sprout.db")
     Actor(recorded, tree, None)  # nothing recorded yet: accepted
-    store.set_meta("tokenizer", {"sha256": "0" * 64, "model": "hf/elsewhere"})
+    elsewhere = TokenizerFingerprint(sha256="0" * 64, model="hf/elsewhere")
+    tree.update_meta(RunMeta(tokenizer=elsewhere))
     with pytest.raises(ModelError) as raised:
         Actor(recorded, tree, None)
     assert raised.value.kind == "tokenizer_mismatch"
     message = str(raised.value)
-    assert str(store.path) in message and "hf/elsewhere" in message and recorded.name in message
-    store.set_meta("tokenizer", recorded.tokenizer_fingerprint())
+    assert str(tree.database) in message and "hf/elsewhere" in message and recorded.name in message
+    ours = TokenizerFingerprint.model_validate(recorded.tokenizer_fingerprint())
+    tree.update_meta(RunMeta(tokenizer=ours))
     Actor(recorded, tree, None)
 
 
-def grow(store: RunDatabase) -> tuple[int, int]:
+def grow(tree: RolloutTree) -> tuple[int, int]:
     """A root with two turns (the second without ids) and a branch at boundary 1."""
-    tree = RolloutTree(store)
-    store.add_task("t1", {})
+    tree.add_task("t1", {})
     root = tree.root("t1", [{"role": "system", "content": "sys"}], "base0")
     common = {"calls": (), "messages": (), "format_error": True}
-    store.add_turn(
+    tree.commit_turn(
         Turn(
             root.id,
             1,
@@ -141,15 +142,14 @@ def grow(store: RunDatabase) -> tuple[int, int]:
             **common,
         )
     )
-    store.add_turn(Turn(root.id, 2, "actor", "b", checkpoint="l2", **common))
+    tree.commit_turn(Turn(root.id, 2, "actor", "b", checkpoint="l2", **common))
     branch = tree.branch(root, 1, "c")
     return root.id, branch.id
 
 
 def test_token_path_reads_the_stored_ids_and_names_a_turn_without_them(tmp_path):
-    store = RunDatabase(tmp_path / "sprout.db")
-    root_id, branch_id = grow(store)
-    tree = RolloutTree(store)
+    tree = RolloutTree(tmp_path / "sprout.db")
+    root_id, branch_id = grow(tree)
     root, branch = tree.attempt(root_id), tree.attempt(branch_id)
     [(context, completion, turn)] = tree.token_path(branch)
     assert (context, completion, turn.completion_logprobs) == ((1, 2, 3), (4, 5), (-0.5, -0.25))
@@ -161,10 +161,7 @@ def test_token_path_reads_the_stored_ids_and_names_a_turn_without_them(tmp_path)
 
 def test_migration_3_adds_the_id_columns_to_an_older_store(tmp_path):
     path = tmp_path / "sprout.db"
-    with sqlite3.connect(path) as db:
-        for migration in MIGRATIONS[:2]:
-            db.executescript(migration)
-        db.execute("PRAGMA user_version = 2")
+    with database_at_version(path, 2) as db:
         db.execute("INSERT INTO tasks VALUES ('t1', '{}', 0)")
         db.execute(
             "INSERT INTO attempts (task_id, boundary, kind, round, method, guided, prefix, "
@@ -174,8 +171,8 @@ def test_migration_3_adds_the_id_columns_to_an_older_store(tmp_path):
             "INSERT INTO turns VALUES (1, 1, 'actor', 'a', '[]', '[]', 'l1', 3, 2, NULL, 0, "
             "NULL, 0.5, 1, 0)"
         )
-    store = RunDatabase(path)
-    [turn] = store.turns(1)
+    tree = RolloutTree(path)
+    [turn] = tree.own_turns(tree.attempt(1))
     assert (turn.context_ids, turn.completion_ids, turn.completion_logprobs) == (None, None, None)
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

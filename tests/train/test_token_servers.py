@@ -75,7 +75,7 @@ def test_an_attempt_and_its_branch_store_the_ids_the_server_sampled(
     assert starting.completion_ids == (*fake.encode(STARTING_TURN), fake.end)
     expected = retained + list(starting.context_ids) + list(starting.completion_ids)
     assert fake.prompts[0][: len(expected)] == expected
-    assert world.store.get_meta("tokenizer")["server"] == server
+    assert world.tree.meta().tokenizer.server == server
 
 
 @pytest.mark.sandbox

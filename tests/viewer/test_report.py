@@ -27,7 +27,7 @@ def long_report(folder: Path) -> tuple[Attempt, Path]:
     (folder / "layers").mkdir()
     long = LongAttempts(folder)
     attempt = long.root(300, lines=20)
-    long.store.close()
+    long.tree.close()
     run = RunFolder.open(folder)
     report = write_report(run)
     run.close()

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from sprout.cli import main
-from sprout.rundb import SCHEMA_VERSION
 from sprout.runfolder import RunFolder
+from sprout.tree.database.schema import SCHEMA_VERSION
 from sprout.viewer import run_summary, task_tree, turn_detail
 from sprout.viewer.report import write_report
 from tests.support.requirements import require_host_image

@@ -102,7 +102,7 @@ class Actor:
             self.tree.finish_attempt(attempt.id, "error", f"sandbox: {error}", fault=fault)
         except Exception as error:  # a bug of sprout's must not look like the model's failure
             reason = crash_reason(error, f"turn {state.index + 1}")
-            self.tree.finish_attempt(attempt.id, "error", reason, fault="harness")
+            self.tree.finish_attempt(attempt.id, "error", reason, fault="sprout")
         return self.tree.attempt(attempt.id)
 
     def _play_turns(
@@ -138,7 +138,7 @@ class Actor:
             raise
 
     def _count_stored(self, state: AttemptState, own: Sequence[Turn]) -> None:
-        """The running totals of what the store already holds: read once per `run`."""
+        """The running totals of what the run database already holds: read once per `run`."""
         calls = self.tree.model_calls(attempt_id=state.attempt.id)
         state.spent = sum(call.prompt_tokens + call.completion_tokens for call in calls)
         asked = [t for t in self.tree.path(state.attempt) if t.prompt_tokens or t.completion_tokens]

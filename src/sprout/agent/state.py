@@ -43,7 +43,7 @@ class TurnClock:
 @dataclass
 class AttemptState:
     """An attempt being played: its context so far and the running totals its limits read,
-    kept as turns are played rather than read back from the store at every turn."""
+    kept as turns are played rather than read back from the run database at every turn."""
 
     attempt: Attempt
     messages: list[Message]

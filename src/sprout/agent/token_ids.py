@@ -18,8 +18,8 @@ from typing import Any
 
 from sprout.agent.ending import AttemptEnded, model_failed
 from sprout.models import Completion, Message, Model, ModelError, token_model
-from sprout.models.fingerprint import TOKENIZER_META, check_tokenizer
-from sprout.tree import Attempt, RolloutTree, TreeError
+from sprout.models.fingerprint import check_tokenizer
+from sprout.tree import Attempt, RolloutTree, RunMeta, TokenizerFingerprint, TreeError
 
 TurnIds = tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...] | None]
 """A turn's (context_ids, completion_ids, completion_logprobs)."""
@@ -49,19 +49,22 @@ class TokenIds:
         if self.tokens is None:
             return
         fingerprint = self.tokens.tokenizer_fingerprint()
-        stored = self.tree.get_meta(TOKENIZER_META)
-        check_tokenizer(stored, fingerprint, where=str(self.tree.database))
+        stored = self.tree.meta().tokenizer
+        check_tokenizer(
+            None if stored is None else stored.to_json(), fingerprint, where=str(self.tree.database)
+        )
         if record and stored is None:
-            self.tree.set_meta(TOKENIZER_META, fingerprint)
+            tokenizer = TokenizerFingerprint.model_validate(fingerprint)
+            self.tree.update_meta(RunMeta(tokenizer=tokenizer))
 
     def stored(self, attempt: Attempt, index: int) -> list[int] | None:
-        """The context's token ids up to turn `index`'s reply, from the store."""
+        """The context's token ids up to turn `index`'s reply, from the tree."""
         if self.tokens is None:
             return None
         try:
             path = self.tree.token_path(attempt, index)
         except TreeError as error:
-            raise AttemptEnded("error", str(error), "harness") from None
+            raise AttemptEnded("error", str(error), "sprout") from None
         return [i for context, completion, _ in path for i in (*context, *completion)]
 
     def complete(

@@ -184,7 +184,7 @@ def _references(
 ) -> set[str]:
     """Read once the store is locked: what every run folder's database references, and, in a
     store of the machine's cache, what run folders link."""
-    from sprout.rundb import RunDatabaseError, referenced_checkpoints
+    from sprout.tree import RunDatabaseError, referenced_checkpoints
 
     found: set[str] = set()
     for database in databases:

@@ -16,6 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 from sprout.commands.common import UsageError
 from sprout.runfolder import RunFolder
 from sprout.tasks.sources.harbor_tables import Size
+from sprout.tree import Placement, RayPlacements, RunMeta
 
 if TYPE_CHECKING:
     from sprout.tasksandbox import TaskSandboxes
@@ -137,10 +138,13 @@ def ray_sandboxes(args: argparse.Namespace, run: RunFolder) -> Iterator[TaskSand
     from sprout.cluster import RaySandboxes, default_store
 
     def record(placements: list[dict[str, Any]]) -> None:
-        run.tree.set_meta("ray", {"address": args.ray, "placements": placements})
+        placed = [Placement.model_validate(placement) for placement in placements]
+        ray = RayPlacements(address=args.ray, placements=placed)
+        run.tree.update_meta(RunMeta(ray=ray))
 
     store = args.ray_store or default_store(args.out)
-    earlier = (run.tree.get_meta("ray") or {}).get("placements", [])  # a resumed run's
+    ray = run.tree.meta().ray  # a resumed run's placements
+    earlier = [] if ray is None else [placement.to_json() for placement in ray.placements]
     memory = ray_memory(args)
     with closing(RaySandboxes(store, args.ray_cpus, record, earlier, memory=memory)) as sandboxes:
         yield sandboxes

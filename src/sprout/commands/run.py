@@ -154,6 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sprout.search import Progress, open_run, run_tasks, table
     from sprout.search.halt import Halt
     from sprout.search.runner import shared_model
+    from sprout.tree import RunMeta
 
     settings = _settings(args)
     # built once, now, so that what it cannot be (no --base-url, say) costs nothing; a model
@@ -169,11 +170,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         run = open_run(args.out, settings, resume=args.resume)
         halt = Halt()
         try:
-            run.tree.set_meta("isolation", report.to_json())
-            run.tree.set_meta(  # what the loaders guessed (a Dockerfile line they skip, say)
-                "task_warnings", {t.id: list(t.warnings) for t in loaded.tasks if t.warnings}
+            run.tree.update_meta(
+                RunMeta(
+                    isolation=report.to_json(),
+                    # what the loaders guessed (a Dockerfile line they skip, say)
+                    task_warnings={t.id: list(t.warnings) for t in loaded.tasks if t.warnings},
+                    images=loaded.images,  # each task's image: how, which digest
+                )
             )
-            run.tree.set_meta("images", loaded.images)  # each task's image: how, which digest
             tag = "" if report.holds else "[NO ISOLATION]"
             progress = Progress(quiet=args.quiet, tag=tag)
             with ray_sandboxes(args, run) as sandboxes, halting_on_ctrl_c(halt, "run") as ctrl_c:

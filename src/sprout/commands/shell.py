@@ -80,6 +80,6 @@ def checkpoint_store(run: RunFolder, task_id: str, checkpoint: str, ray: str | N
 
     with joined(ray):
         for placement in reversed(run.placements(task_id)):
-            if fetch(placement["node"], placement["store"], run.layers, checkpoint):
+            if fetch(placement.node, placement.store, run.layers, checkpoint):
                 return run.layers
     raise UsageError(f"{unreadable}, and no node of the cluster at {ray} holds it any more")

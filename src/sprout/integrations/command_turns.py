@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sprout.records import CallRecord, Turn
-from sprout.tree import RolloutTree
+from sprout.tree import CallRecord, RolloutTree, Turn
 from sprout.workspace import Sealed
 
 

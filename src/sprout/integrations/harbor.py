@@ -31,12 +31,12 @@ from harbor.models.task.config import NetworkMode, NetworkPolicy
 from sprout.agent.turn_records import call_record
 from sprout.errors import SproutError
 from sprout.integrations.command_turns import commit_command_turn
-from sprout.records import CallRecord
 from sprout.runfolder import RunFolder
 from sprout.sandbox import Network, RunAs, Sandbox, SandboxFork
 from sprout.tasks.discover import load_one_task
 from sprout.tasks.setup.users import ROOT, resolve_user
 from sprout.tasksandbox import TaskSandboxService
+from sprout.tree import CallRecord
 
 TYPE = "sprout"
 METHOD = "harbor"
@@ -112,7 +112,7 @@ class SproutHarborEnvironment(BaseEnvironment):
         self._sandbox.close()
         if reward is None:  # the verifier did not run, or wrote nothing: not a failure
             reason = f"the Harbor trial ended with no {REWARD_FILE}"
-            tree.finish_attempt(self.attempt.id, "error", reason, fault="harness")
+            tree.finish_attempt(self.attempt.id, "error", reason, fault="sprout")
         else:
             tree.finish_attempt(self.attempt.id, "submitted", "the Harbor trial ended")
             diagnostics = {"reward": reward, "source": REWARD_FILE, "tests": []}

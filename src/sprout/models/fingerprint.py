@@ -1,8 +1,8 @@
 """Which tokenizer made a run's token ids, so that no one trains on ids another one made.
 
-A run records the fingerprint of the tokenizer its attempts were played with
-(meta key `tokenizer`); exports carry it beside their records; the actor and
-the learner refuse a model whose tokenizer differs.
+A run records the fingerprint of the tokenizer its attempts were played with (its meta's
+`tokenizer`, `sprout.tree.TokenizerFingerprint`); exports carry it beside their records;
+the actor and the learner refuse a model whose tokenizer differs.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from typing import Any
 
 from sprout.models.types import ModelError
 
-TOKENIZER_META = "tokenizer"
-"""The run-meta key the fingerprint is stored under."""
 PROBE: list[dict[str, str]] = [{"role": "user", "content": "sprout"}]
 """The conversation whose ids (chat template applied, generation prompt added) stand for a
 tokenizer that a server hides: vLLM's fingerprint is the hash of these ids (`probe_sha256`)."""

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sprout.durable import write_atomically
-from sprout.models.fingerprint import TOKENIZER_META
 from sprout.runfolder import RunFolder
 from sprout.train.credit import Credit
 from sprout.train.export import FORMATS, ExportError, Format, meta_path, write_records
@@ -42,10 +41,14 @@ def export_run(
             max_length=max_length,
             overlong=overlong,
         )
-        tokenizer = folder.tree.get_meta(TOKENIZER_META)
+        tokenizer = folder.tree.meta().tokenizer
     finally:
         folder.close()
     written = write_records(batch.samples, fmt, out)
-    meta = {"format": fmt, "samples": len(batch.samples), "tokenizer": tokenizer}
+    meta = {
+        "format": fmt,
+        "samples": len(batch.samples),
+        "tokenizer": None if tokenizer is None else tokenizer.to_json(),
+    }
     write_atomically(str(meta_path(written)), json.dumps(meta, indent=2) + "\n", durable=True)
     return written, batch.report

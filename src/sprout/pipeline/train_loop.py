@@ -22,7 +22,6 @@ from sprout.agent import ActorConfig
 from sprout.config import changed_settings
 from sprout.errors import SproutError
 from sprout.models.config import ModelConfig
-from sprout.models.fingerprint import TOKENIZER_META
 from sprout.models.resolve import ModelSpec
 from sprout.pipeline.rollout_server import RolloutServer
 from sprout.pipeline.task_draw import step_tasks
@@ -34,6 +33,7 @@ from sprout.task import Task
 from sprout.tasksandbox import TaskSandboxes
 from sprout.train.learner import Learner, LearnerConfig, StepStats
 from sprout.train.samples import build_samples
+from sprout.tree import RunMeta
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,8 @@ def train(
     policy = Path(done[-1]["policy"]) if done else settings.model
     learner = Learner(policy, settings.learner)
     if server is None:  # a server's ids are checked against the learner's at every step
-        learner.check_tokenizer(run.tree.get_meta(TOKENIZER_META), where=str(run.path))
+        stored = run.tree.meta().tokenizer
+        learner.check_tokenizer(None if stored is None else stored.to_json(), where=str(run.path))
     for note in learner.notes:
         progress.event("-", "train", f"note: {note}")
     history: list[StepStats] = []
@@ -186,9 +187,9 @@ def _claim_settings(run: RunFolder, settings: TrainSettings) -> None:
     """Record the settings of a new run; refuse a resume that changes any of them, since
     its steps would no longer train one policy one way."""
     wanted = json.loads(json.dumps(_settings_json(settings)))
-    stored = run.tree.get_meta("train")
+    stored = run.tree.meta().train
     if stored is None:
-        run.tree.set_meta("train", wanted)
+        run.tree.update_meta(RunMeta(train=wanted))
     elif changed := changed_settings(stored, wanted, TRAIN_TABLES):
         raise TrainResumeError(
             f"{run.path}: --resume with different settings ({', '.join(changed)}) than the "

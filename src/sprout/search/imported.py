@@ -21,13 +21,20 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sprout.records import AttemptStatus, CallRecord, Fault, Message, Turn
 from sprout.search.play import Search
 from sprout.search.recover import rebuild, restart
-from sprout.tree import Attempt, RolloutTree
+from sprout.tree import (
+    Attempt,
+    AttemptStatus,
+    CallRecord,
+    Fault,
+    ImportedAttempt,
+    Message,
+    RolloutTree,
+    RunMeta,
+    Turn,
+)
 
-IMPORTED_META = "imported"
-"""The run's meta: which attempts were adopted, and from which file."""
 _recording = threading.Lock()
 
 
@@ -76,11 +83,7 @@ def adopt(search: Search, imported: Sequence[ImportedRoot]) -> None:
 
 def imported_sources(tree: RolloutTree) -> dict[int, str]:
     """The attempts of the run adopted from elsewhere, with the file each came from."""
-    return {int(str(entry["attempt"])): str(entry["source"]) for entry in _entries(tree)}
-
-
-def _entries(tree: RolloutTree) -> list[dict[str, object]]:
-    return list(tree.get_meta(IMPORTED_META) or [])
+    return {entry.attempt: entry.source for entry in tree.meta().imported}
 
 
 def _unchecked(search: Search) -> list[Attempt]:
@@ -123,9 +126,8 @@ def _add(search: Search, root: ImportedRoot) -> Attempt:
     if root.status != "running":
         tree.finish_attempt(attempt.id, root.status, root.end_reason or "", fault=root.fault)
     with _recording:
-        entries = _entries(tree)
-        entries.append({"attempt": attempt.id, "task": root.task_id, "source": root.source})
-        tree.set_meta(IMPORTED_META, entries)
+        entry = ImportedAttempt(attempt=attempt.id, task=root.task_id, source=root.source)
+        tree.update_meta(RunMeta(imported=[*tree.meta().imported, entry]))
     search.progress.event(
         root.task_id,
         search.method.name,

@@ -1,7 +1,7 @@
 """Search methods as the command line names them: `pass@4`, `pass@4-first`, `sprout`,
 `entropy`, `shepherd`, and the training schedule `train-rollouts`.
 
-A method is a schedule plus its settings; its name is what the store records
+A method is a schedule plus its settings; its name is what the tree records
 on every attempt and model call, so each method's tokens and turns are
 counted apart even when several run on the same task in one run. Which names
 `--method` takes, and the schedule each names, is `sprout.search.registry`'s table.
@@ -32,7 +32,7 @@ class MethodError(SproutError, ValueError):
 
 @dataclass(frozen=True)
 class Method:
-    """One schedule with its settings; `name` labels its attempts in the store."""
+    """One schedule with its settings; `name` labels its attempts in the tree."""
 
     name: str
     schedule: Schedule

@@ -16,9 +16,8 @@ import time
 
 from sprout.sandbox import Rebuilt, ReplayCall, ReplayTurn
 from sprout.search.state import SearchState
-from sprout.tree import Attempt, RolloutTree
+from sprout.tree import Attempt, RebuiltCheckpoint, RolloutTree, RunMeta
 
-REBUILT_META = "rebuilt"
 _recording = threading.Lock()
 
 
@@ -36,18 +35,15 @@ def rebuild(search: SearchState, attempt: Attempt, why: str = "was lost with its
         search.actor.config.call_timeout_s,
     )
     with _recording:
-        done = list(tree.get_meta(REBUILT_META) or [])
-        done.append(
-            {
-                "attempt": attempt.id,
-                "checkpoint": tree.checkpoint(attempt),
-                "calls": rebuilt.calls,
-                "differed": rebuilt.differed,
-                "diverged": rebuilt.diverged,
-                "at": time.time(),
-            }
+        done = RebuiltCheckpoint(
+            attempt=attempt.id,
+            checkpoint=tree.checkpoint(attempt),
+            calls=rebuilt.calls,
+            differed=rebuilt.differed,
+            diverged=rebuilt.diverged,
+            at=time.time(),
         )
-        tree.set_meta(REBUILT_META, done)
+        tree.update_meta(RunMeta(rebuilt=[*tree.meta().rebuilt, done]))
     search.progress.event(
         search.task.id,
         search.method.name,

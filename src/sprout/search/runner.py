@@ -43,7 +43,7 @@ from sprout.search.summary import results, write_results
 from sprout.task import Task, TaskError
 from sprout.tasksandbox import TaskSandboxes, TaskSandboxService
 from sprout.tasksandbox.room import Room
-from sprout.tree import Fault, RunDatabaseError
+from sprout.tree import Concurrency, Fault, RunDatabaseError, RunMeta
 
 RETRIED_FAULTS: tuple[Fault, ...] = ("model", "sandbox", "verifier")
 """Faults a resumed pair retries (its attempts continue from their last turn, or are
@@ -122,10 +122,10 @@ def shared_model(settings: RunSettings) -> Model | None:
 def open_run(path: str, settings: RunSettings, *, resume: bool) -> RunFolder:
     """The run folder: new, or (with `resume`) the same run with the same settings."""
     run = RunFolder.resume(path) if resume else RunFolder.create_new(path)
-    stored = run.tree.get_meta("settings")
+    stored = run.tree.meta().settings
     wanted = settings.to_json()
     if stored is None:
-        run.tree.set_meta("settings", wanted)
+        run.tree.update_meta(RunMeta(settings=wanted))
     elif changed := changed_settings(stored, wanted, SETTINGS_TABLES):
         run.close()
         raise RunSettingsError(
@@ -212,12 +212,13 @@ class _Concurrency:
         self._run = run
         self._limit = limit
         self._slots = slots
-        self._earlier = int((run.tree.get_meta("concurrency") or {}).get("peak", 0))
+        earlier = run.tree.meta().concurrency
+        self._earlier = 0 if earlier is None else earlier.peak
 
     def record(self) -> None:
         peak = max(self._earlier, self._slots.peak)
-        limit = {"workers": self._limit.attempts, "basis": self._limit.basis}
-        self._run.tree.set_meta("concurrency", {**limit, "peak": peak})
+        limit = Concurrency(workers=self._limit.attempts, basis=self._limit.basis, peak=peak)
+        self._run.tree.update_meta(RunMeta(concurrency=limit))
 
 
 def _play_in_place(context: _RunContext, task: Task, method: Method) -> None:

@@ -108,17 +108,19 @@ def results(run: RunFolder, methods: Sequence[str]) -> dict[str, Any]:
                 **({"faults": row["faults"]} if row["faults"] else {}),
             }
         summary[method] = _method_summary(rows, mine)
-    isolation = tree.get_meta("isolation")
-    warnings = tree.get_meta("task_warnings")
-    images = tree.get_meta("images")
-    settings = tree.get_meta("settings") or {}
-    concurrency = tree.get_meta("concurrency")
+    meta = tree.meta()
+    concurrency, isolation, warnings, images = (
+        meta.concurrency,
+        meta.isolation,
+        meta.task_warnings,
+        meta.images,
+    )
     return {
         "sprout_version": __version__,
-        "model": settings.get("model"),
+        "model": (meta.settings or {}).get("model"),
         "methods": summary,
         "tasks": per_task,
-        **({"concurrency": concurrency} if concurrency is not None else {}),
+        **({"concurrency": concurrency.to_json()} if concurrency is not None else {}),
         **({"isolation": isolation} if isolation is not None else {}),
         **({"task_warnings": warnings} if warnings else {}),
         **({"images": images} if images else {}),

@@ -6,7 +6,7 @@ is token-identical to the start of its parent's sequence is forwarded from the
 end of that prefix only, attending to the parent's keys and values. With it
 off, every sample is a family of its own and each child's prefix is forwarded
 again (what a plain Hugging Face trainer does). Which prefix is shared is
-`sprout.records.shares_prefix`, the home of prefix-once tokens.
+`sprout.tree.records.shares_prefix`, the home of prefix-once tokens.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sprout.errors import SproutError
-from sprout.records import shares_prefix
 from sprout.train.credit import zero_variance
+from sprout.tree import shares_prefix
 
 if TYPE_CHECKING:
     from sprout.train.samples import Sample

@@ -81,7 +81,7 @@ def _methods(run: RunFolder) -> list[str]:
     """The run's methods: those its stored settings name (in their order), then any other
     method a schedule ran (a run driven without `open_run` stores no settings)."""
     names: list[str] = []
-    settings = run.tree.get_meta("settings")
+    settings = run.tree.meta().settings
     if isinstance(settings, dict):
         for method in settings.get("methods") or []:
             if isinstance(method, dict) and isinstance(method.get("name"), str):

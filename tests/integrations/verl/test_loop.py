@@ -295,7 +295,7 @@ def test_samples_of_one_prompt_split_over_two_workers_form_one_group(served, loc
     assert sorted(ids) == [1, 2] and sorted(parents, key=str) == [1, None], (ids, parents)
     run = RunFolder.open(runs.pop())
     try:
-        placed = run.tree.get_meta("ray")["placements"]
+        placed = [placement.to_json() for placement in run.tree.meta().ray.placements]
     finally:
         run.close()
     assert [p["task"] for p in placed] == ["log-hourly-utc"], placed

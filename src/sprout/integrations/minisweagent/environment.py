@@ -37,12 +37,12 @@ from sprout.errors import SproutError
 from sprout.integrations.command_turns import commit_command_turn
 from sprout.integrations.minisweagent import package
 from sprout.integrations.minisweagent.trajectory import agent_end
-from sprout.records import AttemptStatus, CallRecord, Fault
 from sprout.runfolder import RunFolder
 from sprout.sandbox import SandboxError
 from sprout.task import Task
 from sprout.tasks.discover import load_one_task
 from sprout.tasksandbox import TaskSandboxService
+from sprout.tree import AttemptStatus, CallRecord, Fault
 from sprout.verify import ResultsError
 
 METHOD = "mini-swe-agent"

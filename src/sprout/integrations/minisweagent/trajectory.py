@@ -25,8 +25,8 @@ from typing import Any
 from sprout.agent.call_formats import reply_message
 from sprout.agent.mini_settings import MINI_SUBMIT_SENTINEL
 from sprout.errors import SproutError
-from sprout.records import AttemptStatus, CallRecord, Fault, Message
 from sprout.search.imported import ImportedRoot, ImportedTurn
+from sprout.tree import AttemptStatus, CallRecord, Fault, Message
 
 SUFFIX = ".traj.json"
 FORMAT = "mini-swe-agent-1.1"
@@ -219,7 +219,7 @@ def agent_end(
     if exit_status in LIMIT_EXITS:
         return "limit", None, exit_status
     said = str(extra.get("exception_str") or "")
-    return "error", "harness", f"{exit_status or 'no exit status'}: {said}".rstrip(": ")
+    return "error", "sprout", f"{exit_status or 'no exit status'}: {said}".rstrip(": ")
 
 
 def _extra(message: Mapping[str, Any]) -> dict[str, Any]:

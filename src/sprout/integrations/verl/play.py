@@ -30,7 +30,7 @@ from sprout.task import Task
 from sprout.tasksandbox import TaskSandboxes
 from sprout.train.groups import finished_groups
 from sprout.train.samples import group_samples
-from sprout.tree import RolloutTree
+from sprout.tree import Placement, RayPlacements, RolloutTree, RunMeta
 
 
 class LoopSettings(BaseModel):
@@ -110,7 +110,9 @@ def _sandboxes(settings: LoopSettings, run: RunFolder) -> Iterator[TaskSandboxes
     from sprout.cluster import RaySandboxes, default_store
 
     def record(placements: list[dict[str, Any]]) -> None:
-        run.tree.set_meta("ray", {"address": "verl", "placements": placements})
+        placed = [Placement.model_validate(placement) for placement in placements]
+        ray = RayPlacements(address="verl", placements=placed)
+        run.tree.update_meta(RunMeta(ray=ray))
 
     store = settings.ray_store or default_store(str(run.path))
     with closing(RaySandboxes(store, settings.ray_cpus, record)) as sandboxes:

@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import pytest
 
-from sprout.rundb import RunDatabase
 from sprout.tree import (
     Attempt,
     Change,
@@ -185,7 +184,7 @@ def test_a_branch_never_re_executes_the_parents_turns(world):
     assert world.shell(world.tree.checkpoint(parent), "cat log") == parent_logs[3]
     assert len(model.seen) == 1
     assert len(parent_model.seen) == 5
-    assert len(world.store.model_calls(attempt_id=parent.id)) == 5
+    assert len(world.tree.model_calls(attempt_id=parent.id)) == 5
 
 
 def grow_known_tree(world: World) -> dict[str, int]:
@@ -196,7 +195,7 @@ def grow_known_tree(world: World) -> dict[str, int]:
     is 130 tokens (a's second prompt), its boundary-2 context 170, its boundary-3 context 195;
     c's first prompt is exactly a's second (same context), d's first is a's whole context.
     """
-    tree, store = world.tree, world.store
+    tree = world.tree
 
     def play(attempt, *script):
         return world.actor(ScriptedModel(script)).run(attempt)
@@ -219,12 +218,12 @@ def grow_known_tree(world: World) -> dict[str, int]:
         reply(submit(), prompt_tokens=160, completion_tokens=2),
     )
     d = play(tree.branch(a, 3), reply(submit(), prompt_tokens=195, completion_tokens=4))
-    store.add_model_call(ModelCallRecord("analyst", "t1", a.id, None, 500, 50))
-    store.add_model_call(ModelCallRecord("reviewer", "t1", None, None, 800, 80))
-    store.add_task("t2", {})
+    tree.record_call(ModelCallRecord("analyst", "t1", a.id, None, 500, 50))
+    tree.record_call(ModelCallRecord("reviewer", "t1", None, None, 800, 80))
+    tree.add_task("t2", {})
     actor = world.actor(ScriptedModel([reply(submit(), prompt_tokens=1000, completion_tokens=1)]))
     other = actor.run(tree.root("t2", actor.prefix("Other.", "/workspace"), world.base))
-    store.add_model_call(ModelCallRecord("analyst", "t2", other.id, None, 40, 4, estimated=True))
+    tree.record_call(ModelCallRecord("analyst", "t2", other.id, None, 40, 4, estimated=True))
     assert [x.status for x in (a, b, c, d, other)] == ["submitted"] * 5
     return {"a": a.id, "b": b.id, "c": c.id, "d": d.id, "other": other.id}
 
@@ -304,12 +303,11 @@ def fake_turn(attempt_id: int, index: int) -> Turn:
 
 
 def test_references_out_of_the_tree_are_tree_errors_naming_them(tmp_path):
-    store = RunDatabase(tmp_path / "sprout.db")
-    store.add_task("t1", {})
-    tree = RolloutTree(store)
+    tree = RolloutTree(tmp_path / "sprout.db")
+    tree.add_task("t1", {})
     root = tree.root("t1", [{"role": "system", "content": "s"}], "base0")
     for index in (1, 2):
-        store.add_turn(fake_turn(root.id, index))
+        tree.commit_turn(fake_turn(root.id, index))
     branch = tree.branch(root, 1, starting_turn="```bash\nls\n```")
     assert tree.checkpoint(branch) == "layer1"
     assert tree.checkpoint(root, 0) == "base0"
@@ -330,7 +328,7 @@ def test_references_out_of_the_tree_are_tree_errors_naming_them(tmp_path):
     with pytest.raises(TreeError, match="boundary 3"):
         tree.checkpoint(root, 3)
     # an out-of-range request left nothing behind
-    assert [a.id for a in store.attempts()] == [root.id, branch.id]
+    assert [a.id for a in tree.attempts()] == [root.id, branch.id]
     # and TreeError is a ValueError, so callers validating input can catch it as one
     assert issubclass(TreeError, ValueError)
 
@@ -380,11 +378,10 @@ def test_passed_and_failed_are_read_off_the_attempt(status, reward, passed, fail
 
 
 def test_messages_are_a_private_copy(tmp_path):
-    store = RunDatabase(tmp_path / "sprout.db")
-    store.add_task("t1", {})
-    tree = RolloutTree(store)
+    tree = RolloutTree(tmp_path / "sprout.db")
+    tree.add_task("t1", {})
     root = tree.root("t1", [{"role": "system", "content": "s"}], "base0")
-    store.add_turn(fake_turn(root.id, 1))
+    tree.commit_turn(fake_turn(root.id, 1))
     messages = tree.messages(root)
     messages.append({"role": "user", "content": "mine"})
     messages[0]["content"] = "changed"
@@ -394,7 +391,7 @@ def test_messages_are_a_private_copy(tmp_path):
 
 
 def test_what_a_turn_changed_is_read_from_the_tree(tmp_path):
-    """Recorded with the turn when it was sealed (JSON in the store); a turn stored before
+    """Recorded with the turn when it was sealed (JSON in the database); a turn stored before
     sprout recorded it (None) is answered by the reader of whoever holds the layers."""
     asked: list[tuple[str, str]] = []
 
@@ -402,7 +399,7 @@ def test_what_a_turn_changed_is_read_from_the_tree(tmp_path):
         asked.append((since, checkpoint))
         return None if checkpoint == "layer3" else [Change("/w/old", "modified", 3)]
 
-    tree = RolloutTree(RunDatabase(tmp_path / "sprout.db"), read_changes=read_changes)
+    tree = RolloutTree(tmp_path / "sprout.db", read_changes=read_changes)
     tree.add_task("t1", {})
     root = tree.root("t1", [{"role": "system", "content": "s"}], "base0")
     recorded = (Change("/w/new", "added", 12), Change("/w/gone", "deleted", 0))
@@ -411,7 +408,7 @@ def test_what_a_turn_changed_is_read_from_the_tree(tmp_path):
     tree.commit_turn(fake_turn(root.id, 3))  # and its layers are gone
     tree.commit_turn(replace(fake_turn(root.id, 4), changes=()))
 
-    assert tree.own_turns(root)[0].changes == recorded, "a round trip through the store"
+    assert tree.own_turns(root)[0].changes == recorded, "a round trip through the database"
     assert tree.changes(root) == {
         1: recorded,
         2: (Change("/w/old", "modified", 3),),
@@ -419,4 +416,4 @@ def test_what_a_turn_changed_is_read_from_the_tree(tmp_path):
         4: (),
     }
     assert asked == [("layer1", "layer2"), ("layer2", "layer3")]
-    assert RolloutTree(RunDatabase(tmp_path / "sprout.db")).changes(root)[2] is None, "no reader"
+    assert RolloutTree(tmp_path / "sprout.db").changes(root)[2] is None, "no reader"

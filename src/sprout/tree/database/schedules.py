@@ -1,32 +1,17 @@
-"""How far a run got: its settings (so that --resume continues the same run), each
-schedule's status and wall time, and when attempts and turns ended (what the viewer's
-timeline and token curves are ordered by)."""
+"""How far a run got: each schedule's status and wall time, and when attempts and turns
+ended (what the viewer's timeline and token curves are ordered by)."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from sprout.rundb.database import Database
+from sprout.tree.database.connection import Database
 
 
-class ProgressTables(Database):
-    """The `meta` and `schedules` tables, and the times of `attempts` and `turns`."""
-
-    # run settings, kept so that --resume continues the same run
-
-    def get_meta(self, key: str) -> Any:
-        with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row["value"])
-
-    def set_meta(self, key: str, value: Any) -> None:
-        with self.transaction() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value))
-            )
+class ScheduleTables(Database):
+    """The `schedules` table, and the times of `attempts` and `turns`."""
 
     # schedules: one method on one task, with its wall time across resumes
 
@@ -98,21 +83,21 @@ class ProgressTables(Database):
             rows = self._db.execute("SELECT task_id, method, finished FROM schedules").fetchall()
         return {(row["task_id"], row["method"]): row["finished"] for row in rows}
 
-    def attempt_finish_times(self, ids: Sequence[int]) -> dict[int, float | None]:
-        """When each of the attempts `ids` ended (None while it runs)."""
-        marks = ",".join("?" * len(ids))
+    def attempt_finish_times(self, attempt_ids: Sequence[int]) -> dict[int, float | None]:
+        """When each of `attempt_ids` ended (None while it runs)."""
+        marks = ",".join("?" * len(attempt_ids))
         with self._lock:
             rows = self._db.execute(
-                f"SELECT id, finished FROM attempts WHERE id IN ({marks})", list(ids)
+                f"SELECT id, finished FROM attempts WHERE id IN ({marks})", list(attempt_ids)
             ).fetchall()
         return {row["id"]: row["finished"] for row in rows}
 
-    def turn_times(self, ids: Sequence[int]) -> dict[tuple[int, int], float]:
-        """When each turn of the attempts `ids` was committed, by (attempt id, index)."""
-        marks = ",".join("?" * len(ids))
+    def turn_times(self, attempt_ids: Sequence[int]) -> dict[tuple[int, int], float]:
+        """When each turn of `attempt_ids` was committed, by (attempt id, index)."""
+        marks = ",".join("?" * len(attempt_ids))
         with self._lock:
             rows = self._db.execute(
                 f"SELECT attempt_id, idx, created FROM turns WHERE attempt_id IN ({marks})",
-                list(ids),
+                list(attempt_ids),
             ).fetchall()
         return {(row["attempt_id"], row["idx"]): row["created"] for row in rows}

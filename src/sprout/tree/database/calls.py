@@ -7,9 +7,9 @@ import json
 import time
 from typing import Any
 
-from sprout.records import ModelCallRecord
-from sprout.rundb.database import Database
-from sprout.rundb.rows import model_call_from_row
+from sprout.tree.database.connection import Database
+from sprout.tree.database.rows import model_call_from_row
+from sprout.tree.records import ModelCallRecord
 
 
 class CallTables(Database):
@@ -17,7 +17,8 @@ class CallTables(Database):
 
     # model calls
 
-    def add_model_call(self, call: ModelCallRecord) -> None:
+    def record_call(self, call: ModelCallRecord) -> None:
+        """Record one model call (any role), for token accounting."""
         with self.transaction() as db:
             db.execute(
                 """INSERT INTO model_calls (task_id, attempt_id, role, turn_idx, prompt_tokens,

@@ -12,9 +12,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sprout.records import Attempt, Turn
-from sprout.rundb.database import Database
-from sprout.rundb.rows import attempt_from_row, json_changes, json_list, turn_from_row
+from sprout.tree.database.connection import Database
+from sprout.tree.database.rows import attempt_from_row, json_changes, json_list, turn_from_row
+from sprout.tree.records import Attempt, AttemptStatus, Fault, Turn
 
 
 class AttemptTables(Database):
@@ -42,7 +42,7 @@ class AttemptTables(Database):
 
     # attempts
 
-    def add_attempt(self, attempt: Attempt) -> Attempt:
+    def _add_attempt(self, attempt: Attempt) -> Attempt:
         """Insert `attempt` (its id is assigned here) and return it with that id."""
         created = time.time()
         with self.transaction() as db:
@@ -69,8 +69,9 @@ class AttemptTables(Database):
         return dataclasses.replace(attempt, id=cursor.lastrowid, created=created)
 
     def finish_attempt(
-        self, attempt_id: int, status: str, reason: str | None, *, fault: str | None = None
+        self, attempt_id: int, status: AttemptStatus, reason: str, *, fault: Fault | None = None
     ) -> None:
+        """End an attempt with `status` and its reason (and, for `error`, its fault)."""
         with self.transaction() as db:
             db.execute(
                 "UPDATE attempts SET status = ?, end_reason = ?, fault = ?, finished = ? "
@@ -79,7 +80,8 @@ class AttemptTables(Database):
             )
 
     def reopen_attempt(self, attempt_id: int) -> None:
-        """Put back to `running` an attempt that ended `error` (its fault made good)."""
+        """Put back to `running` one attempt that ended `error`, once what failed is made
+        good (its lost checkpoint rebuilt), so that it continues from its last turn."""
         with self.transaction() as db:
             db.execute(
                 "UPDATE attempts SET status = 'running', end_reason = NULL, fault = NULL, "
@@ -87,7 +89,7 @@ class AttemptTables(Database):
                 (attempt_id,),
             )
 
-    def reopen_attempts(self, task_id: str, method: str, faults: Sequence[str]) -> int:
+    def reopen_attempts(self, task_id: str, method: str, faults: Sequence[Fault]) -> int:
         """Put back to `running` the attempts of (task, method) that a fault of one of
         `faults` ended, so that a resumed run continues them, and those a verifier's fault
         ended (when `faults` names it) back to how their turns ended, so that it verifies
@@ -125,18 +127,21 @@ class AttemptTables(Database):
     def set_outcome(
         self, attempt_id: int, reward: float, diagnostics: dict[str, Any], patch: str | None
     ) -> None:
+        """Record the verifier's reward, diagnostics and patch for an attempt."""
         with self.transaction() as db:
             db.execute(
                 "UPDATE attempts SET reward = ?, diagnostics = ?, patch = ? WHERE id = ?",
                 (reward, json.dumps(diagnostics), patch, attempt_id),
             )
 
-    def get_attempt(self, attempt_id: int) -> Attempt | None:
+    def find_attempt(self, attempt_id: int) -> Attempt | None:
+        """Attempt `attempt_id`, or None when the run has none."""
         with self._lock:
             row = self._db.execute("SELECT * FROM attempts WHERE id = ?", (attempt_id,)).fetchone()
         return None if row is None else attempt_from_row(row)
 
     def attempts(self, task_id: str | None = None, status: str | None = None) -> list[Attempt]:
+        """The attempts (of `task_id`, with `status`), oldest first."""
         query = (
             "SELECT * FROM attempts WHERE (? IS NULL OR task_id = ?) AND (? IS NULL OR status = ?)"
         )
@@ -148,8 +153,8 @@ class AttemptTables(Database):
 
     # turns
 
-    def add_turn(self, turn: Turn) -> None:
-        """Commit a finished turn: from now on it is never redone."""
+    def _add_turn(self, turn: Turn) -> None:
+        """Insert a finished turn: from now on it is never redone."""
         calls = [dataclasses.asdict(call) for call in turn.calls]
         with self.transaction() as db:
             db.execute(
@@ -181,14 +186,15 @@ class AttemptTables(Database):
                 ),
             )
 
-    def turns(self, attempt_id: int) -> list[Turn]:
+    def own_turns(self, attempt: Attempt) -> list[Turn]:
+        """The turns this attempt executed itself (indexes boundary+1 onwards)."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT * FROM turns WHERE attempt_id = ? ORDER BY idx", (attempt_id,)
+                "SELECT * FROM turns WHERE attempt_id = ? ORDER BY idx", (attempt.id,)
             ).fetchall()
         return [turn_from_row(row) for row in rows]
 
-    def last_turn_index(self, attempt_id: int) -> int | None:
+    def _last_turn_index(self, attempt_id: int) -> int | None:
         """The index of the attempt's last own turn; None when it has none."""
         with self._lock:
             row = self._db.execute(

@@ -7,43 +7,32 @@ list, is derived from the stored turns; nothing is ever re-executed to get it.
 
 The tree is the only writer of a run: the actor commits turns and model calls
 through its verbs, the schedules attempts, outcomes and their own bookkeeping,
-the roles analyses and reviews. The store under it (`sprout.rundb`) is private: the only
-code that writes SQL, called by the tree alone, which re-exports its `RunDatabaseError`.
+the roles analyses and reviews. It is built on the tables of its SQLite database
+(`sprout.tree.database`, private to this package): their reads and writes are the tree's
+own verbs, and the verbs that need more than one statement (a branch's boundary, a turn's
+settled checkpoint, a path through the ancestors) are written here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sprout.errors import SproutError
-from sprout.records import (
+from sprout.tree.database import RunTables
+from sprout.tree.database.errors import explain
+from sprout.tree.records import (
     Attempt,
-    AttemptStatus,
-    Author,
-    CallRecord,
-    Fault,
     Message,
-    ModelCallRecord,
-    Role,
     TokenTotals,
     Turn,
     boundary_problem,
     count_tokens,
-    passes,
 )
-from sprout.rundb import RunDatabase, RunDatabaseError
 from sprout.workspace import Change, ChangeReader, Settle
-
-__all__ = [
-    "Attempt", "AttemptStatus", "Author", "CallRecord", "Change", "ChangeReader",
-    "CheckpointRef", "Fault", "Message", "ModelCallRecord", "Role", "RolloutTree",
-    "RunDatabaseError", "TokenTotals", "TreeError", "Turn", "boundary_problem", "passes",
-]  # fmt: skip
 
 
 class TreeError(SproutError, ValueError):
@@ -73,27 +62,28 @@ class CheckpointRef:
         return str(self.attempt) if self.boundary is None else f"{self.attempt}:{self.boundary}"
 
 
-class RolloutTree:
-    """Read and grow the tree of one run, and keep its records; persistence is the store's
-    business, and the store is the tree's alone.
+class RolloutTree(RunTables):
+    """Read and grow the tree of one run, and keep its records, in the run's SQLite file
+    (`path`), which the tree alone reads and writes.
 
-    `read_changes`, given by whoever holds the run's layers, answers for turns stored
-    before sprout recorded what each turn changed (see `changes`).
+    `readonly` opens an existing file without writing anything (no migration): what GC
+    reads a run's checkpoints with. `read_changes`, given by whoever holds the run's
+    layers, answers for turns stored before sprout recorded what each turn changed (see
+    `changes`).
     """
 
-    def __init__(self, store: RunDatabase, *, read_changes: ChangeReader | None = None) -> None:
-        self._store = store
-        self._read_changes = read_changes
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        readonly: bool = False,
+        read_changes: ChangeReader | None = None,
+    ) -> None:
+        super().__init__(path, readonly=readonly)
+        self.read_changes = read_changes
+        """What a turn stored without its changes changed (see `changes`); None: unknown."""
         self.settle: Settle = lambda checkpoint: None
         """Waited for before a checkpoint is recorded (`Settle`); by default, nothing is."""
-
-    @property
-    def database(self) -> Path:
-        """The run's SQLite file, for messages that name it."""
-        return self._store.path
-
-    def close(self) -> None:
-        self._store.close()
 
     # growing the tree
 
@@ -110,7 +100,7 @@ class RolloutTree:
         """A new root attempt of `task_id`, starting from `prefix` over `base_checkpoint`
         (in place of the lost root `restarts`, when given)."""
         self.settle(base_checkpoint)
-        return self._store.add_attempt(
+        return self._add_attempt(
             Attempt(
                 id=0,
                 task_id=task_id,
@@ -143,7 +133,7 @@ class RolloutTree:
         parent = self.attempt(parent.id if isinstance(parent, Attempt) else parent)
         if problem := boundary_problem(parent.id, boundary, self.last_index(parent)):
             raise TreeError(problem)
-        return self._store.add_attempt(
+        return self._add_attempt(
             Attempt(
                 id=0,
                 task_id=parent.task_id,
@@ -160,81 +150,9 @@ class RolloutTree:
     def commit_turn(self, turn: Turn) -> None:
         """Commit a finished turn, once settled: from now on it is never redone."""
         self.settle(turn.checkpoint)
-        self._store.add_turn(turn)
+        self._add_turn(turn)
 
-    def record_call(self, call: ModelCallRecord) -> None:
-        """Record one model call (any role), for token accounting."""
-        self._store.add_model_call(call)
-
-    def finish_attempt(
-        self, attempt_id: int, status: AttemptStatus, reason: str, *, fault: Fault | None = None
-    ) -> None:
-        """End an attempt with `status` and its reason (and, for `error`, its fault)."""
-        self._store.finish_attempt(attempt_id, status, reason, fault=fault)
-
-    def reopen_attempt(self, attempt_id: int) -> None:
-        """Put back to `running` one attempt that ended `error`, once what failed is made
-        good (its lost checkpoint rebuilt), so that it continues from its last turn."""
-        self._store.reopen_attempt(attempt_id)
-
-    def reopen_attempts(self, task_id: str, method: str, faults: Sequence[Fault]) -> int:
-        """Put back the attempts of (task, method) that one of `faults` ended, so that a
-        resumed run continues them, or verifies them again (`verifier`); returns how many."""
-        return self._store.reopen_attempts(task_id, method, faults)
-
-    def verifier_failed(self, attempt_id: int, reason: str) -> None:
-        """End an attempt whose verifier gave no verdict: `error`, fault `verifier`, no reward."""
-        self._store.verifier_failed(attempt_id, reason)
-
-    def set_outcome(
-        self, attempt_id: int, reward: float, diagnostics: dict[str, Any], patch: str | None
-    ) -> None:
-        """Record the verifier's reward, diagnostics and patch for an attempt."""
-        self._store.set_outcome(attempt_id, reward, diagnostics, patch)
-
-    def add_analysis(self, task_id: str, attempt_id: int, body: dict[str, Any]) -> None:
-        """Record the analysis of a failed attempt (one per attempt)."""
-        self._store.add_analysis(task_id, attempt_id, body)
-
-    def add_review(self, task_id: str, method: str, round: int, body: dict[str, Any]) -> None:
-        """Record the reviewer's plan for one round of one schedule."""
-        self._store.add_review(task_id, method, round, body)
-
-    # the run around the tree: its tasks, schedules and settings
-
-    def add_task(self, task_id: str, spec: dict[str, Any]) -> None:
-        """Record a task once; a rerun with the same id keeps the first record."""
-        self._store.add_task(task_id, spec)
-
-    def task_ids(self) -> list[str]:
-        return self._store.task_ids()
-
-    def start_schedule(self, task_id: str, method: str) -> None:
-        """Mark (task, method) running; a resumed one keeps the wall time it had spent."""
-        self._store.start_schedule(task_id, method)
-
-    def pause_schedule(self, task_id: str, method: str) -> None:
-        """Leave (task, method) unfinished for `--resume`, its wall time so far counted."""
-        self._store.pause_schedule(task_id, method)
-
-    def finish_schedule(
-        self, task_id: str, method: str, *, resolved: bool | None, error: str | None
-    ) -> None:
-        """Close (task, method) as `resolved` or with its error."""
-        self._store.finish_schedule(task_id, method, resolved=resolved, error=error)
-
-    def schedules(self) -> list[dict[str, Any]]:
-        """Every (task, method) of the run with its status, outcome and wall time."""
-        return self._store.schedules()
-
-    def get_meta(self, key: str) -> Any:
-        """A run setting kept so that `--resume` continues the same run (None: unset)."""
-        return self._store.get_meta(key)
-
-    def set_meta(self, key: str, value: Any) -> None:
-        self._store.set_meta(key, value)
-
-    # reading the tree
+    # reading the tree, beyond what its tables answer
 
     def attempt(self, attempt_id: int) -> Attempt:
         found = self.find_attempt(attempt_id)
@@ -242,53 +160,12 @@ class RolloutTree:
             raise TreeError(f"attempt {attempt_id!r}: no such attempt in {self.database}")
         return found
 
-    def find_attempt(self, attempt_id: int) -> Attempt | None:
-        """Attempt `attempt_id`, or None when the run has none."""
-        return self._store.get_attempt(attempt_id)
-
-    def attempts(self, task_id: str | None = None, status: str | None = None) -> list[Attempt]:
-        """The attempts (of `task_id`, with `status`), oldest first."""
-        return self._store.attempts(task_id, status)
-
-    def analyses(self, task_id: str) -> dict[int, dict[str, Any]]:
-        """Every stored analysis of `task_id`'s attempts, by attempt id."""
-        return self._store.analyses(task_id)
-
-    def reviews(self, task_id: str, method: str | None = None) -> dict[tuple[str, int], Any]:
-        """Stored reviews of `task_id`, by (method, round)."""
-        return self._store.reviews(task_id, method)
-
-    def model_calls(
-        self,
-        *,
-        task_id: str | None = None,
-        attempt_id: int | None = None,
-        method: str | None = None,
-    ) -> list[ModelCallRecord]:
-        return self._store.model_calls(task_id=task_id, attempt_id=attempt_id, method=method)
-
-    def checkpoints(self) -> set[str]:
-        """Every sandbox layer the tree references: what layer GC must keep."""
-        return self._store.checkpoints()
-
-    def attempt_finish_times(self, attempt_ids: Sequence[int]) -> dict[int, float | None]:
-        """When each of `attempt_ids` ended (None while it runs)."""
-        return self._store.attempt_finish_times(attempt_ids)
-
-    def turn_times(self, attempt_ids: Sequence[int]) -> dict[tuple[int, int], float]:
-        """When each turn of `attempt_ids` was committed, by (attempt id, index)."""
-        return self._store.turn_times(attempt_ids)
-
-    def schedule_finish_times(self) -> dict[tuple[str, str], float | None]:
-        """When each (task, method) finished (None while it runs)."""
-        return self._store.schedule_finish_times()
-
     def lineage(self, attempt: Attempt) -> str:
         """A name for `attempt` that does not depend on when it was made: `root2` is the
         second root of its task and method, `root2>3.1` the first branch of that root at
         boundary 3. Runs that make the same decisions name their attempts alike, so a
         resumed run, or the same run again, can draw the same samples (`sample_seed`)."""
-        siblings = [a for a in self._store.attempts(attempt.task_id) if a.method == attempt.method]
+        siblings = [a for a in self.attempts(attempt.task_id) if a.method == attempt.method]
         if attempt.parent_id is None:
             roots = [a.id for a in siblings if a.kind == "root"]
             return f"root{roots.index(attempt.id) + 1}"
@@ -306,14 +183,10 @@ class RolloutTree:
         name = f"{attempt.task_id}|{self.lineage(attempt)}|{turn_index}"
         return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") >> 1
 
-    def own_turns(self, attempt: Attempt) -> list[Turn]:
-        """The turns this attempt executed itself (indexes boundary+1 onwards)."""
-        return self._store.turns(attempt.id)
-
     def last_index(self, attempt: Attempt) -> int:
         """The attempt's last committed turn boundary (read without loading its turns: a
         300-turn attempt asks this often)."""
-        last = self._store.last_turn_index(attempt.id)
+        last = self._last_turn_index(attempt.id)
         return attempt.boundary if last is None else last
 
     def path(self, attempt: Attempt, upto: int | None = None) -> list[Turn]:
@@ -378,8 +251,8 @@ class RolloutTree:
         found: dict[int, tuple[Change, ...] | None] = {}
         for turn in self.path(attempt):
             changes = turn.changes
-            if changes is None and previous is not None and self._read_changes is not None:
-                read = self._read_changes(previous, turn.checkpoint)
+            if changes is None and previous is not None and self.read_changes is not None:
+                read = self.read_changes(previous, turn.checkpoint)
                 changes = None if read is None else tuple(read)
             found[turn.index] = changes
             previous = turn.checkpoint
@@ -394,7 +267,19 @@ class RolloutTree:
     ) -> TokenTotals:
         """Token totals over model calls, by role, spent and with shared prefixes counted once.
 
-        The prefix-once rule is `sprout.records.count_tokens`'s.
+        The prefix-once rule is `sprout.tree.records.count_tokens`'s.
         """
-        calls = self._store.model_calls(task_id=task_id, attempt_id=attempt_id, method=method)
+        calls = self.model_calls(task_id=task_id, attempt_id=attempt_id, method=method)
         return count_tokens(calls, self.attempt, self.path)
+
+
+def referenced_checkpoints(path: str | Path) -> set[str]:
+    """The checkpoints the run in database `path` references (`RolloutTree.checkpoints`),
+    read without writing the file; RunDatabaseError when it cannot be read."""
+    tree = RolloutTree(path, readonly=True)
+    try:
+        return tree.checkpoints() if tree.version else set()
+    except sqlite3.Error as error:
+        raise explain(tree.database, error) from None
+    finally:
+        tree.close()

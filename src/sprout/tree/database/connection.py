@@ -1,8 +1,8 @@
-"""The connection under a run's store: opening the file, its schema version, transactions.
+"""The connection under a run's database: opening the file, its schema version, transactions.
 
-Every table of the store (`sprout.rundb.attempts`, `calls`, `progress`) writes through
-`Database.transaction`, so a write is committed whole or not at all, and a file that
-cannot be written says so in one line (`sprout.rundb.errors`) instead of a traceback.
+Every table of the database (`attempts`, `calls`, `schedules`, `meta` beside this module)
+writes through `Database.transaction`, so a write is committed whole or not at all, and a
+file that cannot be written says so in one line (`errors`) instead of a traceback.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sprout.rundb.errors import RunDatabaseError, explain, unwritable
-from sprout.rundb.schema import MIGRATIONS, SCHEMA_VERSION
+from sprout.tree.database.errors import RunDatabaseError, explain, unwritable
+from sprout.tree.database.schema import MIGRATIONS, SCHEMA_VERSION
 
 
 class Database:
@@ -25,27 +25,30 @@ class Database:
     """
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
-        self.path = Path(path)
+        self.database = Path(path)
+        """The SQLite file, for messages that name it."""
         self._lock = threading.RLock()
         self.version = 0
         """The schema version of the file (SCHEMA_VERSION once migrated)."""
-        if self.path.is_dir():
+        if self.database.is_dir():
             raise RunDatabaseError(
-                f"{self.path}: a folder, not a SQLite file; move it away (or choose another "
+                f"{self.database}: a folder, not a SQLite file; move it away (or choose another "
                 "run folder)"
             )
-        if readonly and not self.path.is_file():
-            raise RunDatabaseError(f"{self.path}: no such file")
+        if readonly and not self.database.is_file():
+            raise RunDatabaseError(f"{self.database}: no such file")
         try:
             if readonly:
-                uri = f"{self.path.resolve().as_uri()}?mode=ro"
+                uri = f"{self.database.resolve().as_uri()}?mode=ro"
                 self._db = sqlite3.connect(
                     uri, uri=True, check_same_thread=False, isolation_level=None
                 )
             else:
-                self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+                self._db = sqlite3.connect(
+                    self.database, check_same_thread=False, isolation_level=None
+                )
         except sqlite3.Error as error:
-            raise explain(self.path, error) from None
+            raise explain(self.database, error) from None
         self._db.row_factory = sqlite3.Row
         try:
             if readonly:
@@ -56,14 +59,14 @@ class Database:
                 self._migrate()
         except sqlite3.Error as error:
             self._db.close()
-            raise explain(self.path, error) from None
+            raise explain(self.database, error) from None
         except RunDatabaseError:
             self._db.close()
             raise
 
     def check_writable(self) -> None:
         """Raise RunDatabaseError now, rather than at the first turn, when this process cannot
-        write the store: read-only, or locked by another writer (after SQLite's 5 s wait)."""
+        write the database: read-only, or locked by another writer (after SQLite's 5 s wait)."""
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -73,7 +76,7 @@ class Database:
                 finally:
                     self._db.execute("ROLLBACK")
             except sqlite3.OperationalError as error:
-                raise explain(self.path, error) from None
+                raise explain(self.database, error) from None
 
     def holds_run(self) -> bool:
         """Whether anything of a run was saved here (settings, a task, an attempt)."""
@@ -87,10 +90,10 @@ class Database:
         self.version = version = self._db.execute("PRAGMA user_version").fetchone()[0]
         tables = self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if version == 0 and tables:
-            raise RunDatabaseError(f"{self.path}: not a sprout store (it holds other tables)")
+            raise RunDatabaseError(f"{self.database}: not a sprout store (it holds other tables)")
         if version > SCHEMA_VERSION:
             raise RunDatabaseError(
-                f"{self.path}: schema version {version} is newer than this sprout "
+                f"{self.database}: schema version {version} is newer than this sprout "
                 f"({SCHEMA_VERSION}); upgrade sprout-rl to read it"
             )
 
@@ -107,14 +110,14 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write, committed whole or not at all; a store that cannot be written (locked
+        """One write, committed whole or not at all; a database that cannot be written (locked
         by another process, read-only, a full disk) raises RunDatabaseError naming the file, and
         what was committed before stays."""
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as error:
-                raise explain(self.path, error) from None
+                raise explain(self.database, error) from None
             try:
                 yield self._db
                 self._db.execute("COMMIT")
@@ -122,7 +125,7 @@ class Database:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
                 if isinstance(error, sqlite3.OperationalError) and unwritable(error):
-                    raise explain(self.path, error) from None
+                    raise explain(self.database, error) from None
                 raise
 
     def close(self) -> None:

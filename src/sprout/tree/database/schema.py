@@ -1,8 +1,8 @@
 """The run database's tables, as the migrations that build them one version at a time.
 
-A store of an older version is brought up to date by running the migrations it lacks, in
-order; a migration is never edited once released (stores in the field were built by it),
-so a change of schema is one more entry at the end.
+A database of an older version is brought up to date by running the migrations it lacks,
+in order; a migration is never edited once released (databases in the field were built by
+it), so a change of schema is one more entry at the end.
 """
 
 from __future__ import annotations
@@ -130,6 +130,10 @@ MIGRATIONS: list[str] = [
         )
     WHERE status != 'error' AND json_extract(diagnostics, '$.source') = 'verifier-error';
     """,
+    # sprout's own crash is the fault `sprout`; earlier versions called it `harness`.
+    """
+    UPDATE attempts SET fault = 'sprout' WHERE fault = 'harness';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
-"""The schema version of a store that every migration has run on (`PRAGMA user_version`)."""
+"""The schema version of a database that every migration has run on (`PRAGMA user_version`)."""

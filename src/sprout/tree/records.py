@@ -1,8 +1,8 @@
 """The records of the rollout tree: attempts, turns, their calls and the model calls.
 
-Plain frozen data, shared by the tree (which reads and grows them) and the store
+Plain frozen data, shared by the tree (which reads and grows them) and its database
 (which persists them); neither module owns the other's half. `sprout.tree`
-re-exports them, so callers import them from there.
+exports them, so callers import them from there.
 
 Also the home of *prefix-once tokens*, the paper's way of counting a shared
 prefix once: `count_tokens` charges the model calls of a tree so (what
@@ -25,13 +25,13 @@ Author = Literal["actor", "reviewer"]
 Role = Literal["actor", "analyst", "reviewer"]
 AttemptStatus = Literal["running", "submitted", "limit", "error", "stopped"]
 """`stopped`: its schedule needed no more turns (another attempt had passed)."""
-Fault = Literal["model", "sandbox", "lost", "harness", "verifier"]
+Fault = Literal["model", "sandbox", "lost", "sprout", "verifier"]
 """Why an attempt ended `error`: the model server failed (no reply after retries), the
 sandbox failed, the checkpoint it was to continue from was lost with its node (no store
-holds it any more), sprout itself crashed, or the verifier could not give a verdict (its
-fork or runner could not start, it left no result the task requires). The model and
-sandbox faults are continued by `--resume`, and a verifier's is verified again; a lost
-root is restarted from checkpoint 0 by a new root (`Attempt.restarts`)."""
+holds it any more), sprout itself crashed (sprout's own fault), or the verifier could not
+give a verdict (its fork or runner could not start, it left no result the task requires).
+The model and sandbox faults are continued by `--resume`, and a verifier's is verified
+again; a lost root is restarted from checkpoint 0 by a new root (`Attempt.restarts`)."""
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""Records as rows and back: plain JSON columns, never pickles, so a store written by one
-version of sprout is read by the next."""
+"""Records as rows and back: plain JSON columns, never pickles, so a database written by
+one version of sprout is read by the next."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import sqlite3
 from typing import Any
 
-from sprout.records import Attempt, CallRecord, ModelCallRecord, Played, Turn
+from sprout.tree.records import Attempt, CallRecord, ModelCallRecord, Played, Turn
 from sprout.workspace import Change
 
 
