@@ -117,7 +117,7 @@ def test_a_folder_of_other_things_is_not_made_a_run_folder(
     ("make", "message"),
     [
         (lambda db: db.mkdir(), "a folder, not a SQLite file"),
-        (lambda db: db.write_bytes(b"results, not SQLite\n" * 100), "not a sprout store"),
+        (lambda db: db.write_bytes(b"results, not SQLite\n" * 100), "not a sprout run database"),
     ],
 )
 def test_a_sprout_db_that_is_a_folder_or_not_sqlite_is_one_line(

@@ -373,18 +373,18 @@ def scratch_run_folder(parent: str | Path | None = None) -> Iterator[Path]:
         _remove_scratch(folder)
 
 
-REMOVE_TRIES = 5
-"""How often a temporary run folder is removed before it is left to the next check: an
-interrupted run's last threads may still write a file (an attempt commits the turn it
-held once its flush is done) while the folder goes."""
+REMOVE_WAIT_S = 10.0
+"""How long a temporary run folder is tried again (every 0.2 s) before it is left to the
+next check: an interrupted run's last threads may still write a file (an attempt commits
+the turn it held once its flush is done, later on a loaded machine) while the folder
+goes."""
 
 
 def _remove_scratch(folder: Path) -> None:
     """Remove a temporary run folder, its owner file last: interrupted half-way, what is
     left still says whose it was, for the next check to finish the job."""
-    for attempt in range(REMOVE_TRIES):
-        if attempt:
-            time.sleep(0.2)
+    deadline = time.monotonic() + REMOVE_WAIT_S
+    while True:
         with contextlib.suppress(OSError):
             remove_store_with_link(folder / "run" / "layers")  # on sprout's store filesystem
             for entry in sorted(folder.iterdir(), key=lambda entry: entry.name == OWNER_FILE):
@@ -393,5 +393,6 @@ def _remove_scratch(folder: Path) -> None:
                 else:
                     entry.unlink()
             folder.rmdir()
-        if not folder.exists():
+        if not folder.exists() or time.monotonic() > deadline:
             return
+        time.sleep(0.2)

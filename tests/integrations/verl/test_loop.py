@@ -65,7 +65,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
     """Ray on this machine, as verl's workers run in it; the group rendezvous lives there."""
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         yield
     finally:

@@ -149,7 +149,8 @@ def another_apps_database(path):
 
 @pytest.mark.parametrize("make", [not_sqlite, another_apps_database])
 def test_a_file_that_is_not_a_sprout_database_is_a_database_error_naming_it(tmp_path, make):
-    """RunDatabaseError: "The database file cannot be used (newer schema, not a sprout store)"."""
+    """RunDatabaseError: "The database file cannot be used (newer schema, not a sprout run
+    database)"."""
     path = tmp_path / "sprout.db"
     make(path)
     with pytest.raises(RunDatabaseError) as raised:

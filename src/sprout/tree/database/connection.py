@@ -90,7 +90,9 @@ class Database:
         self.version = version = self._db.execute("PRAGMA user_version").fetchone()[0]
         tables = self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if version == 0 and tables:
-            raise RunDatabaseError(f"{self.database}: not a sprout store (it holds other tables)")
+            raise RunDatabaseError(
+                f"{self.database}: not a sprout run database (it holds other tables)"
+            )
         if version > SCHEMA_VERSION:
             raise RunDatabaseError(
                 f"{self.database}: schema version {version} is newer than this sprout "

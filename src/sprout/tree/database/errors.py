@@ -18,8 +18,9 @@ WAL_WRITE_LOCK = 120
 
 
 class RunDatabaseError(SproutError):
-    """The database file cannot be used (newer schema, not a sprout store, a folder, read-only,
-    locked by another process); the message names the file and what would fix it."""
+    """The database file cannot be used (newer schema, not a sprout run database, a folder,
+    read-only, locked by another process); the message names the file and what would fix
+    it."""
 
 
 def explain(path: Path, error: sqlite3.Error) -> RunDatabaseError:
@@ -47,9 +48,10 @@ def explain(path: Path, error: sqlite3.Error) -> RunDatabaseError:
         return RunDatabaseError(f"{path}: the disk failed to read or write it ({error})")
     if name.startswith("SQLITE_NOTADB"):
         return RunDatabaseError(
-            f"{path}: not a sprout store ({error}); move it away or choose another run folder"
+            f"{path}: not a sprout run database ({error}); move it away or choose another "
+            "run folder"
         )
-    return RunDatabaseError(f"{path}: not a sprout store ({error})")
+    return RunDatabaseError(f"{path}: not a sprout run database ({error})")
 
 
 def locked_by(path: Path) -> str:
