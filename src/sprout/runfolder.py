@@ -3,7 +3,7 @@
 A process that writes a run (`sprout run`, `train`, `tasks check`) holds `sprout.lock`
 exclusively, so a second writer is refused at once, naming the first; every process
 that opens the folder claims its layer store, so `sprout gc` refuses while one is
-open. A writer sweeps, as it starts, what killed processes left in the store
+open. A writer sweeps, as it starts, what killed processes left in the layer store
 (unsealed layers: a killed turn's writes, a verifier's fork with the hidden tests).
 """
 

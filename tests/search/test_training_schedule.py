@@ -11,8 +11,8 @@ from sprout.models.resolve import ModelSpec
 from sprout.runfolder import RunFolder
 from sprout.search import Progress, RunSettings, parse_methods, run_tasks
 from sprout.search.methods import MethodError, training_method
-from sprout.search.play import Search
 from sprout.search.runner import RunSettingsError, check_settings
+from sprout.search.task_search import Search
 from sprout.tasks import load_native
 from sprout.tree import Attempt
 from tests.support.requirements import require_host_image

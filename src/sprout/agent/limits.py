@@ -6,7 +6,7 @@ window when its client knows it (`sprout.models.window`).
 
 Each ends the attempt with a reason naming the rule, so a run that stopped early tells
 which setting to raise. The limits read the running totals of `AttemptState`, never the
-store, so checking them before every call costs nothing.
+run database, so checking them before every call costs nothing.
 """
 
 from __future__ import annotations

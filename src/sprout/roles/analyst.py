@@ -3,7 +3,7 @@ resume.
 
 It reads the whole path (inherited turns included), what each turn's checkpoint
 changed, the patch and the verifier's diagnostics, as much of them as the model's
-window holds (`sprout.roles.fit`). Its analysis goes to the store and to the
+window holds (`sprout.roles.fit`). Its analysis goes to the run database and to the
 reviewer only: it never enters the actor's context.
 """
 

@@ -2,7 +2,7 @@
 
 For each branch it picks a parent among the failed attempts, a boundary, and
 writes the starting turn in the actor's voice: the only thing a schedule passes
-on to the actor. Analyses and the reviewer's reasons stay in the store. Its
+on to the actor. Analyses and the reviewer's reasons stay in the run database. Its
 prompt holds every candidate's analysis and as much of the attempts' turns and
 the earlier branches as the model's window leaves (`sprout.roles.fit`).
 

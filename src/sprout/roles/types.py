@@ -1,4 +1,4 @@
-"""What the analyst and the reviewer return, and how it is stored (plain JSON in the store).
+"""What the analyst and the reviewer return, and how it is stored (plain JSON in the run database).
 
 Stored bodies are read back through a pydantic adapter, so a body written by
 one version is checked field by field when the next one resumes from it.

@@ -21,8 +21,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sprout.search.play import Search
 from sprout.search.recover import rebuild, restart
+from sprout.search.task_search import Search
 from sprout.tree import (
     Attempt,
     AttemptStatus,

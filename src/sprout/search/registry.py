@@ -21,9 +21,9 @@ from sprout.search.methods import (
     Schedule,
     training_method,
 )
-from sprout.search.play import Search
 from sprout.search.schedule_roles import ScheduleRoles
 from sprout.search.schedules import run_entropy, run_pass_at_k, run_shepherd, run_sprout
+from sprout.search.task_search import Search
 from sprout.search.train_rollouts import run_training
 
 
@@ -51,7 +51,7 @@ class ScheduleEntry:
     describe: Callable[[Method], str]
     """What `sprout run` says a pair of this schedule will do."""
     play: Callable[[Search, ScheduleRoles], None]
-    """Play the schedule (again, after a resume: it continues from the store)."""
+    """Play the schedule (again, after a resume: it continues from the run database)."""
     needs_logprobs: Callable[[Method], bool] = lambda method: False
     """Whether its method reads per-token log-probabilities (refused for a model without)."""
     training: bool = False

@@ -8,7 +8,7 @@ in how a round is planned (`sprout.search.schedules`); the training schedule
 makes root k's children round k (`sprout.search.train_rollouts`). Both create a round's
 missing branches one way (`complete_round`).
 
-Both read the store first, so calling them again on the same store reuses the
+Both read the run database first, so calling them again on the same one reuses the
 roots and branches already recorded: that is all `sprout run --resume` needs.
 """
 
@@ -19,7 +19,7 @@ from functools import partial
 
 from sprout.roles import BranchPlan
 from sprout.search.methods import Method
-from sprout.search.play import Search
+from sprout.search.task_search import Search
 from sprout.tree import Attempt
 
 RoundPlanner = Callable[[int, int], list[BranchPlan]]

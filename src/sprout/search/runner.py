@@ -34,12 +34,12 @@ from sprout.sandbox import SandboxError
 from sprout.search.halt import AttemptFault, Halt, Halted
 from sprout.search.imported import ImportedRoot, adopt
 from sprout.search.methods import Method
-from sprout.search.play import Search
 from sprout.search.registry import describe, needs_logprobs, play
 from sprout.search.run_progress import Progress
 from sprout.search.schedule_roles import ScheduleRoles
 from sprout.search.slots import Slots
 from sprout.search.summary import results, write_results
+from sprout.search.task_search import Search
 from sprout.task import Task, TaskError
 from sprout.tasksandbox import TaskSandboxes, TaskSandboxService
 from sprout.tasksandbox.room import Room

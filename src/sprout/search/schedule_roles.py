@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from sprout.agent import ActorConfig
 from sprout.roles import Analyst, Reviewer, RolesConfig
-from sprout.search.play import Search
+from sprout.search.task_search import Search
 
 
 class ScheduleRoles:

@@ -3,7 +3,7 @@
 Roots and rounds, which every schedule shares, live in `sprout.search.rounds`;
 a schedule says how each round's branches are planned.
 
-Every schedule is written so that calling it again on the same store
+Every schedule is written so that calling it again on the same run database
 continues where it stopped: roots, reviews and branches already recorded are
 reused, never recreated. That is all `sprout run --resume` needs.
 """
@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from sprout.errors import SproutError
 from sprout.roles import Analysis, Analyst, BranchPlan, Reviewer
 from sprout.search.boundaries import highest_entropy, take
-from sprout.search.play import Search
 from sprout.search.rounds import play_rounds, roots
+from sprout.search.task_search import Search
 from sprout.tree import Attempt
 
 

@@ -1,6 +1,6 @@
 """What a run achieved, per method and per task: results.json and the comparison table.
 
-Everything is recomputed from the store, so the numbers of a resumed run are
+Everything is recomputed from the run database, so the numbers of a resumed run are
 those of the whole run, and results.json can be rebuilt from sprout.db alone.
 """
 

@@ -16,7 +16,7 @@ Each task gets `roots` roots (default 2) and `children` children per root
   `entropy` (before the highest-entropy actor turns; needs log-probabilities).
 
 Root k's children are round k, and so is the review that planned them. Like
-every schedule it reads the store first: roots, reviews and children already
+every schedule it reads the run database first: roots, reviews and children already
 recorded are reused, so a resumed run completes the same group.
 """
 
@@ -27,10 +27,10 @@ from functools import partial
 
 from sprout.roles import Analyst, BranchPlan, Reviewer
 from sprout.search.boundaries import heuristic, highest_entropy, take, uniform
-from sprout.search.play import Search
 from sprout.search.rounds import complete_round
 from sprout.search.rounds import roots as start_roots
 from sprout.search.schedules import SearchError, _analyse
+from sprout.search.task_search import Search
 from sprout.tree import Attempt
 
 

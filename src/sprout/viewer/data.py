@@ -34,7 +34,7 @@ def run_summary(run: RunFolder) -> dict[str, Any]:
     The figures are `sprout.search.summary.results` itself (not recomputed), so they equal
     results.json. Each method's curve has one point per (task, method) schedule, in the
     order the schedules finished (`"order": "finished"`, from the schedules table's finish
-    times); when a schedule has no finish time yet (still running, or a store written
+    times); when a schedule has no finish time yet (still running, or a database written
     before the times were kept) the whole curve uses task order instead
     (`"order": "task"`), so the curve never mixes two orders. A point holds the tokens
     spent (and with prefixes counted once) and the tasks solved, both cumulative.

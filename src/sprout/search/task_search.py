@@ -1,6 +1,6 @@
 """Playing the attempts of one round: the actor's turns, then the verifier, concurrently.
 
-Each step reads what the store already holds, so a resumed run continues an
+Each step reads what the run database already holds, so a resumed run continues an
 attempt from its last committed turn and verifies only what has no reward.
 """
 
