@@ -11,7 +11,7 @@ hits all alike; a figure is the median over rounds of each round's median:
 - a checkpoint after a one-line turn: `checkpoint()` returned (the seal), the flush until
   the layer is durable (which runs beside the next turn), and the run database's commit
   of the turn, which waits for that flush;
-- fork + first call, by step (phases.fork_phases).
+- fork + first call, by step (phases.fork_phases), and with forks apart (spaced_forks.py).
 
 Then again for the default configuration with BUSY sandboxes playing turns in threads of
 their own. Last, the turns themselves (also `sprout bench scale`'s first section): threads
@@ -35,6 +35,7 @@ from sprout.tree import RolloutTree, Turn
 
 from .common import WARMUP, BenchError, Context, Row, remove
 from .phases import CALL_PHASES, FORK_PHASES, BenchCallFailed, PhaseReader, fork_phases
+from .spaced_forks import spaced_forks, spaced_row
 
 SECTION = "0. a turn, default configuration"
 BUSY = 8
@@ -273,7 +274,11 @@ def _phase_cells(found: dict[str, float], phases: tuple[str, ...]) -> str:
 
 
 def _rows(
-    ctx: Context, quiet: dict[str, Any], loaded: dict[str, Any], tail: dict[str, Any]
+    ctx: Context,
+    quiet: dict[str, Any],
+    spaced: dict[str, float],
+    loaded: dict[str, Any],
+    tail: dict[str, Any],
 ) -> None:
     default, shell = quiet["default"], quiet["subprocess bash -c true"]["total"]
     call, checkpoint, fork = default["call"], default["checkpoint"], default["fork"]
@@ -334,6 +339,7 @@ def _rows(
             ctx.target("fork + first call p50", fork_ok, fmt_ms(fork["total"]), "≤ 5 ms"),
         ),
         Row(SECTION, "  by step: " + _phase_cells(fork, FORK_PHASES), ""),
+        spaced_row(SECTION, spaced),
         Row(
             SECTION,
             f'with {BUSY} busy sandboxes: sb.run("true")',
@@ -389,6 +395,7 @@ def bench_turn(ctx: Context) -> None:
     probes = _open_probes(ctx, CONFIGS)
     try:
         quiet = _measure(probes, rounds, n, fork_n)
+        spaced = spaced_forks(probes["default"].store, probes["default"].base, rounds, 2 * fork_n)
         default = {"default": probes["default"]}
         ctx.log(f"   again with {BUSY} busy sandboxes")
         with busy(default["default"].store, default["default"].base, BUSY):
@@ -401,5 +408,5 @@ def bench_turn(ctx: Context) -> None:
         for probe in probes.values():
             remove(probe.store.path)
             remove(os.path.dirname(probe.store.path))
-    ctx.results["turn"] = {"quiet": quiet, f"busy_{BUSY}": loaded, "turns": tail}
-    _rows(ctx, quiet, loaded, tail)
+    ctx.results["turn"] = {"quiet": quiet, "spaced": spaced, f"busy_{BUSY}": loaded, "turns": tail}
+    _rows(ctx, quiet, spaced, loaded, tail)

@@ -295,3 +295,45 @@ def test_a_process_that_makes_no_sandbox_starts_no_thread() -> None:
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.stdout == "['MainThread']\n", out.stderr
+
+
+class _Token:
+    """A spare of a pool under test: nothing to start or end."""
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_take_that_leaves_spares_ready_lets_the_first_call_have_the_cores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The spare taken by a fork's first call is made up only SETTLE_S later while another
+    is ready (the call mounts its root meanwhile), and at once when none is left."""
+    monkeypatch.setattr(spares, "SETTLE_S", 1.0)
+    pool = spares._Pool()
+    made: list[float] = []
+
+    def make() -> _Token:
+        made.append(time.monotonic())
+        return _Token()
+
+    def made_by(count: int) -> None:
+        deadline = time.monotonic() + 10
+        while len(made) < count:
+            assert time.monotonic() < deadline, f"the pool made {len(made)} of {count}"
+            time.sleep(0.005)
+
+    try:
+        assert pool.take("kind", make, lambda spare: True) is None  # the first ask finds none
+        made_by(spares.FIRST_SPARES)
+        taken = time.monotonic()
+        assert pool.take("kind", make, lambda spare: True) is not None  # one is left ready
+        made_by(spares.FIRST_SPARES + 1)
+        assert made[-1] - taken >= 0.9, "made up while the taker's first call ran"
+        pool.take("kind", make, lambda spare: True)
+        emptied = time.monotonic()
+        assert pool.take("kind", make, lambda spare: True) is not None  # none left now
+        made_by(spares.FIRST_SPARES + 2)
+        assert made[-1] - emptied < 0.5, "a kind with no spare ready waited"
+    finally:
+        pool.release()

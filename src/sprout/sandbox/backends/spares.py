@@ -12,7 +12,8 @@ sandbox's layers. As the warm pools of E2B or Firecracker do, sprout keeps a few
   process that makes no sandbox starts none). A kind nobody asked for in IDLE_S seconds
   has its spares ended: a process between bursts of sandboxes holds none.
 - Taking never waits: with none ready, the sandbox makes its own as it would without the
-  pool. Every take has the thread make up the number.
+  pool. Every take has the thread make up the number: at once when none is left ready,
+  else SETTLE_S later, once the taker's first call has had the cores.
 - A spare goes to one sandbox, once, and ends with it: nothing goes back to the pool.
 - A spare launcher's cgroup has no limits, and the launcher runs nothing until taken:
   `take_launcher` writes the sandbox's limits before it returns it.
@@ -47,6 +48,11 @@ FIRST_SPARES = 2
 MAX_PER_KIND = 8
 MAX_SPARES = 16
 """Over all kinds: many allow-lists in one run must not hold a network each in spares."""
+SETTLE_S = 0.04
+"""After a take that leaves a kind spares ready, how long the thread waits before making up
+its number: the taker's first call (which mounts its root) then has the cores to itself
+instead of sharing them with a launcher and a network being made. A kind with none ready
+is made up at once."""
 IDLE_S = 2.0
 """How long a kind keeps its spares after the last ask for one: short, so that an idle
 process holds none for long (`sprout bench scale` checks that nothing of its sandboxes is
@@ -86,6 +92,8 @@ class _Kind:
     asked_at: float
     ready: deque[Any] = field(default_factory=deque)
     wanted: int = FIRST_SPARES
+    held_until: float = 0.0
+    """Not made up before then, while it has spares ready (SETTLE_S)."""
     failed: bool = False
     """Its last making failed: it is tried again at the next ask, not in a loop (the
     sandbox that asks makes its own, and says what fails)."""
@@ -117,6 +125,8 @@ class _Pool:
             kind.asked_at = time.monotonic()
             kind.failed = False
             spare = kind.ready.popleft() if kind.ready else None
+            if kind.ready:
+                kind.held_until = time.monotonic() + SETTLE_S
             if self.thread is None:
                 self.thread = threading.Thread(target=self.serve, name="sprout-spares")
                 self.thread.daemon = True
@@ -143,7 +153,7 @@ class _Pool:
                 idle = self._idle_spares()
                 kind = self._wanted()
                 if kind is None and not idle:
-                    self.changed.wait(self._until_idle())
+                    self.changed.wait(self._until_due())
                     continue
                 self.making = kind
             for spare in idle:
@@ -172,7 +182,12 @@ class _Pool:
         taken together), while the pool holds fewer than MAX_SPARES."""
         if sum(len(kind.ready) for kind in self.kinds.values()) >= MAX_SPARES:
             return None
-        short = [k for k in self.kinds.values() if not k.failed and len(k.ready) < k.wanted]
+        now = time.monotonic()
+        short = [
+            k
+            for k in self.kinds.values()
+            if not k.failed and len(k.ready) < k.wanted and (not k.ready or now >= k.held_until)
+        ]
         return max(short, key=lambda k: k.wanted - len(k.ready), default=None)
 
     def _idle_spares(self) -> list[Any]:
@@ -181,10 +196,11 @@ class _Pool:
         idle = [key for key, kind in self.kinds.items() if now - kind.asked_at > IDLE_S]
         return [spare for key in idle for spare in self.kinds.pop(key).drop()]
 
-    def _until_idle(self) -> float | None:
+    def _until_due(self) -> float | None:
         now = time.monotonic()
         left = [kind.asked_at + IDLE_S - now for kind in self.kinds.values()]
-        return max(min(left), 0.0) + 0.01 if left else None
+        left += [k.held_until - now for k in self.kinds.values() if k.held_until > now]
+        return max(min(left), 0.0) + 0.001 if left else None
 
     def release(self) -> None:
         with self.changed:
