@@ -49,10 +49,8 @@ class TokenIds:
         if self.tokens is None:
             return
         fingerprint = self.tokens.tokenizer_fingerprint()
-        stored = self.tree.meta().tokenizer
-        check_tokenizer(
-            None if stored is None else stored.to_json(), fingerprint, where=str(self.tree.database)
-        )
+        stored = self.tree.meta().tokenizer_json()
+        check_tokenizer(stored, fingerprint, where=str(self.tree.database))
         if record and stored is None:
             tokenizer = TokenizerFingerprint.model_validate(fingerprint)
             self.tree.update_meta(RunMeta(tokenizer=tokenizer))

@@ -41,14 +41,14 @@ def export_run(
             max_length=max_length,
             overlong=overlong,
         )
-        tokenizer = folder.tree.meta().tokenizer
+        tokenizer = folder.tree.meta().tokenizer_json()
     finally:
         folder.close()
     written = write_records(batch.samples, fmt, out)
     meta = {
         "format": fmt,
         "samples": len(batch.samples),
-        "tokenizer": None if tokenizer is None else tokenizer.to_json(),
+        "tokenizer": tokenizer,
     }
     write_atomically(str(meta_path(written)), json.dumps(meta, indent=2) + "\n", durable=True)
     return written, batch.report

@@ -141,8 +141,7 @@ def train(
     policy = Path(done[-1]["policy"]) if done else settings.model
     learner = Learner(policy, settings.learner)
     if server is None:  # a server's ids are checked against the learner's at every step
-        stored = run.tree.meta().tokenizer
-        learner.check_tokenizer(None if stored is None else stored.to_json(), where=str(run.path))
+        learner.check_tokenizer(run.tree.meta().tokenizer_json(), where=str(run.path))
     for note in learner.notes:
         progress.event("-", "train", f"note: {note}")
     history: list[StepStats] = []

@@ -123,6 +123,11 @@ class RunMeta(BaseModel):
     imported: list[ImportedAttempt] = Field(default_factory=list)
     """Every attempt the run adopted, in order."""
 
+    def tokenizer_json(self) -> dict[str, Any] | None:
+        """The tokenizer's fingerprint as recorded (what `sprout.models.fingerprint` compares
+        and exports carry); None when the run recorded none."""
+        return None if self.tokenizer is None else self.tokenizer.to_json()
+
     def rows(self) -> dict[str, Any]:
         """The fields this meta was made with, as the `meta` table stores them (name, JSON)."""
         return self.model_dump(mode="json", exclude_unset=True)
