@@ -82,7 +82,7 @@ def _time_calls(
     must(sb.run("true"), "run true")  # the sandbox's launcher starts at its first call
     whole = (getattr(backend, "seccomp", False), getattr(backend, "cgroup", None))
     whole += (getattr(backend, "launcher", None),)
-    bare = Launcher.start(backend.helper, []) if ctx.mode != "copy" else None
+    bare = Launcher.start(backend.helper, [], backend.store.ids) if ctx.mode != "copy" else None
     for i in range(WARMUP + n):
         timings: dict[str, float] = {}
         timings["box"], obs = timed(lambda: sb.run("true"))

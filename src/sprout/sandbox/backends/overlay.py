@@ -142,13 +142,17 @@ class OverlayBackend:
                 self.launcher = None
             if self.launcher is None and self.cgroup is None:
                 try:
-                    taken = take_launcher(self.helper, cgroups.support(), self.cgroup_limits)
+                    taken = take_launcher(
+                        self.helper, cgroups.support(), self.cgroup_limits, self.store.ids
+                    )
                 except OSError as error:
                     raise _cgroup_failed(error) from None
                 if taken is not None:
                     self.launcher, self.cgroup = taken
             if self.launcher is None:
-                self.launcher = Launcher.start(self.helper, self._cgroup().directories)
+                self.launcher = Launcher.start(
+                    self.helper, self._cgroup().directories, self.store.ids
+                )
             return self.launcher
 
     def _cgroup(self) -> cgroups.SandboxCgroup:

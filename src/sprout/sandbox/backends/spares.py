@@ -5,7 +5,7 @@ jail/cgroups.py) and a network namespace under its policy (network/namespace.py)
 started and waited for, most of a fork's first call, and none of it depends on the
 sandbox's layers. As the warm pools of E2B or Firecracker do, sprout keeps a few ready:
 
-- A kind (a launcher for one helper and cgroup set-up; a network of one setting, root or
+- A kind (a launcher for one helper, cgroup set-up and id range; a network of one setting, root or
   rootless) gets spares once a sandbox asked for one of it: FIRST_SPARES, and one more, up
   to MAX_PER_KIND, each time an ask found none ready (sandboxes made at once want as many),
   at most MAX_SPARES in all, made one at a time by one thread that the first ask starts (a
@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sprout.sandbox.jail.cgroups import CgroupLimits, CgroupSupport, SandboxCgroup
+from sprout.sandbox.jail.idmap import IdRange
 from sprout.sandbox.jail.launcher import Launcher
 from sprout.sandbox.network.namespace import SandboxNetwork
 from sprout.sandbox.network.policy import Network
@@ -62,16 +63,17 @@ left 5 s after they close)."""
 @dataclass
 class SpareLauncher:
     """A launcher in a fresh cgroup set of its own, without limits (one of no directories
-    where this machine gives sprout no cgroups)."""
+    where this machine gives sprout no cgroups), holding a user namespace of the store's ids
+    when run as root."""
 
     launcher: Launcher
     cgroup: SandboxCgroup
 
     @classmethod
-    def make(cls, helper: str, found: CgroupSupport) -> SpareLauncher:
+    def make(cls, helper: str, found: CgroupSupport, ids: IdRange | None) -> SpareLauncher:
         cgroup = SandboxCgroup.create(None, found)
         try:
-            return cls(Launcher.start(helper, cgroup.directories), cgroup)
+            return cls(Launcher.start(helper, cgroup.directories, ids), cgroup)
         except BaseException:
             cgroup.remove()
             raise
@@ -216,12 +218,12 @@ _pool = _Pool()
 
 
 def take_launcher(
-    helper: str, found: CgroupSupport, limits: CgroupLimits
+    helper: str, found: CgroupSupport, limits: CgroupLimits, ids: IdRange | None
 ) -> tuple[Launcher, SandboxCgroup] | None:
-    """A spare launcher and its cgroup, `limits` written; None when none is ready. OSError
-    (the spare ended) when the limits cannot be written."""
-    key = ("launcher", helper, tuple(found.parents.items()))
-    make = functools.partial(SpareLauncher.make, helper, found)
+    """A spare launcher of the store's `ids` and its cgroup, `limits` written; None when
+    none is ready. OSError (the spare ended) when the limits cannot be written."""
+    key = ("launcher", helper, tuple(found.parents.items()), ids)
+    make = functools.partial(SpareLauncher.make, helper, found, ids)
     spare: SpareLauncher | None = _pool.take(key, make, lambda s: s.launcher.alive)
     if spare is None:
         return None

@@ -31,7 +31,8 @@
  *                  call --fork--> init (PID 1 of the new PID namespace)
  *                                 --fork--> command
  * The launcher (--launcher, below) is the sandbox's one process inside its cgroups, so
- * that a call joins none. The first call after a checkpoint mounts the sandbox's root (its
+ * that a call joins none; as root it also holds the sandbox's user namespace, made once
+ * (sandbox_users). The first call after a checkpoint mounts the sandbox's root (its
  * layers' overlay, the image, /dev: build_root) in a mount namespace whose descriptor it
  * hands the launcher; the calls after it enter that namespace (enter_view) and mount only
  * what is theirs alone: /proc, /dev/pts and /dev/shm, in an IPC and PID namespace of their
@@ -208,6 +209,26 @@ static int make_user_namespace(unsigned long host, unsigned long count) {
     while (waitpid(child, NULL, 0) < 0)
         if (errno != EINTR) die("waitpid");
     return fd;
+}
+
+/* As root, the sandbox's user namespace, made once by its launcher (`--launcher --idmap`)
+ * and inherited by each call, so that the root built after each checkpoint joins it rather
+ * than making another (a short-lived child and its maps: most of a millisecond on every
+ * turn). It maps the store's id range, one for the machine, and holds nothing a call could
+ * leave to the next: every namespace a call makes inside it goes with the call's processes,
+ * and the calls between two checkpoints already shared it. -1 in a helper of its own (an
+ * interactive shell), or rootless, where each root's user namespace is the call's own. */
+static struct {
+    int fd;
+    unsigned long host, count;
+} sandbox_users = {-1, 0, 0};
+
+/* The user namespace for a root with the ids `o` maps: the launcher's when it maps them. */
+static int user_namespace_for(const struct options *o) {
+    if (sandbox_users.fd >= 0 && sandbox_users.host == o->map_host &&
+        sandbox_users.count == o->map_count)
+        return sandbox_users.fd;
+    return make_user_namespace(o->map_host, o->map_count);
 }
 
 /* ---- the root filesystem ----------------------------------------------------------- */
@@ -537,10 +558,15 @@ static int write_seccomp(const char *path, int nested_userns) {
     if (!ctx) die("seccomp_init");
     /* A binary tree of syscall numbers: the allow-list costs a few comparisons a call. */
     if (seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2) < 0) die("seccomp optimize");
-    /* The native ABI's rules also cover the compat ABIs a binary could switch to. */
+    /* An ABI the filter does not list (x32's, below) answers ENOSYS: never a kill. */
+    if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(ENOSYS)) < 0)
+        die("seccomp action for other ABIs");
+    /* The native ABI's rules also cover the compat ABI a binary could switch to. Not x32's:
+     * a copy of the x86-64 rules, a third of the program and of the time every call takes
+     * to load it, for an ABI that Debian's kernels leave off unless booted with
+     * syscall.x32=y (its calls answer ENOSYS, as an unknown syscall's). */
     if (native == SCMP_ARCH_X86_64) {
-        if (seccomp_arch_add(ctx, SCMP_ARCH_X86) < 0 || seccomp_arch_add(ctx, SCMP_ARCH_X32) < 0)
-            die("seccomp compat architectures");
+        if (seccomp_arch_add(ctx, SCMP_ARCH_X86) < 0) die("seccomp compat architectures");
         arches[n_arches++] = SCMP_ARCH_X86;
     } else if (native == SCMP_ARCH_AARCH64) {
         if (seccomp_arch_add(ctx, SCMP_ARCH_ARM) < 0) die("seccomp compat architectures");
@@ -799,7 +825,7 @@ static void send_view(int share, const char *key, const int fds[3]) {
 static void build_root(const struct options *o, int *userns, int share, const char *key) {
     int fds[3] = {-1, -1, -1};
     if (o->rootless) map_self_to_root(); /* inside the network's user namespace, if any */
-    else *userns = make_user_namespace(o->map_host, o->map_count);
+    else *userns = user_namespace_for(o);
     if (unshare(CLONE_NEWNS | CLONE_NEWUTS) < 0) die("unshare");
     if (share >= 0) {
         fds[0] = o->rootless ? open_namespace("user") : *userns;
@@ -1001,7 +1027,7 @@ static void parse(int argc, char **argv, struct options *o) {
             "[--cgroup DIR... | --in-cgroup DIR...] [--seccomp BPF] [--no-network | --netns-fd N] "
             "[--userns-fd N] [--script-fd N] [--timings-fd N] [--user UID:GID[:GROUPS]] "
             "-- COMMAND...\n"
-            "       sprout-box --launcher [--cgroup DIR]...\n"
+            "       sprout-box --launcher [--cgroup DIR]... [--idmap HOST:COUNT]\n"
             "       sprout-box --write-seccomp BPF [--nested-userns]\n"
             "       sprout-box --hold-network [--rootless]\n"
             "       sprout-box --bind-udp ADDRESS PORT FD");
@@ -1199,11 +1225,11 @@ static void keep_fd(int *keep, int *n, int fd) {
 static void run_launched_call(struct call *call) {
     struct options o;
     sigset_t none;
-    int above = views_out, moved[MAX_CALL_FDS], keep[MAX_CALL_FDS + 4], n_keep = 0, argc = 0;
-    int *held[] = {&view.user, &view.mnt, &view.uts, &views_out};
+    int above = views_out, moved[MAX_CALL_FDS], keep[MAX_CALL_FDS + 5], n_keep = 0, argc = 0;
+    int *held[] = {&view.user, &view.mnt, &view.uts, &views_out, &sandbox_users.fd};
     sigemptyset(&none);
     if (sigprocmask(SIG_SETMASK, &none, NULL) < 0) _exit(SETUP_FAILED);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (*held[i] > above) above = *held[i];
     for (int i = 0; i < call->n_fds; i++) {
         if (call->fds[i] > above) above = call->fds[i];
@@ -1211,7 +1237,7 @@ static void run_launched_call(struct call *call) {
     }
     for (int i = 0; i < call->n_fds; i++)  /* first out of the way of every target */
         if ((moved[i] = fcntl(call->fds[i], F_DUPFD_CLOEXEC, above + 1)) < 0) _exit(SETUP_FAILED);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         if (*held[i] >= 0 && (*held[i] = fcntl(*held[i], F_DUPFD_CLOEXEC, above + 1)) < 0)
             _exit(SETUP_FAILED);
         keep_fd(keep, &n_keep, *held[i]);
@@ -1375,14 +1401,24 @@ static int serve_once(int events, int views_in) {
 static int launcher(int argc, char **argv) {
     char path[PATH_LEN];
     sigset_t child_exits;
+    struct options ids = {0};
     int events, views[2];
     for (int i = 2; i < argc; i += 2) {
+        if (i + 1 < argc && !strcmp(argv[i], "--idmap")) {
+            parse_idmap(argv[i + 1], &ids);
+            continue;
+        }
         if (strcmp(argv[i], "--cgroup") || i + 1 >= argc || argv[i + 1][0] != '/') {
             errno = EINVAL;
-            die("usage: sprout-box --launcher [--cgroup DIR]...");
+            die("usage: sprout-box --launcher [--cgroup DIR]... [--idmap HOST:COUNT]");
         }
         snprintf(path, sizeof path, "%s/cgroup.procs", argv[i + 1]);
         write_file(path, "0");
+    }
+    if (ids.map_count) {
+        sandbox_users.fd = make_user_namespace(ids.map_host, ids.map_count);
+        sandbox_users.host = ids.map_host;
+        sandbox_users.count = ids.map_count;
     }
     for (int i = 0; i < MAX_CALLS; i++) running[i].socket_fd = -1;
     sigemptyset(&child_exits);

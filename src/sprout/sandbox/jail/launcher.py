@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import BinaryIO
 
 from sprout.sandbox.errors import SandboxSetupFailed
+from sprout.sandbox.jail.idmap import IdRange
 
 START_TIMEOUT_S = 10.0
 """How long the launcher may take to join the cgroups and say it is ready."""
@@ -103,12 +104,16 @@ class Launcher:
         self._send_lock = threading.Lock()
 
     @classmethod
-    def start(cls, helper: str, cgroups: Sequence[str]) -> Launcher:
-        """`helper --launcher`, inside `cgroups` (their directories) once it says so."""
+    def start(cls, helper: str, cgroups: Sequence[str], ids: IdRange | None) -> Launcher:
+        """`helper --launcher`, inside `cgroups` (their directories) once it says so; with
+        `ids` (run as root), holding the sandbox's user namespace that maps them, which
+        every root its calls build joins (box.c's sandbox_users)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         argv = [helper, "--launcher"]
         for directory in cgroups:
             argv += ["--cgroup", directory]
+        if ids is not None:
+            argv += ["--idmap", str(ids)]
         try:
             channel = theirs.fileno()
             process = subprocess.Popen(
