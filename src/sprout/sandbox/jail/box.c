@@ -35,9 +35,10 @@
  * (sandbox_users). The first call after a checkpoint mounts the sandbox's root (its
  * layers' overlay, the image, /dev: build_root) in a mount namespace whose descriptor it
  * hands the launcher; the calls after it enter that namespace (enter_view) and mount only
- * what is theirs alone: /proc, /dev/pts and /dev/shm, in an IPC and PID namespace of their
- * own. When the command exits, init exits, and the kernel kills everything left in the
- * namespace: no process outlives its call. If the call is killed (a timeout), init gets
+ * what is theirs alone: /proc, /dev/pts and /dev/shm, in a mount, IPC and PID namespace of
+ * their own. When the command exits, init exits, and the kernel kills everything left in the
+ * namespace: no process outlives its call. The call's mounts go after its status is sent:
+ * the launcher holds its mount namespace until then (send_call_mounts). If the call is killed (a timeout), init gets
  * SIGKILL through PR_SET_PDEATHSIG, with the same effect. Without the launcher (an
  * interactive shell), one process does all of it: `sprout-box OPTIONS -- COMMAND`.
  *
@@ -732,11 +733,10 @@ static int run_init(const struct options *o, int alive, int userns) {
     /* init stays outside the sandbox's user namespace: nothing inside may
      * trace it or read its /proc entries. */
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) die("prctl dumpable");
-    /* A mount namespace of the call's own gets the /proc of its PID namespace, in the
-     * sandbox's root: the current directory (build_root or enter_view left it there). A
-     * user namespace may mount a proc only where one is fully visible already: rootless,
-     * the host's tree stays until then, and goes now. */
-    if (unshare(CLONE_NEWNS) < 0) die("unshare a mount namespace");
+    /* The call's mount namespace (call_main made it) gets the /proc of its PID namespace,
+     * in the sandbox's root: the current directory (build_root or enter_view left it
+     * there). A user namespace may mount a proc only where one is fully visible already:
+     * rootless, the host's tree stays until then, and goes now. */
     mount_proc();
     call_dev(o->map_host); /* 0 when rootless: root inside */
     if (o->rootless) pivot_here();
@@ -859,12 +859,25 @@ static int enter_view(const struct options *o, int *userns, const char *key) {
     return 1;
 }
 
+/* This call's mount namespace, to the launcher's view socket `share`, named by this
+ * process's id (the launcher's child: the id it knows). `self` is this process's folder in
+ * the host's /proc, opened before the root changed: the sandbox's has no /proc yet. */
+static void send_call_mounts(int share, int self) {
+    char key[32];
+    int fd = openat(self, "ns/mnt", O_RDONLY | O_CLOEXEC);
+    int n = snprintf(key, sizeof key, "call %d", (int)getpid());
+    if (fd < 0) die("open the call's mount namespace");
+    if (send_fds(share, key, (size_t)n + 1, &fd, 1) < 0) die("hand the call's mounts over");
+    close(fd);
+}
+
 /* One call: the sandbox's root (entered, or built and shared through `share` when that is
  * not -1), a network namespace when it has none of its own, then a PID namespace whose
  * init runs the command (run_init). Returns the command's exit status. */
 static int call_main(struct options *o, int share) {
     char key[KEY_LEN];
     int userns = -1, status, alive[2], shared = share >= 0 && view_key(o, key, sizeof key);
+    int self = -1;
     pid_t init, caller;
 
     timings_fd = o->timings_fd;
@@ -884,18 +897,29 @@ static int call_main(struct options *o, int share) {
         close(o->netns_fd);
     }
     enter_cgroups(o); /* while the host's /proc and cgroup folders are in view */
+    if (share >= 0 && (self = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+        die("open /proc/self");
     if (shared && enter_view(o, &userns, key)) {
         mark("root-entered");
     } else {
         build_root(o, &userns, shared ? share : -1, key);
         mark("root-built");
     }
-    if (share >= 0) close(share);
     if (o->no_network) {
         if (unshare(CLONE_NEWNET) < 0) die("unshare a network namespace");
         loopback_up();
     }
-    if (unshare(CLONE_NEWIPC | CLONE_NEWPID) < 0) die("unshare IPC and PID namespaces");
+    /* The call's own mount namespace too, which its init fills (/proc, /dev/pts, /dev/shm):
+     * made here rather than in init, it goes to the launcher, which drops it once it has
+     * sent the call's status (reap_calls). Unmounting it then comes after the status, not
+     * in init's exit or this process's, before it. */
+    if (unshare(CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNS) < 0)
+        die("unshare IPC, PID and mount namespaces");
+    if (share >= 0) {
+        send_call_mounts(share, self);
+        close(share);
+        close(self);
+    }
 
     if (pipe2(alive, O_CLOEXEC) < 0) die("pipe");
     init = fork();
@@ -1190,7 +1214,8 @@ static void release_call(struct call *call) {
 }
 
 /* The launcher's end of its view socket, which every call's process inherits: a call that
- * builds the sandbox's root sends its namespaces there (send_view). */
+ * builds the sandbox's root sends its namespaces there (send_view), and every call its own
+ * mount namespace (send_call_mounts). */
 static int views_out = -1;
 
 /* Closes every descriptor but those in `keep` (sorted, distinct). */
@@ -1216,6 +1241,13 @@ static void keep_fd(int *keep, int *n, int fd) {
     }
     keep[i] = fd;
     (*n)++;
+}
+
+/* A call's wait status, as sprout reads it on the call's socket (jail/launcher.py). */
+static void send_status(int socket_fd, int status) {
+    char text[32];
+    int n = snprintf(text, sizeof text, "%d\n", status);
+    (void)send(socket_fd, text, (size_t)n, MSG_NOSIGNAL);
 }
 
 /* In the call's process (the launcher's child, no exec: the launcher is this program): each
@@ -1265,10 +1297,13 @@ static void forget_view(void) {
     view.key[0] = 0;
 }
 
-/* A view a call built, from the view socket: it replaces the one kept. */
-static void receive_view(int views_in) {
+static void hold_call_mounts(const char *key, int fd);
+
+/* What a call sends on the view socket: a root it built, which replaces the view kept (its
+ * key and three namespaces), or its own mount namespace ("call PID" and one). */
+static void receive_from_call(int views_in) {
     char key[KEY_LEN];
-    int fds[3];
+    int fds[3], n_fds;
     union { char buf[CMSG_SPACE(sizeof(int) * 3)]; struct cmsghdr align; } control;
     struct iovec iov = {key, sizeof key};
     struct msghdr message;
@@ -1283,10 +1318,16 @@ static void receive_view(int views_in) {
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
     if (n < 0) die("receive a sandbox's root");
     part = CMSG_FIRSTHDR(&message);
-    if (!part || part->cmsg_type != SCM_RIGHTS || part->cmsg_len != CMSG_LEN(sizeof fds)) return;
-    memcpy(fds, CMSG_DATA(part), sizeof fds);
-    if (n == 0 || key[n - 1] || message.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
-        for (int i = 0; i < 3; i++) close(fds[i]);
+    if (!part || part->cmsg_type != SCM_RIGHTS || part->cmsg_len < CMSG_LEN(sizeof(int))) return;
+    n_fds = (int)((part->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+    memcpy(fds, CMSG_DATA(part), sizeof(int) * (size_t)n_fds);
+    if (n == 0 || key[n - 1] || message.msg_flags & (MSG_TRUNC | MSG_CTRUNC) ||
+        (n_fds != 3 && (n_fds != 1 || strncmp(key, "call ", 5)))) {
+        for (int i = 0; i < n_fds; i++) close(fds[i]);
+        return;
+    }
+    if (n_fds == 1) {
+        hold_call_mounts(key + 5, fds[0]);
         return;
     }
     forget_view();
@@ -1294,12 +1335,6 @@ static void receive_view(int views_in) {
     view.mnt = fds[1];
     view.uts = fds[2];
     memcpy(view.key, key, (size_t)n);
-}
-
-static void send_status(int socket_fd, int status) {
-    char text[32];
-    int n = snprintf(text, sizeof text, "%d\n", status);
-    (void)send(socket_fd, text, (size_t)n, MSG_NOSIGNAL);
 }
 
 /* A call that could not start: why, on its output (the descriptor it gave as 2), and
@@ -1319,7 +1354,20 @@ static struct running {
     pid_t helper;
     int socket_fd;
     int killed;  /* sprout shut the socket (a timeout): the helper has had SIGKILL */
+    int mounts;  /* the call's mount namespace (send_call_mounts), or -1 */
 } running[MAX_CALLS];
+
+/* The mount namespace of the call whose helper is `pid` (text), kept until its status is
+ * sent; dropped at once when that call has ended already. */
+static void hold_call_mounts(const char *pid, int fd) {
+    for (int i = 0; i < MAX_CALLS; i++)
+        if (running[i].socket_fd >= 0 && running[i].mounts < 0 &&
+            running[i].helper == (pid_t)atol(pid)) {
+            running[i].mounts = fd;
+            return;
+        }
+    close(fd);
+}
 
 /* Starts the call's helper as the launcher's child, so inside the cgroups, and keeps the
  * call's socket to report its end on. */
@@ -1341,11 +1389,13 @@ static void start_call(struct call *call) {
     running[slot].helper = helper;
     running[slot].socket_fd = call->fds[call->n_fds];
     running[slot].killed = 0;
+    running[slot].mounts = -1;
     call->fds[call->n_fds] = -1; /* kept: release_call leaves it open */
 }
 
 /* Every helper that has exited, reaped (its CPU time then counts as the launcher's
- * children's, and so as sprout's) and its wait status sent on its call's socket. */
+ * children's, and so as sprout's) and its wait status sent on its call's socket; then the
+ * call's mounts go. */
 static void reap_calls(void) {
     int status;
     pid_t pid;
@@ -1355,6 +1405,8 @@ static void reap_calls(void) {
                 send_status(running[i].socket_fd, status);
                 close(running[i].socket_fd);
                 running[i].socket_fd = -1;
+                if (running[i].mounts >= 0) close(running[i].mounts);
+                running[i].mounts = -1;
             }
 }
 
@@ -1380,7 +1432,7 @@ static int serve_once(int events, int views_in) {
         if (read(events, &info, sizeof info) < 0 && errno != EAGAIN) die("read signalfd");
         reap_calls();
     }
-    if (watch[2].revents) receive_view(views_in); /* before a forget that follows it */
+    if (watch[2].revents) receive_from_call(views_in); /* before a forget that follows it */
     for (int k = 3; k < n; k++)
         if (watch[k].revents) {
             kill(running[slots[k - 3]].helper, SIGKILL);
@@ -1420,7 +1472,7 @@ static int launcher(int argc, char **argv) {
         sandbox_users.host = ids.map_host;
         sandbox_users.count = ids.map_count;
     }
-    for (int i = 0; i < MAX_CALLS; i++) running[i].socket_fd = -1;
+    for (int i = 0; i < MAX_CALLS; i++) running[i].socket_fd = running[i].mounts = -1;
     sigemptyset(&child_exits);
     sigaddset(&child_exits, SIGCHLD);
     if (sigprocmask(SIG_BLOCK, &child_exits, NULL) < 0) die("block SIGCHLD");
