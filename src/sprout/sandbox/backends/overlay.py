@@ -33,9 +33,10 @@ from sprout.sandbox.types import Observation, SandboxConfig
 SETUP_FAILED = 125
 SCRIPT_PATH = "/proc/self/fd/3"
 """Where the shell reads its command: box.c's --script-fd moves the script there."""
-LAUNCH_PROCESSES = 2
-"""The processes of a call in the sandbox's pids cgroup besides the command's: its init and
-its helper; the launcher itself is one more, per sandbox."""
+LAUNCH_PROCESSES = {"root": 1, "rootless": 2}
+"""The processes of a call in the sandbox's pids cgroup besides the command's: as root its
+helper, which is its init; rootless its helper and its init (box.c's process shape). The
+launcher itself is one more, per sandbox."""
 
 
 def _kill_helper(process: Child) -> None:
@@ -96,7 +97,8 @@ class OverlayBackend:
         self.shell = shell_for(self.image_root)
         self._cap(sandbox)
         limits = sandbox.config.limits
-        pids = limits.processes + LAUNCH_PROCESSES + 1 if limits.processes else 0
+        launch = LAUNCH_PROCESSES["root" if self.store.ids is not None else "rootless"]
+        pids = limits.processes + launch + 1 if limits.processes else 0
         self.cgroup_limits = cgroups.CgroupLimits(limits.memory_bytes, pids, limits.cpus)
 
     def run(self, sandbox: OpenLayer, command: str, timeout: float) -> Observation:

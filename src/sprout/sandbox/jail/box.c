@@ -27,9 +27,12 @@
  * made, with /proc masked as runc masks it and a minimal /dev; with --user, as
  * that uid, gid and groups (the image's USER), without capabilities when not 0.
  *
- * Process shape:  launcher --fork--> call (no exec: the launcher is this program)
- *                  call --fork--> init (PID 1 of the new PID namespace)
- *                                 --fork--> command
+ * Process shape (no exec but the command's: the launcher is this program):
+ *   as root:   launcher --clone--> call, PID 1 of a new PID namespace (its init)
+ *                                  --fork--> command
+ *   rootless:  launcher --fork--> call --fork--> init (PID 1 of the new PID namespace)
+ *                                                --fork--> command
+ *   without the launcher:  sprout-box --fork--> init --fork--> command
  * The launcher (--launcher, below) is the sandbox's one process inside its cgroups, so
  * that a call joins none; as root it also holds the sandbox's user namespace, made once
  * (sandbox_users). The first call after a checkpoint mounts the sandbox's root (its
@@ -224,11 +227,18 @@ static struct {
     unsigned long host, count;
 } sandbox_users = {-1, 0, 0};
 
-/* The user namespace for a root with the ids `o` maps: the launcher's when it maps them. */
+/* The user namespace for a root with the ids `o` maps: the launcher's when it maps them.
+ * A launcher's call runs as PID 1 of its own namespace (start_call) and may not make one:
+ * make_user_namespace names its child in the host's /proc by a pid of the call's. */
 static int user_namespace_for(const struct options *o) {
     if (sandbox_users.fd >= 0 && sandbox_users.host == o->map_host &&
         sandbox_users.count == o->map_count)
         return sandbox_users.fd;
+    if (sandbox_users.fd >= 0) {
+        errno = EINVAL;
+        die("--idmap %lu:%lu: the launcher maps %lu:%lu", o->map_host, o->map_count,
+            sandbox_users.host, sandbox_users.count);
+    }
     return make_user_namespace(o->map_host, o->map_count);
 }
 
@@ -724,12 +734,15 @@ static int run_init(const struct options *o, int alive, int userns) {
 
     /* Our parent lives outside the new PID namespace, so getppid() reads 0
      * and cannot tell whether it died before PR_SET_PDEATHSIG was armed.
-     * The helper holds the read end of `alive`: a write fails once it is gone. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) die("prctl");
-    signal(SIGPIPE, SIG_IGN);
-    if (write(alive, "", 1) != 1) _exit(SETUP_FAILED);
-    close(alive);
-    signal(SIGPIPE, SIG_DFL);
+     * The helper holds the read end of `alive`: a write fails once it is gone.
+     * -1: the launcher's call itself is init, and call_main checked its launcher. */
+    if (alive >= 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) die("prctl");
+        signal(SIGPIPE, SIG_IGN);
+        if (write(alive, "", 1) != 1) _exit(SETUP_FAILED);
+        close(alive);
+        signal(SIGPIPE, SIG_DFL);
+    }
     /* init stays outside the sandbox's user namespace: nothing inside may
      * trace it or read its /proc entries. */
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) die("prctl dumpable");
@@ -871,10 +884,15 @@ static void send_call_mounts(int share, int self) {
     close(fd);
 }
 
+/* The launcher, as its calls see it (pidfd_open): readable once it has exited. */
+static int launcher_pidfd = -1;
+
 /* One call: the sandbox's root (entered, or built and shared through `share` when that is
  * not -1), a network namespace when it has none of its own, then a PID namespace whose
- * init runs the command (run_init). Returns the command's exit status. */
-static int call_main(struct options *o, int share) {
+ * init runs the command (run_init). `as_init`: the launcher started this process as PID 1
+ * of new PID and IPC namespaces (start_call), so it is that init itself. Returns the
+ * command's exit status. */
+static int call_main(struct options *o, int share, int as_init) {
     char key[KEY_LEN];
     int userns = -1, status, alive[2], shared = share >= 0 && view_key(o, key, sizeof key);
     int self = -1;
@@ -887,7 +905,13 @@ static int call_main(struct options *o, int share) {
      * otherwise it would go on writing into a layer that GC will free. */
     caller = getppid();
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) die("prctl");
-    if (getppid() != caller) return SETUP_FAILED;
+    if (as_init) {
+        /* getppid() reads 0 from inside the PID namespace: the launcher's pidfd says. */
+        struct pollfd gone = {launcher_pidfd, POLLIN, 0};
+        if (poll(&gone, 1, 0) != 0) return SETUP_FAILED;
+    } else if (getppid() != caller) {
+        return SETUP_FAILED;
+    }
     if (o->userns_fd >= 0) {
         if (setns(o->userns_fd, CLONE_NEWUSER) < 0) die("join the network's user namespace");
         close(o->userns_fd);
@@ -913,13 +937,14 @@ static int call_main(struct options *o, int share) {
      * made here rather than in init, it goes to the launcher, which drops it once it has
      * sent the call's status (reap_calls). Unmounting it then comes after the status, not
      * in init's exit or this process's, before it. */
-    if (unshare(CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNS) < 0)
+    if (unshare(as_init ? CLONE_NEWNS : CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNS) < 0)
         die("unshare IPC, PID and mount namespaces");
     if (share >= 0) {
         send_call_mounts(share, self);
         close(share);
         close(self);
     }
+    if (as_init) return run_init(o, -1, userns);
 
     if (pipe2(alive, O_CLOEXEC) < 0) die("pipe");
     init = fork();
@@ -1254,14 +1279,15 @@ static void send_status(int socket_fd, int status) {
  * of the call's descriptors at its number, the sandbox's view and the view socket above
  * them, nothing else of the launcher's, a fresh process's signal mask, the call's
  * environment; then the call. */
-static void run_launched_call(struct call *call) {
+static void run_launched_call(struct call *call, int as_init) {
     struct options o;
     sigset_t none;
-    int above = views_out, moved[MAX_CALL_FDS], keep[MAX_CALL_FDS + 5], n_keep = 0, argc = 0;
-    int *held[] = {&view.user, &view.mnt, &view.uts, &views_out, &sandbox_users.fd};
+    int above = views_out, moved[MAX_CALL_FDS], keep[MAX_CALL_FDS + 6], n_keep = 0, argc = 0;
+    int *held[] = {&view.user, &view.mnt, &view.uts, &views_out, &sandbox_users.fd,
+                   &launcher_pidfd};
     sigemptyset(&none);
     if (sigprocmask(SIG_SETMASK, &none, NULL) < 0) _exit(SETUP_FAILED);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (*held[i] > above) above = *held[i];
     for (int i = 0; i < call->n_fds; i++) {
         if (call->fds[i] > above) above = call->fds[i];
@@ -1269,7 +1295,7 @@ static void run_launched_call(struct call *call) {
     }
     for (int i = 0; i < call->n_fds; i++)  /* first out of the way of every target */
         if ((moved[i] = fcntl(call->fds[i], F_DUPFD_CLOEXEC, above + 1)) < 0) _exit(SETUP_FAILED);
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         if (*held[i] >= 0 && (*held[i] = fcntl(*held[i], F_DUPFD_CLOEXEC, above + 1)) < 0)
             _exit(SETUP_FAILED);
         keep_fd(keep, &n_keep, *held[i]);
@@ -1282,7 +1308,7 @@ static void run_launched_call(struct call *call) {
     environ = call->envp;
     while (call->argv[argc]) argc++;
     parse(argc, call->argv, &o);
-    _exit(call_main(&o, views_out));
+    _exit(call_main(&o, views_out, as_init));
 }
 
 /* Drops the sandbox's root (its layers changed, or sprout wrote into its upper layer):
@@ -1370,9 +1396,12 @@ static void hold_call_mounts(const char *pid, int fd) {
 }
 
 /* Starts the call's helper as the launcher's child, so inside the cgroups, and keeps the
- * call's socket to report its end on. */
+ * call's socket to report its end on. As root (a launcher holding the sandbox's user
+ * namespace), the helper is born PID 1 of new PID and IPC namespaces, the call's init
+ * itself: no process between it and the launcher to fork, wait for and reap. Rootless, the
+ * helper makes them inside its own user namespace, and forks their init (call_main). */
 static void start_call(struct call *call) {
-    int slot = 0;
+    int slot = 0, as_init = sandbox_users.fd >= 0;
     pid_t helper;
     while (slot < MAX_CALLS && running[slot].socket_fd >= 0) slot++;
     if (slot == MAX_CALLS) {
@@ -1380,12 +1409,16 @@ static void start_call(struct call *call) {
         call_failed(call, "start a call: too many running in this sandbox");
         return;
     }
-    helper = fork();
+    /* A fork (no thread of the launcher's runs beside it) whose child is PID 1: clone(2)
+     * with SIGCHLD and no stack returns in the child as fork(2) does. */
+    helper = as_init ? (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWIPC | SIGCHLD, NULL,
+                                      NULL, NULL, NULL)
+                     : fork();
     if (helper < 0) {
         call_failed(call, "fork the call's helper");
         return;
     }
-    if (helper == 0) run_launched_call(call);
+    if (helper == 0) run_launched_call(call, as_init);
     running[slot].helper = helper;
     running[slot].socket_fd = call->fds[call->n_fds];
     running[slot].killed = 0;
@@ -1471,6 +1504,7 @@ static int launcher(int argc, char **argv) {
         sandbox_users.fd = make_user_namespace(ids.map_host, ids.map_count);
         sandbox_users.host = ids.map_host;
         sandbox_users.count = ids.map_count;
+        if ((launcher_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0)) < 0) die("pidfd_open");
     }
     for (int i = 0; i < MAX_CALLS; i++) running[i].socket_fd = running[i].mounts = -1;
     sigemptyset(&child_exits);
@@ -1505,5 +1539,5 @@ int main(int argc, char **argv) {
     }
     if (argc >= 2 && !strcmp(argv[1], "--launcher")) return launcher(argc, argv);
     parse(argc, argv, &o);
-    return call_main(&o, -1);
+    return call_main(&o, -1, 0);
 }
