@@ -8,7 +8,9 @@ beside a baseline measured in the same run:
    durable checkpoints), beside the store filesystem off, `durable=False` and a bare
    `subprocess` of the same shell: a call, a checkpoint and a fork + first call by phase,
    quiet and with 8 sandboxes busy, then one sandbox's turn tail and 8 sandboxes' turns/s
-   over one's (`--turn-only` runs this section alone);
+   over one's (`--turn-only` runs this section alone); with `--against SRC`, a call, a
+   checkpoint, the first call after it and a fork + first call of this tree and of
+   another, each in processes of its own, alternating (_sandbox/turn_against.py);
 1. per-call overhead: `sb.run("true")` vs `subprocess.run(["true"])`, and the
    cost of the jail: the same call without seccomp and without cgroups (as a
    machine lacking them runs it), and, with `--against SRC`, the same call of
@@ -127,7 +129,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--against",
         metavar="SRC",
         help="another sprout tree's src/ folder (e.g. a worktree of an older commit): its "
-        'sb.run("true") is timed in the same run, alternating with this tree\'s',
+        'sb.run("true") (section 1) and its turns (section 0) are timed in the same run, '
+        "alternating with this tree's",
     )
     parser.add_argument(
         "--turn-only",

@@ -36,6 +36,7 @@ from sprout.tree import RolloutTree, Turn
 from .common import WARMUP, BenchError, Context, Row, remove
 from .phases import CALL_PHASES, FORK_PHASES, BenchCallFailed, PhaseReader, fork_phases
 from .spaced_forks import spaced_forks, spaced_row
+from .turn_against import against_rows, turn_against
 
 SECTION = "0. a turn, default configuration"
 BUSY = 8
@@ -402,6 +403,10 @@ def bench_turn(ctx: Context) -> None:
             loaded = _measure(default, rounds, n, fork_n)
         ctx.log(f"   turns: one sandbox, then {BUSY}")
         tail = turn_tail(probes["default"].store, probes["default"].base, rounds, turns)
+        if ctx.against:
+            ctx.log(f"   the same turns from {ctx.against}")
+            ctx.results["turn_against"] = turn_against(ctx, ctx.against, rounds, turns // 2)
+            ctx.rows += against_rows(SECTION, ctx.results["turn_against"])
     finally:
         for probe in probes.values():
             probe.close()

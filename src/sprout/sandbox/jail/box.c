@@ -299,6 +299,23 @@ static void make_dev(unsigned long root_id) {
     mount_or_die(NULL, "dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL);
 }
 
+/* As root, the /dev of every root a launcher's calls build: make_dev's, made once when the
+ * launcher starts (make_dev_template) and kept as a detached mount. A root attaches a clone
+ * of it, two calls instead of a tmpfs mounted and filled (about twenty); they share one
+ * read-only tmpfs, as the calls between two checkpoints already did. -1 without the
+ * launcher, rootless, or where the kernel cannot clone a detached mount (older kernels
+ * refuse to): each root then makes its own. */
+static int dev_template = -1;
+
+static void attach_dev_template(void) {
+    int tree = open_tree(dev_template, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
+                                               AT_EMPTY_PATH);
+    if (tree < 0) die("clone the sandbox's /dev");
+    if (move_mount(tree, "", AT_FDCWD, "dev", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        die("attach the sandbox's /dev");
+    close(tree);
+}
+
 /* A call's own devpts and shm under the sandbox's /dev (when its image has one): no
  * terminal or shared memory of one call is seen by the next. */
 static void call_dev(unsigned long root_id) {
@@ -376,7 +393,10 @@ static void assemble_root(const struct options *o, int userns) {
     make_dir(path, 0755);
     mount_or_die("overlay", path, "overlay", MS_NODEV, data);
     if (chdir(path) < 0) die("chdir %s", path);
-    if (access("dev", F_OK) == 0) make_dev(o->map_host); /* 0 when rootless: root inside */
+    if (access("dev", F_OK) == 0) {
+        if (dev_template >= 0) attach_dev_template();
+        else make_dev(o->map_host); /* 0 when rootless: root inside */
+    }
 }
 
 /* runc's defaults: what /proc tells about the host, or lets anyone change in it. */
@@ -823,6 +843,36 @@ static int send_fds(int socket_fd, const void *data, size_t size, const int *fds
     header->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
     memcpy(CMSG_DATA(header), fds, sizeof(int) * (size_t)n);
     return sendmsg(socket_fd, &message, MSG_NOSIGNAL) == (ssize_t)size ? 0 : -1;
+}
+
+/* One message of `send_fds` from `socket_fd` without waiting: its text (NUL-terminated,
+ * in `data` of `size` bytes) and up to 3 descriptors in `fds`; their number, or -1 when
+ * none came whole (descriptors that came with a bad message are closed). */
+static int receive_fds(int socket_fd, char *data, size_t size, int fds[3]) {
+    union { char buf[CMSG_SPACE(sizeof(int) * 3)]; struct cmsghdr align; } control;
+    struct iovec iov = {data, size};
+    struct msghdr message;
+    struct cmsghdr *part;
+    ssize_t n;
+    int n_fds;
+    memset(&message, 0, sizeof message);
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.buf;
+    message.msg_controllen = sizeof control.buf;
+    n = recvmsg(socket_fd, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return -1;
+    if (n < 0) die("receive from a call");
+    part = CMSG_FIRSTHDR(&message);
+    if (!part || part->cmsg_type != SCM_RIGHTS || part->cmsg_len < CMSG_LEN(sizeof(int)))
+        return -1;
+    n_fds = (int)((part->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+    memcpy(fds, CMSG_DATA(part), sizeof(int) * (size_t)n_fds);
+    if (n == 0 || data[n - 1] || message.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+        for (int i = 0; i < n_fds; i++) close(fds[i]);
+        return -1;
+    }
+    return n_fds;
 }
 
 /* The namespaces `fds` (user, mnt, uts) and their key, to the launcher's view socket. */
@@ -1282,12 +1332,13 @@ static void send_status(int socket_fd, int status) {
 static void run_launched_call(struct call *call, int as_init) {
     struct options o;
     sigset_t none;
-    int above = views_out, moved[MAX_CALL_FDS], keep[MAX_CALL_FDS + 6], n_keep = 0, argc = 0;
-    int *held[] = {&view.user, &view.mnt, &view.uts, &views_out, &sandbox_users.fd,
-                   &launcher_pidfd};
+    int *held[] = {&view.user,        &view.mnt,      &view.uts,    &views_out,
+                   &sandbox_users.fd, &launcher_pidfd, &dev_template};
+    int n_held = (int)(sizeof held / sizeof *held);
+    int above = views_out, moved[MAX_CALL_FDS], keep[MAX_CALL_FDS + 7], n_keep = 0, argc = 0;
     sigemptyset(&none);
     if (sigprocmask(SIG_SETMASK, &none, NULL) < 0) _exit(SETUP_FAILED);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < n_held; i++)
         if (*held[i] > above) above = *held[i];
     for (int i = 0; i < call->n_fds; i++) {
         if (call->fds[i] > above) above = call->fds[i];
@@ -1295,7 +1346,7 @@ static void run_launched_call(struct call *call, int as_init) {
     }
     for (int i = 0; i < call->n_fds; i++)  /* first out of the way of every target */
         if ((moved[i] = fcntl(call->fds[i], F_DUPFD_CLOEXEC, above + 1)) < 0) _exit(SETUP_FAILED);
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < n_held; i++) {
         if (*held[i] >= 0 && (*held[i] = fcntl(*held[i], F_DUPFD_CLOEXEC, above + 1)) < 0)
             _exit(SETUP_FAILED);
         keep_fd(keep, &n_keep, *held[i]);
@@ -1329,26 +1380,9 @@ static void hold_call_mounts(const char *key, int fd);
  * key and three namespaces), or its own mount namespace ("call PID" and one). */
 static void receive_from_call(int views_in) {
     char key[KEY_LEN];
-    int fds[3], n_fds;
-    union { char buf[CMSG_SPACE(sizeof(int) * 3)]; struct cmsghdr align; } control;
-    struct iovec iov = {key, sizeof key};
-    struct msghdr message;
-    struct cmsghdr *part;
-    ssize_t n;
-    memset(&message, 0, sizeof message);
-    message.msg_iov = &iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control.buf;
-    message.msg_controllen = sizeof control.buf;
-    n = recvmsg(views_in, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-    if (n < 0) die("receive a sandbox's root");
-    part = CMSG_FIRSTHDR(&message);
-    if (!part || part->cmsg_type != SCM_RIGHTS || part->cmsg_len < CMSG_LEN(sizeof(int))) return;
-    n_fds = (int)((part->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-    memcpy(fds, CMSG_DATA(part), sizeof(int) * (size_t)n_fds);
-    if (n == 0 || key[n - 1] || message.msg_flags & (MSG_TRUNC | MSG_CTRUNC) ||
-        (n_fds != 3 && (n_fds != 1 || strncmp(key, "call ", 5)))) {
+    int fds[3], n_fds = receive_fds(views_in, key, sizeof key, fds);
+    if (n_fds < 0) return;
+    if (n_fds != 3 && (n_fds != 1 || strncmp(key, "call ", 5))) {
         for (int i = 0; i < n_fds; i++) close(fds[i]);
         return;
     }
@@ -1360,7 +1394,7 @@ static void receive_from_call(int views_in) {
     view.user = fds[0];
     view.mnt = fds[1];
     view.uts = fds[2];
-    memcpy(view.key, key, (size_t)n);
+    memcpy(view.key, key, strlen(key) + 1);
 }
 
 /* A call that could not start: why, on its output (the descriptor it gave as 2), and
@@ -1483,6 +1517,49 @@ static int serve_once(int events, int views_in) {
     return 1;
 }
 
+/* make_dev's /dev for sandbox root `root_id`, as a detached mount: made by a short-lived
+ * child in a mount namespace of its own (on a tmpfs over its /tmp), so the launcher's stays
+ * the host's. -1 when the child could not make it, or this kernel cannot clone a detached
+ * mount; each root then makes its own /dev, and says what fails. */
+static int make_dev_template(unsigned long root_id) {
+    char said[8];
+    int pair[2], fds[3], n, fd = -1, tree, null;
+    pid_t child;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) die("socketpair");
+    child = fork();
+    if (child < 0) die("fork");
+    if (child == 0) {
+        null = open("/dev/null", O_WRONLY | O_CLOEXEC); /* its failures are no one's news */
+        if (null < 0 || dup2(null, STDERR_FILENO) < 0) _exit(SETUP_FAILED);
+        if (unshare(CLONE_NEWNS) < 0) die("unshare");
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) die("make / private");
+        mount_or_die("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=700,size=16k");
+        if (chdir("/tmp") < 0) die("chdir");
+        make_dir("dev", 0755);
+        make_dev(root_id);
+        tree = open_tree(AT_FDCWD, "dev", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (tree < 0 || send_fds(pair[1], "dev", 4, &tree, 1) < 0) die("hand /dev over");
+        _exit(0);
+    }
+    close(pair[1]);
+    while (waitpid(child, NULL, 0) < 0)
+        if (errno != EINTR) die("waitpid");
+    n = receive_fds(pair[0], said, sizeof said, fds);
+    if (n == 1) fd = fds[0];
+    for (int i = 0; n > 1 && i < n; i++) close(fds[i]);
+    close(pair[0]);
+    errno = 0;
+    if (fd < 0) return -1;
+    tree = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+    if (tree < 0) {
+        close(fd);
+        errno = 0;
+        return -1;
+    }
+    close(tree);
+    return fd;
+}
+
 static int launcher(int argc, char **argv) {
     char path[PATH_LEN];
     sigset_t child_exits;
@@ -1505,6 +1582,7 @@ static int launcher(int argc, char **argv) {
         sandbox_users.host = ids.map_host;
         sandbox_users.count = ids.map_count;
         if ((launcher_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0)) < 0) die("pidfd_open");
+        dev_template = make_dev_template(ids.map_host);
     }
     for (int i = 0; i < MAX_CALLS; i++) running[i].socket_fd = running[i].mounts = -1;
     sigemptyset(&child_exits);
