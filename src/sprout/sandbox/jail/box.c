@@ -955,6 +955,10 @@ static int call_main(struct options *o, int share, int as_init) {
      * otherwise it would go on writing into a layer that GC will free. */
     caller = getppid();
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) die("prctl");
+    if (as_init && o->rootless) {
+        errno = EINVAL;
+        die("--rootless: this launcher holds a user namespace of host ids (--idmap)");
+    }
     if (as_init) {
         /* getppid() reads 0 from inside the PID namespace: the launcher's pidfd says. */
         struct pollfd gone = {launcher_pidfd, POLLIN, 0};
