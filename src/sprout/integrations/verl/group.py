@@ -8,7 +8,9 @@ Ray actor, one per verl `uid` (one prompt of one step), which hands out slots 0.
 order the samples claim them. The sample that claims slot 0 leads: its process plays the
 whole group, so the group's sandboxes live on that worker's node and every model call goes
 through that worker's `server_manager`. Every sample, the leader too, then waits for its
-slot's output; the one that takes the last output ends the actor.
+slot's output and, once it has it, says so; the actor ends itself at the last of those.
+(Ending it from the sample that took the last output lost the replies still on their way
+to the others: Ray drops what a killed actor has not sent yet.)
 
 A leader that fails publishes the failure for every slot (an error, never a reward); a
 leader whose process dies takes the actor with it (a Ray actor dies with the process that
@@ -42,7 +44,7 @@ class GroupRendezvous:
     def __init__(self, size: int) -> None:
         self.size = size
         self.claimed = 0
-        self.taken = 0
+        self.received = 0
         self.outputs: list[dict[str, Any]] | None = None
         self.played = asyncio.Event()
 
@@ -58,13 +60,17 @@ class GroupRendezvous:
         self.outputs = outputs
         self.played.set()
 
-    async def output(self, slot: int) -> tuple[dict[str, Any], bool]:
-        """Slot `slot`'s output once the group is played, and whether it was the last one
-        taken (its taker then ends this actor)."""
+    async def output(self, slot: int) -> dict[str, Any]:
+        """Slot `slot`'s output, once the group is played."""
         await self.played.wait()
         assert self.outputs is not None
-        self.taken += 1
-        return self.outputs[slot], self.taken == self.size
+        return self.outputs[slot]
+
+    async def received_one(self) -> None:
+        """A sample has its output; at the last one this actor ends, every reply delivered."""
+        self.received += 1
+        if self.received == self.size:
+            ray.actor.exit_actor()  # type: ignore[no-untyped-call]
 
 
 _Remote = ray.remote(num_cpus=0)(GroupRendezvous)
@@ -89,8 +95,8 @@ class Group:
         await self._actor.publish.remote(outputs)
 
     async def output(self, slot: Slot) -> dict[str, Any]:
-        """The output of `slot`, waiting for the leader to play the group."""
-        found, last = await self._actor.output.remote(slot.index)
-        if last:
-            ray.kill(self._actor)
+        """The output of `slot`, waiting for the leader to play the group; then the actor
+        hears it arrived (not waited for: its last such call ends it)."""
+        found = await self._actor.output.remote(slot.index)
+        self._actor.received_one.remote()
         return dict(found)
