@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -15,15 +14,6 @@ from sprout.integrations.verl.group import NAMESPACE, Group  # noqa: E402
 
 SIZE = 8
 GROUPS = 20
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
 
 
 async def _sample(uid: str) -> dict[str, int]:

@@ -62,16 +62,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         yield url, folder
 
 
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    """Ray on this machine, as verl's workers run in it; the group rendezvous lives there."""
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
 def _config(model: Path, tmp_path: Path, roots: int = 2, children: int = 3, **more: Any) -> Any:
     """verl's own trainer config for a CPU agent-loop worker, the `sprout` loop named in an
     agent-loop config file as docs/integrations.md shows."""
