@@ -37,6 +37,10 @@ def timed(key, action):
     result = action()
     found[key].append(time.perf_counter() - start)
     return result
+def fork_and_call(checkpoint):
+    fork = Sandbox.fork(store, checkpoint)
+    fork.run("true")
+    return fork
 store = LayerStore(store_path)
 with Sandbox.create(store) as sb:
     sb.run("true")
@@ -45,10 +49,7 @@ with Sandbox.create(store) as sb:
         checkpoint = timed("checkpoint", sb.checkpoint)
         timed("first call after a checkpoint", lambda: sb.run(f"echo {turn} >> /tmp/log"))
         if turn % fork_every == 0:
-            fork = timed("fork + first call", lambda: Sandbox.fork(store, checkpoint))
-            timed("fork + first call", lambda: fork.run("true"))
-            found["fork + first call"][-2:] = [sum(found["fork + first call"][-2:])]
-            fork.close()
+            timed("fork + first call", lambda: fork_and_call(checkpoint)).close()
 print(json.dumps({key: statistics.median(times) for key, times in found.items()}))
 """
 """One process's turns, by a tree whose src/ folder is on its PYTHONPATH."""

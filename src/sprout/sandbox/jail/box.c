@@ -862,7 +862,7 @@ static int receive_fds(int socket_fd, char *data, size_t size, int fds[3]) {
     message.msg_controllen = sizeof control.buf;
     n = recvmsg(socket_fd, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return -1;
-    if (n < 0) die("receive from a call");
+    if (n < 0) die("receive descriptors on socket %d", socket_fd);
     part = CMSG_FIRSTHDR(&message);
     if (!part || part->cmsg_type != SCM_RIGHTS || part->cmsg_len < CMSG_LEN(sizeof(int)))
         return -1;
