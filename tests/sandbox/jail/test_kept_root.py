@@ -80,6 +80,27 @@ def test_dev_is_read_only_and_its_devices_work(overlay_store: LayerStore) -> Non
         assert works.exit_code == 0 and works.output.startswith("4\n"), works.output
 
 
+def test_a_root_cannot_change_the_dev_the_next_roots_share(overlay_store: LayerStore) -> None:
+    """As root every root of a sandbox attaches a clone of one /dev its launcher made: what a
+    call tries on it (a new file, a mode, a remount writable) reaches no root after a
+    checkpoint, and no fork."""
+    attack = (
+        "touch /dev/planted; chmod 777 /dev; mount -o remount,rw /dev; "
+        "echo x > /dev/planted2; stat -c %a /dev"
+    )
+    with Sandbox.create(overlay_store) as sandbox:
+        tried = sandbox.run(attack)
+        assert tried.output.splitlines()[-1] == "755", tried.output
+        sandbox.run("echo turn > /workspace/t")
+        checkpoint = sandbox.checkpoint()
+        after = sandbox.run("ls -A /dev; stat -c %a /dev; touch /dev/again")
+        with Sandbox.fork(overlay_store, checkpoint) as fork:
+            forked = fork.run("ls -A /dev; stat -c %a /dev")
+    for seen in (after.output, forked.output):
+        assert "planted" not in seen and "755" in seen.splitlines(), seen
+    assert after.exit_code != 0 and "Read-only file system" in after.output, after.output
+
+
 def test_what_put_writes_between_calls_is_what_the_next_call_sees(
     overlay_store: LayerStore, tmp_path: Path
 ) -> None:
