@@ -3,6 +3,7 @@ returns once the layer is sealed, its flush to disk running after."""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -10,11 +11,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
 from sprout.durable import syncfs
-from sprout.sandbox import LayerStore, Sandbox, UnknownCheckpoint
+from sprout.sandbox import LayerStore, Sandbox, SandboxError, UnknownCheckpoint
 from sprout.sandbox.layers import flusher
 
 pytestmark = pytest.mark.sandbox
@@ -134,3 +136,23 @@ def test_checkpoint_returns_sealed_and_its_flush_runs_after(
             assert overlay_store.wait_durable(checkpoint, timeout=0)
     finally:
         release.set()
+
+
+def test_a_sandbox_that_cannot_start_its_next_layer_closes_and_its_checkpoint_stays_whole(
+    overlay_store: LayerStore, monkeypatch: pytest.MonkeyPatch
+):
+    with Sandbox.create(overlay_store) as sandbox:
+        sandbox.run("echo kept > kept")
+        full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        monkeypatch.setattr(overlay_store, "new_layer", mock.Mock(side_effect=full))
+        with pytest.raises(SandboxError, match=r"starting the layer over checkpoint .*: No space"):
+            sandbox.checkpoint()
+        monkeypatch.undo()
+        checkpoint = sandbox.parent
+        assert sandbox.closed
+        with pytest.raises(SandboxError, match="closed"):
+            sandbox.run("echo lost > kept")  # no call writes the sealed layer
+    assert overlay_store.wait_durable(checkpoint, timeout=60), "the sealed layer was not flushed"
+    with Sandbox.fork(overlay_store, checkpoint) as fork:
+        assert fork.run("cat kept").output == "kept\n"
+    assert not os.listdir(os.path.join(overlay_store.path, "h")), "a hold was left behind"

@@ -234,22 +234,41 @@ class Sandbox(OpenLayer):
         if not always and is_empty(self.store.diff_dir(self.upper)):
             return self.parent
         try:
-            sealed = self.store.seal(self.upper, self.parent, self.config)
-        except OSError as error:  # the store's disk, not the caller: say which
-            raise SandboxError(
-                f"sealing a checkpoint in {self.store.path}: {error.strerror or error}"
-                + (
-                    " (a sandbox can fill a disk sprout cannot cap; see `sprout doctor`)"
-                    if error.errno in (errno.ENOSPC, errno.EDQUOT)
-                    else ""
-                )
-            ) from None
+            sealed = self.store.seal(self.upper, self.parent, self.config, flush=False)
+        except OSError as error:
+            raise self._store_error("sealing a checkpoint", error) from None
+        try:  # the next layer first: the flush would stall it (`LayerStore.seal`)
+            self._move_to(sealed.id)
+        finally:
+            self.store.flushes.hand_over(sealed)
+        return sealed.id
+
+    def _move_to(self, sealed: str) -> None:
+        """Go on writing a new layer over checkpoint `sealed`, just sealed from the upper.
+        A sandbox that cannot make that layer closes: no call may write a sealed one."""
         previous = self.upper
-        self.parent = sealed.id
-        self.upper = self.store.new_layer(sealed.id)
+        self.parent = sealed
+        try:
+            self.upper = self.store.new_layer(sealed)
+        except BaseException as error:
+            self.close()
+            if isinstance(error, OSError):
+                doing = f"starting the layer over checkpoint {sealed}"
+                raise self._store_error(doing, error) from None
+            raise
         self._backend.advance(self, previous)
         self.store.discard(previous)
-        return sealed.id
+
+    def _store_error(self, doing: str, error: OSError) -> SandboxError:
+        """The store's disk failed, not the caller: say which."""
+        return SandboxError(
+            f"{doing} in {self.store.path}: {error.strerror or error}"
+            + (
+                " (a sandbox can fill a disk sprout cannot cap; see `sprout doctor`)"
+                if error.errno in (errno.ENOSPC, errno.EDQUOT)
+                else ""
+            )
+        )
 
     def changes(self, since: str | None = None) -> list[Change]:
         """Paths added, modified or deleted since checkpoint `since` (default: the last one)."""

@@ -11,7 +11,6 @@ the swap removes the temporary folder and leaves the target untouched.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import secrets
@@ -20,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sprout.durable import libc
 from sprout.train.batching import LearnerError
 
 if TYPE_CHECKING:
@@ -73,8 +73,7 @@ def _replaceable(path: Path) -> bool:
 def _swap(new: Path, old: Path) -> None:
     """Exchange two folders atomically where possible; afterwards `new` holds the old one."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        exchange = libc.renameat2
+        exchange = libc().renameat2
     except (OSError, AttributeError):
         exchange = None
     if exchange is not None:

@@ -95,7 +95,7 @@ class OverlayBackend:
                 "user namespace maps only its root (run sprout as root for a task's USER)"
             )
         self.shell = shell_for(self.image_root)
-        self._cap(sandbox)
+        self._prepare(sandbox)
         limits = sandbox.config.limits
         launch = LAUNCH_PROCESSES["root" if self.store.ids is not None else "rootless"]
         pids = limits.processes + launch + 1 if limits.processes else 0
@@ -197,8 +197,6 @@ class OverlayBackend:
         layer_root = os.path.join(store.path, "l")
         scratch = store.scratch_dir(sandbox.upper)
         work = store.work_dir(sandbox.upper)
-        os.makedirs(work, exist_ok=True)
-        os.makedirs(os.path.join(scratch, "m"), exist_ok=True)
         config = sandbox.config
         lowers = store.stack(sandbox.parent)
         lowers += [os.path.relpath(p, layer_root) for p in store.image_layers(config)]
@@ -296,10 +294,10 @@ class OverlayBackend:
         """Nothing to do: the kernel wrote every change into the upper directory already."""
 
     def advance(self, sandbox: OpenLayer, sealed_upper: str) -> None:
-        """The next call mounts the new upper (capped as the old one was); the old scratch
-        goes with it, and the root mounted over the sealed layer first."""
+        """The next call mounts the new upper (capped as the old one was, its scratch made);
+        the old scratch goes with it, and the root mounted over the sealed layer first."""
         self._forget_root()
-        self._cap(sandbox)
+        self._prepare(sandbox)
 
     def _forget_root(self) -> None:
         """Drop the root the launcher keeps when sprout changes what it mounts: a layer it
@@ -309,11 +307,17 @@ class OverlayBackend:
         if self.launcher is not None and self.launcher.alive:
             self.launcher.forget_root()
 
-    def _cap(self, sandbox: OpenLayer) -> None:
+    def _prepare(self, sandbox: OpenLayer) -> None:
+        """Cap the upper layer and make its overlay workdir and mountpoint: here, before a
+        checkpoint hands its layer to the flusher, whose syncfs would stall them in the
+        next call (`Sandbox.checkpoint`)."""
+        store, upper = self.store, sandbox.upper
         try:
-            self.store.cap(sandbox.upper, sandbox.config.limits.disk_bytes)
+            store.cap(upper, sandbox.config.limits.disk_bytes)
         except OSError as error:
-            raise SandboxSetupFailed(f"the disk cap of layer {sandbox.upper}: {error}") from None
+            raise SandboxSetupFailed(f"the disk cap of layer {upper}: {error}") from None
+        os.makedirs(store.work_dir(upper), exist_ok=True)
+        os.makedirs(os.path.join(store.scratch_dir(upper), "m"), exist_ok=True)
 
     def close(self, sandbox: OpenLayer) -> None:
         """The launcher and the network are told to end, and the launcher waited for: the

@@ -3,6 +3,7 @@ runs: what every sweep of debris asks before it removes anything."""
 
 from __future__ import annotations
 
+import functools
 import os
 
 
@@ -15,6 +16,18 @@ def process_start(pid: int | str) -> str | None:
         return text[text.rindex(")") + 2 :].split()[19]  # field 22, counted after the name
     except (OSError, ValueError, IndexError):
         return None
+
+
+def own_start() -> str | None:
+    """`process_start` of this process, read once: every layer a sandbox starts writes it
+    into a hold."""
+    return _start_once(os.getpid())
+
+
+@functools.cache
+def _start_once(pid: int) -> str | None:
+    """Keyed by pid: a child made by fork reads its own."""
+    return process_start(pid)
 
 
 def process_alive(pid: int) -> bool:

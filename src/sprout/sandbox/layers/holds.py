@@ -12,12 +12,12 @@ import json
 import os
 
 from sprout.durable import write_atomically
-from sprout.sandbox.jail.processes import process_start
+from sprout.sandbox.jail.processes import own_start, process_start
 
 
 def write_hold(hold_dir: str, layer_id: str, parent: str | None) -> None:
     """Record that this process writes unsealed layer `layer_id` on top of `parent`."""
-    hold = {"pid": os.getpid(), "start": process_start(os.getpid()), "parent": parent}
+    hold = {"pid": os.getpid(), "start": own_start(), "parent": parent}
     write_atomically(os.path.join(hold_dir, layer_id), json.dumps(hold), False)
 
 

@@ -21,6 +21,8 @@ import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from sprout.durable import libc
+
 CLONING_FILESYSTEMS = {0x9123683E: "btrfs", 0x58465342: "xfs"}
 """statfs f_type magics of filesystems whose files can share extents."""
 FS_IOC_FIEMAP = 0xC020660B
@@ -47,8 +49,7 @@ Range = tuple[int, int]
 def clones(path: str) -> bool:
     """Whether the filesystem holding `path` can share extents between files."""
     buffer = ctypes.create_string_buffer(256)  # struct statfs is 120 bytes on 64-bit Linux
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.statfs(os.fsencode(path), buffer) != 0:
+    if libc().statfs(os.fsencode(path), buffer) != 0:
         error = ctypes.get_errno()
         raise OSError(error, os.strerror(error), path)
     return struct.unpack_from("l", buffer)[0] in CLONING_FILESYSTEMS  # f_type, a C long
