@@ -51,27 +51,46 @@ def handling(signals: Sequence[signal.Signals], handler: Handler) -> Iterator[No
 
 def stop_at_once(command: str, then: str = "") -> NoReturn:
     """Exit 130 now, as a kill would: worker threads may be inside a sandbox call, so
-    nothing unwinds; what a next start sweeps (debris, a temporary folder) is left to it."""
-    print(f"\nsprout {command}: stopped at once{then}", file=sys.stderr, flush=True)
+    nothing unwinds; what a next start sweeps (debris, a temporary folder) is left to it.
+    The line is written with os.write: a signal handler may call this while the thread it
+    interrupted holds stderr's buffer, and print would raise there."""
+    os.write(sys.stderr.fileno(), f"\nsprout {command}: stopped at once{then}\n".encode())
     os._exit(INTERRUPTED)
 
 
 @contextmanager
 def halting_on_ctrl_c(halt: Halt, command: str) -> Iterator[CtrlC]:
-    """Within the block, Ctrl-C halts `halt` (once) and then aborts the process."""
+    """Within the block, Ctrl-C halts `halt` (once) and then aborts the process.
+
+    The signal handler only writes a byte to a pipe; a thread of its own reads it and
+    halts. The handler runs in the main thread between two of its steps, wherever it is:
+    inside `Halt`'s lock (an attempt ending there) halting would wait for itself forever,
+    and inside a print to stderr its own print would raise."""
     seen = CtrlC()
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        if seen.pressed:
-            stop_at_once(command, "; --resume continues")
-        seen.pressed = True
-        halt.stop("interrupted (Ctrl-C)")
-        print(
-            f"\nsprout {command}: Ctrl-C: letting running turns finish and commit; "
-            "press Ctrl-C again to stop at once (--resume continues either way)",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    with handling((signal.SIGINT,), handle):
+    if threading.current_thread() is not threading.main_thread():
         yield seen
+        return
+    presses, pressed = os.pipe()
+
+    def watch() -> None:
+        while os.read(presses, 1):
+            if seen.pressed:
+                stop_at_once(command, "; --resume continues")
+            seen.pressed = True
+            halt.stop("interrupted (Ctrl-C)")
+            print(
+                f"\nsprout {command}: Ctrl-C: letting running turns finish and commit; "
+                "press Ctrl-C again to stop at once (--resume continues either way)",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    watcher = threading.Thread(target=watch, name="sprout-ctrl-c", daemon=True)
+    watcher.start()
+    try:
+        with handling((signal.SIGINT,), lambda _signal, _frame: os.write(pressed, b"\0")):
+            yield seen
+    finally:
+        os.close(pressed)  # the watcher reads what is left, then the end of the pipe
+        watcher.join()
+        os.close(presses)
