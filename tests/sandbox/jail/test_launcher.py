@@ -77,6 +77,26 @@ def test_a_call_started_outside_the_cgroups_refuses_to_run(overlay_store: LayerS
     assert "not inside the sandbox's cgroups" in outside.stderr
 
 
+def test_a_root_launcher_refuses_a_rootless_call_and_says_why(overlay_store: LayerStore) -> None:
+    """A root launcher's calls are born in namespaces of the store's host ids: a call asking
+    for a user namespace of its own (--rootless) would run in them, so it is refused."""
+    if overlay_store.ids is None:
+        pytest.skip("a rootless store's launcher holds no user namespace of host ids")
+    with Sandbox.create(overlay_store) as sandbox:
+        sandbox.run("true")
+        backend: Any = sandbox._backend
+        argv = backend._argv(sandbox, ["-c", "echo ran"], launched=True)
+        for flag, rootless in (("--idmap", ["--rootless"]), ("--netns-fd", ["--no-network"])):
+            at = argv.index(flag)  # a rootless network comes with a user namespace: none here
+            argv[at : at + 2] = rootless
+        call = backend.launcher.launch(argv, {}, {})
+        assert call.stdout is not None
+        said = call.stdout.read().decode()
+        assert call.wait(30) == 125 and "ran" not in said
+        assert "--rootless: this launcher holds a user namespace of host ids" in said
+        assert sandbox.run("echo still").output == "still\n", "the launcher serves on"
+
+
 def test_a_lost_launcher_ends_its_call_and_the_next_call_gets_another(
     overlay_store: LayerStore, procs: ProcessWatch, marker: str
 ) -> None:

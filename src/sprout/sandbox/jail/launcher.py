@@ -176,13 +176,8 @@ class Launcher:
         write the upper layer). Nothing to wait for: its answer would say no more than the
         order does. A launcher that is gone took the root with it."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
+        with ours, theirs, contextlib.suppress(SandboxSetupFailed):
             self._send([], {}, {}, theirs.fileno())
-        except SandboxSetupFailed:
-            pass
-        finally:
-            theirs.close()
-            ours.close()
 
     def _send(
         self, argv: Sequence[str], env: Mapping[str, str], given: Mapping[int, int], status: int
