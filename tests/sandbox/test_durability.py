@@ -18,6 +18,7 @@ import pytest
 from sprout.durable import syncfs
 from sprout.sandbox import LayerStore, Sandbox, SandboxError, UnknownCheckpoint
 from sprout.sandbox.layers import flusher
+from sprout.sandbox.layers import store as store_module
 
 pytestmark = pytest.mark.sandbox
 
@@ -156,3 +157,26 @@ def test_a_sandbox_that_cannot_start_its_next_layer_closes_and_its_checkpoint_st
     with Sandbox.fork(overlay_store, checkpoint) as fork:
         assert fork.run("cat kept").output == "kept\n"
     assert not os.listdir(os.path.join(overlay_store.path, "h")), "a hold was left behind"
+
+
+def test_a_squash_that_fails_leaves_the_turn_unsealed_and_the_sandbox_going_on(
+    overlay_store: LayerStore, monkeypatch: pytest.MonkeyPatch
+):
+    overlay_store.max_stack = 2  # the second checkpoint squashes
+    with Sandbox.create(overlay_store) as sandbox:
+        sandbox.run("echo one > one")
+        first = sandbox.checkpoint()
+        sandbox.run("echo two > two")
+        full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        monkeypatch.setattr(store_module, "squash", mock.Mock(side_effect=full))
+        with pytest.raises(SandboxError, match=r"sealing a checkpoint in .*: No space"):
+            sandbox.checkpoint()
+        monkeypatch.undo()
+        assert not sandbox.closed and sandbox.parent == first
+        with pytest.raises(UnknownCheckpoint):
+            overlay_store.layer(sandbox.upper)  # nothing half-sealed under a running sandbox
+        sandbox.run("echo three > three")
+        second = sandbox.checkpoint()
+    assert overlay_store.layer(second).flat is not None, "the next seal squashed"
+    with Sandbox.fork(overlay_store, second) as fork:
+        assert fork.run("cat one two three").output == "one\ntwo\nthree\n"

@@ -227,7 +227,9 @@ class Sandbox(OpenLayer):
         An unchanged sandbox returns the previous id: empty turns add no layer.
         With `always`, an empty layer is sealed anyway, so that this sandbox's
         settings (a fork's `network`, `env`, `limits`) become those its own
-        forks inherit.
+        forks inherit. When the store's disk fails (SandboxError), a failed seal leaves the
+        sandbox as it was; a failed start of the next layer closes it, its checkpoint
+        (`sandbox.parent`) kept.
         """
         self._check_open()
         self._backend.capture(self)

@@ -24,13 +24,15 @@ from sprout.sandbox.storefs.extents import disk_usage
 
 
 def squash(store: LayerFiles, layer: Layer) -> Layer:
-    """Merge the stack under sealed `layer` into one new layer, and return `layer` with
-    that flat copy recorded."""
+    """Merge the stack under `layer`, being sealed, into one new layer, and return `layer`
+    with that flat copy recorded: the caller seals it so, its metadata written last (a
+    squash that fails leaves the layer unsealed, and the flat copy no checkpoint keeps)."""
     flat_id = secrets.token_hex(5)
     flat_dir = store.diff_dir(flat_id)
     os.mkdir(flat_dir)
+    below = [] if layer.parent is None else store.stack(layer.parent)
     merge(
-        [store.diff_dir(i) for i in store.stack(layer.id)],
+        [store.diff_dir(i) for i in [layer.id, *below]],
         flat_dir,
         store.format,
         keep_markers=True,
@@ -41,6 +43,4 @@ def squash(store: LayerFiles, layer: Layer) -> Layer:
         flat_id, None, disk_usage(flat_dir), 1, time.time(), layer.config, squash_of=layer.id
     )
     store.save_meta(flat)
-    updated = replace(layer, flat=flat_id)
-    store.save_meta(updated)
-    return updated
+    return replace(layer, flat=flat_id)

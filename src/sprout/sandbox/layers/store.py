@@ -213,9 +213,9 @@ class LayerStore(LayerFiles):
         diff = self.diff_dir(layer_id)
         depth = 1 if parent is None else self.layer(parent).depth + 1
         sealed = Layer(layer_id, parent, disk_usage(diff), depth, time.time(), config)
-        self.save_meta(sealed)
-        if len(self.stack(layer_id)) > self.max_stack:
+        if parent is not None and 1 + len(self.stack(parent)) > self.max_stack:
             sealed = squash(self, sealed)
+        self.save_meta(sealed)  # last: a seal that fails before leaves the layer unsealed
         if flush:
             self.flushes.hand_over(sealed)
         return sealed
