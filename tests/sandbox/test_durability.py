@@ -139,16 +139,26 @@ def test_checkpoint_returns_sealed_and_its_flush_runs_after(
         release.set()
 
 
+def checkpoint_with_a_full_disk_at(
+    sandbox: Sandbox, owner: object, step: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sandbox.checkpoint()` while `owner.step` fails with ENOSPC (the step works again
+    afterwards, however the checkpoint ends)."""
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(owner, step, mock.Mock(side_effect=full))
+    try:
+        sandbox.checkpoint()
+    finally:
+        monkeypatch.undo()
+
+
 def test_a_sandbox_that_cannot_start_its_next_layer_closes_and_its_checkpoint_stays_whole(
     overlay_store: LayerStore, monkeypatch: pytest.MonkeyPatch
 ):
     with Sandbox.create(overlay_store) as sandbox:
         sandbox.run("echo kept > kept")
-        full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        monkeypatch.setattr(overlay_store, "new_layer", mock.Mock(side_effect=full))
         with pytest.raises(SandboxError, match=r"starting the layer over checkpoint .*: No space"):
-            sandbox.checkpoint()
-        monkeypatch.undo()
+            checkpoint_with_a_full_disk_at(sandbox, overlay_store, "new_layer", monkeypatch)
         checkpoint = sandbox.parent
         assert sandbox.closed
         with pytest.raises(SandboxError, match="closed"):
@@ -167,11 +177,8 @@ def test_a_squash_that_fails_leaves_the_turn_unsealed_and_the_sandbox_going_on(
         sandbox.run("echo one > one")
         first = sandbox.checkpoint()
         sandbox.run("echo two > two")
-        full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        monkeypatch.setattr(store_module, "squash", mock.Mock(side_effect=full))
         with pytest.raises(SandboxError, match=r"sealing a checkpoint in .*: No space"):
-            sandbox.checkpoint()
-        monkeypatch.undo()
+            checkpoint_with_a_full_disk_at(sandbox, store_module, "squash", monkeypatch)
         assert not sandbox.closed and sandbox.parent == first
         with pytest.raises(UnknownCheckpoint):
             overlay_store.layer(sandbox.upper)  # nothing half-sealed under a running sandbox
